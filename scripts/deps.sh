@@ -1,0 +1,26 @@
+#!/bin/sh
+# Install the Debian 12 packages luamcp needs to build and test.
+# Idempotent and quiet when nothing is missing.
+set -e
+PKGS="build-essential cmake pkg-config liblua5.4-dev lua5.4 libuv1-dev libjansson-dev \
+libhttp-parser-dev lua-cjson lua-busted lua-luv"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "deps: installing:$missing" >&2
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "deps: apt-get is not available; install these packages by hand:$missing" >&2
+  exit 1
+fi
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "deps: not root and no sudo; install these packages by hand:$missing" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

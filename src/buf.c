@@ -1,0 +1,40 @@
+/* A growable byte buffer. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "buf.h"
+
+void mcp_buf_grow(mcp_buf *b, size_t extra) {
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap - b->len < extra) cap *= 2;
+  char *p = realloc(b->data, cap);
+  if (p == NULL) {
+    fputs("luamcp: emergency: out of memory\n", stderr);
+    abort();
+  }
+  b->data = p;
+  b->cap = cap;
+}
+
+void mcp_buf_printf(mcp_buf *b, const char *fmt, ...) {
+  va_list ap;
+  int n;
+  va_start(ap, fmt);
+  n = vsnprintf(b->data ? b->data + b->len : NULL, b->cap - b->len, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n >= b->cap - b->len) {
+    mcp_buf_grow(b, (size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+  }
+  b->len += (size_t)n;
+}
+
+void mcp_buf_free(mcp_buf *b) {
+  free(b->data);
+  b->data = NULL;
+  b->len = b->cap = 0;
+}

@@ -1,0 +1,31 @@
+/* JSON <-> Lua values, and JSON text. json.c is the only place that turns
+ * JSON into Lua values or Lua values into JSON text.
+ *
+ * In Lua: objects are tables, arrays are tables with the array metatable
+ * (mcp.array), null is mcp.null (a NULL light userdata, as cjson.null).
+ * Integers stay integers (int64, exact); reals are floats. */
+#ifndef MCP_JSON_H
+#define MCP_JSON_H
+
+#include <jansson.h>
+#include <lua.h>
+
+#include "buf.h"
+
+#define MCP_JSON_ARRAY_MT "mcp.array"
+
+/* Parse one JSON text. On failure returns NULL and writes a message to err. */
+json_t *mcp_json_parse(const char *s, size_t n, char *err, size_t errlen);
+/* Append the compact JSON text of v. */
+void mcp_json_dump(const json_t *v, mcp_buf *b);
+/* Push v as a Lua value. Raises a Lua error on out of memory: call it protected. */
+void mcp_json_push(lua_State *L, const json_t *v);
+/* Append the JSON text of the Lua value at idx. Returns 0, or -1 with a
+ * message in err (the buffer is then restored to its old length). */
+int mcp_json_encode(lua_State *L, int idx, mcp_buf *b, char *err, size_t errlen);
+/* Append s as a JSON string; invalid UTF-8 becomes U+FFFD. */
+void mcp_json_add_string(mcp_buf *b, const char *s, size_t n);
+/* Create the array metatable in the registry (once per state). */
+void mcp_json_open(lua_State *L);
+
+#endif

@@ -1,0 +1,285 @@
+/* mcp.core: the C half of the Lua API. The friendly layer (lua/mcp/) wraps it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <uv.h>
+
+#include "config.h"
+#include "json.h"
+#include "lmcp.h"
+#include "log.h"
+#include "rpc.h"
+#include "sched.h"
+#include "session.h"
+
+static mcp_call *current(lua_State *L) { return mcp_call_current(L); }
+
+static int l_cancelled(lua_State *L) {
+  mcp_call *c = current(L);
+  lua_pushboolean(L, c != NULL && c->signalled);
+  return 1;
+}
+
+static int l_reason(lua_State *L) {
+  mcp_call *c = current(L);
+  if (c == NULL || c->req.reason == NULL) return 0;
+  lua_pushstring(L, c->req.reason);
+  return 1;
+}
+
+static int l_now(lua_State *L) {
+  lua_pushnumber(L, (double)uv_hrtime() / 1e9);
+  return 1;
+}
+
+static int l_deadline(lua_State *L) {
+  mcp_call *c = current(L);
+  if (c == NULL || c->deadline_ns == 0) return 0;
+  lua_pushnumber(L, (double)c->deadline_ns / 1e9);
+  return 1;
+}
+
+static int l_sleep(lua_State *L) {
+  double s = luaL_checknumber(L, 1);
+  mcp_call *c = current(L);
+  if (c == NULL)
+    return luaL_error(L, "mcp.sleep: not inside a request (a plugin's top level cannot wait)");
+  if (L != c->co)
+    return luaL_error(L, "mcp.sleep: call it from the handler's coroutine, not one it created");
+  if (!lua_isyieldable(L) || c->closing)
+    return luaL_error(L, "mcp.sleep: cannot yield here (inside a non-yieldable C call "
+                         "such as a table.sort comparator, or a <close> after an abort)");
+  return mcp_call_sleep(L, c, s);
+}
+
+static int l_progress(lua_State *L) {
+  mcp_call *c = current(L);
+  double p = luaL_checknumber(L, 1);
+  char err[128];
+  mcp_buf b = MCP_BUF_INIT;
+  if (!lua_isnoneornil(L, 2)) luaL_checknumber(L, 2);
+  if (!lua_isnoneornil(L, 3)) luaL_checkstring(L, 3);
+  if (c == NULL) return luaL_error(L, "progress: not inside a request");
+  if (c->progress_token == NULL || c->req.state != MCP_REQ_RUNNING) return 0;
+  if (p <= c->last_progress)
+    return luaL_error(L, "progress must increase (was %f, got %f)", c->last_progress, p);
+  c->last_progress = p;
+  mcp_rpc_notification_open(&b, "notifications/progress");
+  mcp_buf_adds(&b, "{\"progressToken\":");
+  mcp_buf_add(&b, c->progress_token, strlen(c->progress_token));
+  mcp_buf_adds(&b, ",\"progress\":");
+  mcp_json_encode(L, 1, &b, err, sizeof err);
+  if (!lua_isnoneornil(L, 2)) {
+    mcp_buf_adds(&b, ",\"total\":");
+    mcp_json_encode(L, 2, &b, err, sizeof err);
+  }
+  if (!lua_isnoneornil(L, 3)) {
+    mcp_buf_adds(&b, ",\"message\":");
+    mcp_json_encode(L, 3, &b, err, sizeof err);
+  }
+  mcp_buf_adds(&b, "}}");
+  mcp_session_send(c->session, NULL, c, b.data, b.len);
+  mcp_buf_free(&b);
+  return 0;
+}
+
+/* log(level, data [, logger]): notifications/message to the request's
+ * session, or to every initialized session outside a request. */
+static int l_log(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  int level = mcp_log_level_parse(name);
+  mcp_call *c = current(L);
+  char err[128];
+  mcp_buf b = MCP_BUF_INIT;
+  if (level < 0) return luaL_argerror(L, 1, "unknown log level");
+  luaL_checkany(L, 2);
+  if (c != NULL && mcp_req_state_terminal(c->req.state) && !c->closing) return 0;
+  mcp_rpc_notification_open(&b, "notifications/message");
+  mcp_buf_printf(&b, "{\"level\":\"%s\",", name);
+  if (lua_type(L, 3) == LUA_TSTRING) {
+    size_t n;
+    const char *logger = lua_tolstring(L, 3, &n);
+    mcp_buf_adds(&b, "\"logger\":");
+    mcp_json_add_string(&b, logger, n);
+    mcp_buf_addc(&b, ',');
+  }
+  mcp_buf_adds(&b, "\"data\":");
+  if (mcp_json_encode(L, 2, &b, err, sizeof err) != 0) {
+    mcp_buf_free(&b);
+    return luaL_argerror(L, 2, err);
+  }
+  mcp_buf_adds(&b, "}}");
+  if (c != NULL) {
+    if (level >= (int)c->session->log_level) mcp_session_send(c->session, NULL, c, b.data, b.len);
+  } else {
+    for (mcp_session *s = mcp_sessions; s; s = s->next)
+      if (s->revision >= 0 && level >= (int)s->log_level) mcp_session_send(s, NULL, NULL, b.data, b.len);
+  }
+  mcp_buf_free(&b);
+  return 0;
+}
+
+/* on_cancel(fn): fn(reason) runs (on the main thread, protected) at the cancel. */
+static int l_on_cancel(lua_State *L) {
+  mcp_call *c = current(L);
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  if (c == NULL) return luaL_error(L, "on_cancel: not inside a request");
+  if (c->oncancel_ref == LUA_NOREF) {
+    lua_newtable(L);
+    c->oncancel_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->oncancel_ref);
+  lua_pushvalue(L, 1);
+  lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+  return 0;
+}
+
+/* token(): the running call's token, a userdata that coroutines created by
+ * the handler are mapped to (see mcp_call_current). nil outside a call. */
+static int l_token(lua_State *L) {
+  mcp_call *c = current(L);
+  if (c == NULL) return 0;
+  mcp_call_token(L, c);
+  return 1;
+}
+
+static int l_log_stderr(lua_State *L) {
+  int level = mcp_log_level_parse(luaL_checkstring(L, 1));
+  const char *msg = luaL_checkstring(L, 2);
+  if (level < 0) return luaL_argerror(L, 1, "unknown log level");
+  mcp_log((mcp_log_level)level, "%s", msg);
+  return 0;
+}
+
+static int l_set_policy(lua_State *L) {
+  const char *tool = luaL_checkstring(L, 1);
+  int mode = mcp_cancel_mode_parse(luaL_checkstring(L, 2));
+  double timeout = luaL_checknumber(L, 3), grace = luaL_checknumber(L, 4);
+  if (mode < 0) return luaL_argerror(L, 2, "cancel must be \"cooperative\", \"abort\" or \"ignore\"");
+  if (timeout < 0) return luaL_argerror(L, 3, "timeout must be >= 0");
+  if (grace < 0) return luaL_argerror(L, 4, "grace must be >= 0");
+  mcp_policy_set(tool, mode, timeout, grace);
+  return 0;
+}
+
+static int l_clear_policies(lua_State *L) {
+  (void)L;
+  mcp_policy_clear();
+  return 0;
+}
+
+static int name_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* listdir(path): sorted names of the regular *.lua files in path, or nil, err. */
+static int l_listdir(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  uv_fs_t req;
+  uv_dirent_t ent;
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  int r = uv_fs_scandir(NULL, &req, path, 0, NULL);
+  if (r < 0) {
+    uv_fs_req_cleanup(&req);
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", path, uv_strerror(r));
+    return 2;
+  }
+  while (uv_fs_scandir_next(&req, &ent) != UV_EOF) {
+    size_t len = strlen(ent.name);
+    if (len < 5 || strcmp(ent.name + len - 4, ".lua") != 0) continue;
+    if (ent.type != UV_DIRENT_FILE && ent.type != UV_DIRENT_LINK && ent.type != UV_DIRENT_UNKNOWN)
+      continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      names = realloc(names, cap * sizeof *names);
+      if (names == NULL) abort();
+    }
+    names[n++] = strdup(ent.name);
+  }
+  uv_fs_req_cleanup(&req);
+  if (n > 0) qsort(names, n, sizeof *names, name_cmp);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_pushstring(L, names[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+    free(names[i]);
+  }
+  free(names);
+  return 1;
+}
+
+/* encode(value): JSON text, or nil, err. */
+static int l_encode(lua_State *L) {
+  mcp_buf b = MCP_BUF_INIT;
+  char err[256];
+  luaL_checkany(L, 1);
+  if (mcp_json_encode(L, 1, &b, err, sizeof err) != 0) {
+    mcp_buf_free(&b);
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  lua_pushlstring(L, b.data, b.len);
+  mcp_buf_free(&b);
+  return 1;
+}
+
+/* decode(text): a Lua value, or nil, err. */
+static int l_decode(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  char err[256];
+  json_t *v = mcp_json_parse(s, n, err, sizeof err);
+  if (v == NULL) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  mcp_json_push(L, v);
+  json_decref(v);
+  return 1;
+}
+
+static const luaL_Reg core_funcs[] = {
+  {"cancelled", l_cancelled},
+  {"reason", l_reason},
+  {"now", l_now},
+  {"deadline", l_deadline},
+  {"sleep", l_sleep},
+  {"progress", l_progress},
+  {"log", l_log},
+  {"on_cancel", l_on_cancel},
+  {"token", l_token},
+  {"log_stderr", l_log_stderr},
+  {"set_policy", l_set_policy},
+  {"clear_policies", l_clear_policies},
+  {"listdir", l_listdir},
+  {"encode", l_encode},
+  {"decode", l_decode},
+  {NULL, NULL}
+};
+
+int luaopen_mcp_core(lua_State *L) {
+  mcp_json_open(L);
+  luaL_newlib(L, core_funcs);
+  luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
+  lua_setfield(L, -2, "array_mt");
+  lua_pushlightuserdata(L, NULL);
+  lua_setfield(L, -2, "null");
+  mcp_call_tokens_open(L);
+  lua_setfield(L, -2, "nested");     /* weak map: coroutine -> token */
+  lua_createtable(L, 0, 4);
+  lua_pushnumber(L, mcp_cfg.timeout);
+  lua_setfield(L, -2, "timeout");
+  lua_pushnumber(L, mcp_cfg.grace);
+  lua_setfield(L, -2, "grace");
+  lua_pushinteger(L, mcp_cfg.page_size);
+  lua_setfield(L, -2, "page_size");
+  lua_setfield(L, -2, "config");
+  lua_pushliteral(L, LUAMCP_VERSION);
+  lua_setfield(L, -2, "version");
+  return 1;
+}

@@ -1,0 +1,9 @@
+/* The mcp.core Lua module. */
+#ifndef MCP_LMCP_H
+#define MCP_LMCP_H
+
+#include <lua.h>
+
+int luaopen_mcp_core(lua_State *L);
+
+#endif

@@ -1,0 +1,26 @@
+/* Leveled logging to stderr. stdout is the protocol in stdio mode. */
+#ifndef MCP_LOG_H
+#define MCP_LOG_H
+
+/* The MCP (syslog) levels, lowest first. */
+typedef enum {
+  MCP_LOG_DEBUG, MCP_LOG_INFO, MCP_LOG_NOTICE, MCP_LOG_WARNING,
+  MCP_LOG_ERROR, MCP_LOG_CRITICAL, MCP_LOG_ALERT, MCP_LOG_EMERGENCY,
+  MCP_LOG_NLEVELS
+} mcp_log_level;
+
+extern mcp_log_level mcp_log_threshold;
+
+int mcp_log_level_parse(const char *name);          /* -1 if unknown */
+const char *mcp_log_level_name(mcp_log_level level);
+void mcp_log(mcp_log_level level, const char *fmt, ...)
+  __attribute__((format(printf, 2, 3)));
+
+#define mcp_log_enabled(level) ((level) >= mcp_log_threshold)
+#define mcp_debug(...) \
+  do { if (mcp_log_enabled(MCP_LOG_DEBUG)) mcp_log(MCP_LOG_DEBUG, __VA_ARGS__); } while (0)
+#define mcp_info(...)  mcp_log(MCP_LOG_INFO, __VA_ARGS__)
+#define mcp_warn(...)  mcp_log(MCP_LOG_WARNING, __VA_ARGS__)
+#define mcp_error(...) mcp_log(MCP_LOG_ERROR, __VA_ARGS__)
+
+#endif

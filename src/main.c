@@ -1,0 +1,221 @@
+/* luamcp: command line, configuration, start and orderly shutdown. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <uv.h>
+
+#include "config.h"
+#include "lmcp.h"
+#include "log.h"
+#include "sched.h"
+#include "stdio_transport.h"
+
+mcp_config mcp_cfg = {
+  .timeout = 60, .grace = 2, .max_line = 4u << 20, .memory_limit = 256u << 20, .page_size = 50
+};
+
+static const char usage[] =
+  "usage: luamcp [--plugins DIR]... [--timeout SECONDS] [--grace SECONDS]\n"
+  "              [--log-level LEVEL] [--max-line BYTES] [--memory-limit MB]\n"
+  "              [--page-size N] [--http HOST:PORT] [--watch] [--version] [--help]\n"
+  "\n"
+  "Serves the Lua plugins in each DIR (default ./plugins) over MCP on stdio.\n"
+  "  --plugins DIR        load DIR/*.lua as plugins; DIR/lib/?.lua is on package.path\n"
+  "  --timeout SECONDS    default tool timeout (60; 0 = none)\n"
+  "  --grace SECONDS      default grace before a cancelled handler is aborted (2)\n"
+  "  --log-level LEVEL    stderr threshold: debug info notice warning error ... (info)\n"
+  "  --max-line BYTES     largest stdio message (4194304)\n"
+  "  --memory-limit MB    Lua memory limit (256; 0 = none)\n"
+  "  --page-size N        items per list page (50)\n"
+  "  --http HOST:PORT     Streamable HTTP (not implemented yet)\n"
+  "  --watch              hot reload (not implemented yet)\n";
+
+/* The Lua allocator, with the memory limit. */
+static size_t mem_used;
+
+static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  size_t old = ptr ? osize : 0;
+  (void)ud;
+  if (nsize == 0) {
+    free(ptr);
+    mem_used -= old;
+    return NULL;
+  }
+  if (mcp_cfg.memory_limit && nsize > old && mem_used + (nsize - old) > mcp_cfg.memory_limit)
+    return NULL;
+  void *p = realloc(ptr, nsize);
+  if (p != NULL) mem_used = mem_used - old + nsize;
+  return p;
+}
+
+static int l_panic(lua_State *L) {
+  mcp_log(MCP_LOG_CRITICAL, "Lua panic: %s", lua_tostring(L, -1));
+  return 0;
+}
+
+static uv_loop_t *loop;
+static lua_State *L;
+static uv_signal_t sigterm, sigint;
+static int shutting_down;
+
+static void closed(void) {
+  uv_close((uv_handle_t *)&sigterm, NULL);
+  uv_close((uv_handle_t *)&sigint, NULL);
+  mcp_sched_close();
+}
+
+static void shutdown_finish(void) {
+  mcp_sched_idle_cb = NULL;
+  mcp_stdio_close(closed);
+}
+
+static void shutdown_begin(const char *why) {
+  if (shutting_down) return;
+  shutting_down = 1;
+  mcp_info("shutting down: %s", why);
+  mcp_stdio_stop_reading();
+  mcp_sched_idle_cb = shutdown_finish;
+  mcp_sched_close_all(NULL, "shutdown");
+  if (mcp_sched_live() == 0) shutdown_finish();
+}
+
+static void on_eof(void) { shutdown_begin("end of input"); }
+
+static void on_signal(uv_signal_t *h, int signum) {
+  (void)h;
+  shutdown_begin(signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static int fail_usage(const char *fmt, const char *arg) {
+  fprintf(stderr, "luamcp: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n%s", usage);
+  return 2;
+}
+
+static int parse_number(const char *s, double *out) {
+  char *end;
+  *out = strtod(s, &end);
+  return *s != '\0' && *end == '\0' && *out >= 0;
+}
+
+/* stack: -> server module */
+static int load_server(lua_State *Ls) {
+  const char **dirs = lua_touserdata(Ls, 1);
+  int ndirs = (int)lua_tointeger(Ls, 2);
+  const char *luadir = getenv("LUAMCP_LUA_DIR");
+  if (luadir == NULL) luadir = LUAMCP_LUA_DIR;
+  luaL_openlibs(Ls);
+  luaL_requiref(Ls, "mcp.core", luaopen_mcp_core, 0);
+  lua_pop(Ls, 1);
+  lua_getglobal(Ls, "package");
+  lua_pushfstring(Ls, "%s/?.lua;%s/?/init.lua;", luadir, luadir);
+  lua_getfield(Ls, -2, "path");
+  lua_concat(Ls, 2);
+  lua_setfield(Ls, -2, "path");
+  lua_pop(Ls, 1);
+  lua_getglobal(Ls, "require");
+  lua_pushliteral(Ls, "mcp.server");
+  lua_call(Ls, 1, 1);                          /* stack: server */
+  lua_getfield(Ls, -1, "load");
+  lua_createtable(Ls, ndirs, 0);
+  for (int i = 0; i < ndirs; i++) {
+    lua_pushstring(Ls, dirs[i]);
+    lua_rawseti(Ls, -2, i + 1);
+  }
+  lua_call(Ls, 1, 0);                          /* server.load{dirs} */
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  const char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
+  int ndirs = 0, dispatch_ref, methods_ref, status = 0;
+  double d;
+  if (dirs == NULL) return 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int takes = strcmp(a, "--plugins") == 0 || strcmp(a, "--timeout") == 0 ||
+                strcmp(a, "--grace") == 0 || strcmp(a, "--log-level") == 0 ||
+                strcmp(a, "--max-line") == 0 || strcmp(a, "--memory-limit") == 0 ||
+                strcmp(a, "--page-size") == 0 || strcmp(a, "--http") == 0;
+    if (takes && v == NULL) return fail_usage("%s needs a value", a);
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fputs(usage, stdout);
+      return 0;
+    } else if (strcmp(a, "--version") == 0) {
+      printf("luamcp %s\n", LUAMCP_VERSION);
+      return 0;
+    } else if (strcmp(a, "--plugins") == 0) {
+      dirs[ndirs++] = v;
+    } else if (strcmp(a, "--timeout") == 0) {
+      if (!parse_number(v, &mcp_cfg.timeout)) return fail_usage("bad --timeout: %s", v);
+    } else if (strcmp(a, "--grace") == 0) {
+      if (!parse_number(v, &mcp_cfg.grace)) return fail_usage("bad --grace: %s", v);
+    } else if (strcmp(a, "--log-level") == 0) {
+      int lv = mcp_log_level_parse(v);
+      if (lv < 0) return fail_usage("bad --log-level: %s", v);
+      mcp_log_threshold = (mcp_log_level)lv;
+    } else if (strcmp(a, "--max-line") == 0) {
+      if (!parse_number(v, &d) || d < 64) return fail_usage("bad --max-line: %s", v);
+      mcp_cfg.max_line = (size_t)d;
+    } else if (strcmp(a, "--memory-limit") == 0) {
+      if (!parse_number(v, &d)) return fail_usage("bad --memory-limit: %s", v);
+      mcp_cfg.memory_limit = (size_t)(d * 1024 * 1024);
+    } else if (strcmp(a, "--page-size") == 0) {
+      if (!parse_number(v, &d) || d < 1) return fail_usage("bad --page-size: %s", v);
+      mcp_cfg.page_size = (int)d;
+    } else if (strcmp(a, "--http") == 0) {
+      return fail_usage("%s: the Streamable HTTP transport is not implemented yet", a);
+    } else if (strcmp(a, "--watch") == 0) {
+      return fail_usage("%s: hot reload is not implemented yet", a);
+    } else {
+      return fail_usage("unknown option: %s", a);
+    }
+    if (takes) i++;
+  }
+  if (ndirs == 0) dirs[ndirs++] = "plugins";
+
+  signal(SIGPIPE, SIG_IGN);
+  loop = uv_default_loop();
+  L = lua_newstate(l_alloc, NULL);
+  if (L == NULL) return 1;
+  lua_atpanic(L, l_panic);
+
+  lua_pushcfunction(L, load_server);
+  lua_pushlightuserdata(L, dirs);
+  lua_pushinteger(L, ndirs);
+  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+    mcp_log(MCP_LOG_CRITICAL, "cannot start: %s", lua_tostring(L, -1));
+    lua_close(L);
+    return 1;
+  }
+  lua_getfield(L, -1, "dispatch");
+  dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getfield(L, -1, "methods");
+  methods_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pop(L, 1);
+
+  mcp_sched_init(loop, L, dispatch_ref, methods_ref);
+  uv_signal_init(loop, &sigterm);
+  uv_signal_init(loop, &sigint);
+  uv_signal_start(&sigterm, on_signal, SIGTERM);
+  uv_signal_start(&sigint, on_signal, SIGINT);
+  if (mcp_stdio_start(loop, on_eof) != 0) {
+    status = 1;
+    shutdown_begin("stdio failed");
+  }
+  mcp_info("serving on stdio (luamcp %s, Lua memory limit %zu MB)", LUAMCP_VERSION,
+           mcp_cfg.memory_limit >> 20);
+  uv_run(loop, UV_RUN_DEFAULT);
+
+  mcp_stdio_free();
+  lua_close(L);
+  mcp_policy_clear();
+  if (uv_loop_close(loop) != 0) mcp_warn("event loop closed with handles still open");
+  free(dirs);
+  return status;
+}

@@ -1,0 +1,62 @@
+/* Tool policies (cancel mode, timeout, grace), registered from Lua when
+ * plugins load and read by the scheduler when a tools/call arrives. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "sched.h"
+
+#define NBUCKETS 256
+
+typedef struct policy {
+  struct policy *next;
+  char *tool;
+  int mode;
+  double timeout, grace;
+} policy;
+
+static policy *buckets[NBUCKETS];
+
+static unsigned name_hash(const char *s) {
+  unsigned h = 5381;
+  while (*s) h = h * 33 + (unsigned char)*s++;
+  return h % NBUCKETS;
+}
+
+int mcp_policy_set(const char *tool, int mode, double timeout, double grace) {
+  policy **slot = &buckets[name_hash(tool)], *p;
+  for (p = *slot; p; p = p->next)
+    if (strcmp(p->tool, tool) == 0) break;
+  if (p == NULL) {
+    p = calloc(1, sizeof *p);
+    if (p == NULL || (p->tool = strdup(tool)) == NULL) abort();
+    p->next = *slot;
+    *slot = p;
+  }
+  p->mode = mode;
+  p->timeout = timeout;
+  p->grace = grace;
+  return 0;
+}
+
+void mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace) {
+  for (policy *p = buckets[name_hash(tool)]; p; p = p->next)
+    if (strcmp(p->tool, tool) == 0) {
+      *mode = p->mode;
+      *timeout = p->timeout;
+      *grace = p->grace;
+      return;
+    }
+}
+
+void mcp_policy_clear(void) {
+  for (int i = 0; i < NBUCKETS; i++) {
+    policy *p = buckets[i], *next;
+    for (; p; p = next) {
+      next = p->next;
+      free(p->tool);
+      free(p);
+    }
+    buckets[i] = NULL;
+  }
+}

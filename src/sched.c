@@ -1,0 +1,554 @@
+/* Calls: coroutines, the count hook, timers, waits, and the actions of the
+ * cancellation state machine. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "config.h"
+#include "json.h"
+#include "log.h"
+#include "rpc.h"
+#include "sched.h"
+#include "session.h"
+
+#define SLICE_NS      2000000ull    /* a CPU-bound handler yields after 2 ms */
+#define HOOK_COUNT    1000          /* instructions between hook checks */
+#define CLOSE_NS      1000000000ull /* <close> handlers of an aborted call: 1 s */
+#define POOL_MAX      256           /* idle coroutines kept for reuse */
+
+static struct {
+  uv_loop_t *loop;
+  lua_State *L;
+  int dispatch_ref, methods_ref;
+  uv_idle_t idle;                   /* keeps poll from blocking while work is queued */
+  uv_check_t check;                 /* runs the queue after each poll */
+  mcp_call *qhead, *qtail;
+  mcp_call *all;
+  int live;
+  struct { lua_State *co; int ref; } pool[POOL_MAX];
+  int npool;
+} S;
+
+void (*mcp_sched_idle_cb)(void);
+
+static inline mcp_call **extra(lua_State *L) { return (mcp_call **)lua_getextraspace(L); }
+
+#define TOKEN_MT "mcp.token"
+#define NESTED_KEY "mcp.nested"
+
+/* A handler's own coroutine names its call in its extra space. A coroutine
+ * the handler created is looked up in the weak "nested" table, which maps it
+ * to the call's token. */
+mcp_call *mcp_call_current(lua_State *L) {
+  mcp_call *c = *extra(L), **tok;
+  if (c != NULL || L == S.L) return c;
+  lua_getfield(L, LUA_REGISTRYINDEX, NESTED_KEY);
+  lua_pushthread(L);
+  lua_rawget(L, -2);
+  tok = luaL_testudata(L, -1, TOKEN_MT);
+  c = tok ? *tok : NULL;
+  lua_pop(L, 2);
+  return c;
+}
+
+void mcp_call_token(lua_State *L, mcp_call *c) {
+  if (c->token_ref == LUA_NOREF) {
+    mcp_call **tok = lua_newuserdatauv(L, sizeof *tok, 0);
+    *tok = c;
+    luaL_setmetatable(L, TOKEN_MT);
+    c->token_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->token_ref);
+}
+
+void mcp_call_tokens_open(lua_State *L) {
+  luaL_newmetatable(L, TOKEN_MT);
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "k");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, NESTED_KEY);
+}
+
+static void call_token_drop(mcp_call *c) {
+  if (c->token_ref == LUA_NOREF) return;
+  lua_rawgeti(S.L, LUA_REGISTRYINDEX, c->token_ref);
+  *(mcp_call **)lua_touserdata(S.L, -1) = NULL;
+  lua_pop(S.L, 1);
+  luaL_unref(S.L, LUA_REGISTRYINDEX, c->token_ref);
+  c->token_ref = LUA_NOREF;
+}
+
+int mcp_sched_live(void) { return S.live; }
+
+/* The run queue. */
+
+static void idle_noop(uv_idle_t *h) { (void)h; }
+
+static void queue_push(mcp_call *c) {
+  if (c->queued) return;
+  c->queued = 1;
+  c->qnext = NULL;
+  c->qprev = S.qtail;
+  if (S.qtail) S.qtail->qnext = c; else S.qhead = c;
+  S.qtail = c;
+  if (!uv_is_active((uv_handle_t *)&S.idle)) uv_idle_start(&S.idle, idle_noop);
+}
+
+static void queue_remove(mcp_call *c) {
+  if (!c->queued) return;
+  if (c->qprev) c->qprev->qnext = c->qnext; else S.qhead = c->qnext;
+  if (c->qnext) c->qnext->qprev = c->qprev; else S.qtail = c->qprev;
+  c->qprev = c->qnext = NULL;
+  c->queued = 0;
+}
+
+/* Coroutines: a pool, since a finished or reset thread can run again. */
+
+static void hook(lua_State *L, lua_Debug *ar);
+
+static void co_acquire(mcp_call *c) {
+  if (S.npool > 0) {
+    S.npool--;
+    c->co = S.pool[S.npool].co;
+    c->co_ref = S.pool[S.npool].ref;
+  } else {
+    c->co = lua_newthread(S.L);
+    c->co_ref = luaL_ref(S.L, LUA_REGISTRYINDEX);
+    lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
+  }
+  *extra(c->co) = c;
+}
+
+static void co_reset(mcp_call *c);
+
+static void co_release(mcp_call *c) {
+  if (c->co == NULL) return;
+  if (lua_status(c->co) != LUA_OK) co_reset(c);
+  *extra(c->co) = NULL;
+  lua_settop(c->co, 0);
+  if (lua_status(c->co) == LUA_OK && S.npool < POOL_MAX) {
+    lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
+    S.pool[S.npool].co = c->co;
+    S.pool[S.npool].ref = c->co_ref;
+    S.npool++;
+  } else {
+    luaL_unref(S.L, LUA_REGISTRYINDEX, c->co_ref);
+  }
+  c->co = NULL;
+  c->co_ref = LUA_NOREF;
+}
+
+/*
+ * The count hook. It runs every HOOK_COUNT instructions of every handler
+ * coroutine (and of coroutines a handler creates, which inherit it).
+ *
+ * It does three things, in this order of precedence:
+ * 1. Killing: once a call is being aborted by error, the hook raises on every
+ *    instruction. A handler's pcall may catch one error, but the very next
+ *    instruction raises again, so the abort always reaches the top and the
+ *    coroutine dies (Redis re-arms its SCRIPT KILL hook the same way).
+ * 2. Time slices: after SLICE_NS of running, the handler's own coroutine
+ *    yields back to the loop (lua_yield as the hook's last action), so pings
+ *    and cancels are read while a CPU-bound handler runs. The scheduler
+ *    resumes it on the next loop turn; an abort then simply resets the
+ *    suspended thread.
+ * 3. Hard deadline: when the handler cannot yield (inside a non-yieldable C
+ *    call such as a table.sort comparator, or in a coroutine it created) and
+ *    its timeout or grace is over, the loop never gets a chance to act, so the
+ *    hook starts killing it itself.
+ * While <close> variables of an aborted call run, only a time limit applies.
+ */
+static void hook(lua_State *L, lua_Debug *ar) {
+  mcp_call *c = mcp_call_current(L);
+  (void)ar;
+  if (c == NULL) return;
+  if (c->killing) {
+    lua_sethook(L, hook, LUA_MASKCOUNT, 1);
+    luaL_error(L, "request aborted: %s", c->req.reason ? c->req.reason : "cancelled");
+    return;
+  }
+  uint64_t now = uv_hrtime();
+  if (c->closing) {
+    if (now > c->hard_ns) luaL_error(L, "cleanup after abort took longer than 1 s");
+    return;
+  }
+  if (now < c->slice_end_ns) return;
+  if (L == c->co && lua_isyieldable(L)) {
+    lua_yield(L, 0);
+    return;
+  }
+  if (c->hard_ns != 0 && now >= c->hard_ns) {
+    c->killing = 1;
+    lua_sethook(L, hook, LUA_MASKCOUNT, 1);
+    if (L != c->co) lua_sethook(c->co, hook, LUA_MASKCOUNT, 1);
+    luaL_error(L, "request aborted: %s", c->req.reason ? c->req.reason : "deadline passed");
+  }
+}
+
+/* Responses. */
+
+static void respond_result(mcp_call *c, int nres) {
+  lua_State *co = c->co;
+  mcp_buf b = MCP_BUF_INIT;
+  char err[256];
+  int base = lua_gettop(co) - nres + 1;
+  if (nres >= 3 && lua_isnil(co, base) && lua_isinteger(co, base + 1)) {
+    /* stack: nil code message */
+    mcp_rpc_error(&b, c->req.key, (int)lua_tointeger(co, base + 1), "%s",
+                  luaL_optstring(co, base + 2, "error"));
+  } else {
+    mcp_rpc_result_open(&b, c->req.key);
+    if (nres == 0 || mcp_json_encode(co, base, &b, err, sizeof err) != 0) {
+      b.len = 0;
+      if (nres == 0) strcpy(err, "handler returned nothing");
+      mcp_warn("request %.64s: cannot encode the result: %s", c->req.key, err);
+      mcp_rpc_error(&b, c->req.key, MCP_RPC_INTERNAL, "result cannot be encoded: %s", err);
+    } else {
+      mcp_rpc_close(&b);
+    }
+  }
+  mcp_session_send(c->session, c->batch, c, b.data, b.len);
+  mcp_buf_free(&b);
+}
+
+static void respond_error(mcp_call *c) {
+  mcp_buf b = MCP_BUF_INIT;
+  const char *msg = c->co ? lua_tostring(c->co, -1) : NULL;
+  mcp_rpc_error(&b, c->req.key, MCP_RPC_INTERNAL, "%s", msg ? msg : "handler failed");
+  mcp_session_send(c->session, c->batch, c, b.data, b.len);
+  mcp_buf_free(&b);
+}
+
+static void respond_timeout(mcp_call *c) {
+  mcp_buf b = MCP_BUF_INIT;
+  char msg[256];
+  if (c->tool) {
+    snprintf(msg, sizeof msg, "Tool \"%s\" timed out after %g seconds", c->tool, c->timeout);
+    mcp_rpc_result_open(&b, c->req.key);
+    mcp_buf_adds(&b, "{\"content\":[{\"type\":\"text\",\"text\":");
+    mcp_json_add_string(&b, msg, strlen(msg));
+    mcp_buf_adds(&b, "}],\"isError\":true}");
+    mcp_rpc_close(&b);
+  } else {
+    mcp_rpc_error(&b, c->req.key, MCP_RPC_TIMEOUT, "Request timed out after %g seconds", c->timeout);
+  }
+  mcp_session_send(c->session, c->batch, c, b.data, b.len);
+  mcp_buf_free(&b);
+}
+
+/* Timers and the end of a call. */
+
+static void call_free(uv_handle_t *h) {
+  mcp_call *c = h->data;
+  if (--c->nclosing > 0) return;
+  mcp_req_close(&c->req);
+  free(c->method);
+  free(c->tool);
+  free(c->progress_token);
+  free(c);
+}
+
+static void call_finish(mcp_call *c) {
+  c->finished = 1;
+  queue_remove(c);
+  mcp_reqtab_remove(&c->session->reqs, &c->req);
+  if (c->params) json_decref(c->params), c->params = NULL;
+  if (c->oncancel_ref != LUA_NOREF) {
+    luaL_unref(S.L, LUA_REGISTRYINDEX, c->oncancel_ref);
+    c->oncancel_ref = LUA_NOREF;
+  }
+  co_release(c);
+  call_token_drop(c);
+  if (c->aprev) c->aprev->anext = c->anext; else S.all = c->anext;
+  if (c->anext) c->anext->aprev = c->aprev;
+  S.live--;
+  mcp_session_call_done(c->session, c->batch);
+  c->nclosing = 2;
+  uv_close((uv_handle_t *)&c->deadline, call_free);
+  uv_close((uv_handle_t *)&c->wait, call_free);
+  if (S.live == 0 && mcp_sched_idle_cb) mcp_sched_idle_cb();
+}
+
+static void on_deadline(uv_timer_t *t) {
+  mcp_call *c = t->data;
+  if (c->req.state == MCP_REQ_CANCELLING || c->req.state == MCP_REQ_TIMING_OUT)
+    mcp_call_fire(c, MCP_EV_GRACE, NULL);
+  else
+    mcp_call_fire(c, MCP_EV_TIMEOUT, "timeout");
+}
+
+static void on_wait(uv_timer_t *t) {
+  mcp_call *c = t->data;
+  c->waiting = 0;
+  queue_push(c);
+}
+
+/* Resume the coroutine and turn what it did into an event. */
+static void call_resume(mcp_call *c, int nargs) {
+  int nres, status;
+  c->in_resume = 1;
+  c->slice_end_ns = uv_hrtime() + SLICE_NS;
+  status = lua_resume(c->co, S.L, nargs, &nres);
+  c->in_resume = 0;
+  if (status == LUA_YIELD) {
+    lua_pop(c->co, nres);
+    if (!c->waiting) queue_push(c);           /* preempted, or a bare yield */
+    return;
+  }
+  if (status == LUA_OK) {
+    mcp_call_fire(c, MCP_EV_RETURN, NULL);
+    return;
+  }
+  if (c->killing) {
+    /* The hook killed a handler stuck where it could not yield: the
+     * deadline it enforced is the timeout (if still running), then grace. */
+    if (c->req.state == MCP_REQ_RUNNING) mcp_call_fire(c, MCP_EV_TIMEOUT, "timeout");
+    mcp_call_fire(c, MCP_EV_GRACE, NULL);
+    return;
+  }
+  if (mcp_log_enabled(MCP_LOG_ERROR)) {
+    luaL_traceback(S.L, c->co, lua_tostring(c->co, -1), 0);
+    mcp_error("request %.64s: %s", c->req.key, lua_tostring(S.L, -1));
+    lua_pop(S.L, 1);
+  }
+  mcp_call_fire(c, MCP_EV_RAISE, NULL);
+}
+
+/* Push the arguments of the dispatcher: method, params, id. Protected,
+ * since converting params allocates. */
+static int push_args(lua_State *L) {
+  mcp_call *c = lua_touserdata(L, 1);
+  json_t *id;
+  lua_settop(L, 0);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, S.dispatch_ref);
+  lua_pushstring(L, c->method);
+  if (c->params) mcp_json_push(L, c->params); else lua_newtable(L);
+  id = json_loadb(c->req.key, c->req.keylen, JSON_DECODE_ANY, NULL);
+  if (id) {
+    mcp_json_push(L, id);
+    json_decref(id);
+  } else {
+    lua_pushnil(L);
+  }
+  return 4;
+}
+
+static void call_begin(mcp_call *c) {
+  co_acquire(c);
+  lua_pushcfunction(c->co, push_args);
+  lua_pushlightuserdata(c->co, c);
+  if (lua_pcall(c->co, 1, 4, 0) != LUA_OK) {
+    mcp_error("request %.64s: cannot start: %s", c->req.key, lua_tostring(c->co, -1));
+    mcp_call_fire(c, MCP_EV_RAISE, NULL);
+    return;
+  }
+  json_decref(c->params);
+  c->params = NULL;
+  call_resume(c, 3);
+}
+
+static void run_oncancel(mcp_call *c) {
+  if (c->oncancel_ref == LUA_NOREF) return;
+  lua_State *L = S.L;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->oncancel_ref);
+  for (lua_Integer i = 1; lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
+    lua_pushstring(L, c->req.reason);
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+      mcp_warn("request %.64s: on_cancel: %s", c->req.key, lua_tostring(L, -1));
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 2);
+}
+
+/* Stop a handler now. The coroutine is never running here (events arrive
+ * from the loop), so it is suspended or dead: reset it, which runs its
+ * pending <close> variables under a time limit. */
+static void co_reset(mcp_call *c) {
+  c->killing = 0;
+  c->closing = 1;
+  c->hard_ns = uv_hrtime() + CLOSE_NS;
+  lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
+  if (c->waiting) {
+    uv_timer_stop(&c->wait);
+    c->waiting = 0;
+  }
+  if (lua_resetthread(c->co) != LUA_OK)
+    mcp_warn("request %.64s: while closing: %s", c->req.key, lua_tostring(c->co, -1));
+  c->closing = 0;
+}
+
+static void call_abort(mcp_call *c) {
+  if (c->co == NULL) return;
+  c->signalled = 1;
+  co_reset(c);
+  mcp_debug("request %.64s: handler aborted", c->req.key);
+}
+
+void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
+  unsigned act;
+  if (c->finished) return;
+  act = mcp_req_fire(&c->req, ev, reason);
+  if (act & MCP_ACT_IGNORED) return;
+  if ((ev == MCP_EV_CANCEL || ev == MCP_EV_CLOSE) && act != 0)
+    mcp_info("request %.64s cancelled: %s", c->req.key, reason ? reason : "(no reason given)");
+  if (act & MCP_ACT_START) {
+    call_begin(c);        /* may finish the call */
+    return;
+  }
+  if (act & MCP_ACT_SIGNAL) {
+    c->signalled = 1;
+    if (c->waiting) {
+      uv_timer_stop(&c->wait);
+      c->waiting = 0;
+    }
+    if (c->co) queue_push(c);
+    run_oncancel(c);
+  }
+  if (act & MCP_ACT_GRACE) {
+    uint64_t ms = (uint64_t)(c->grace * 1000.0);
+    c->hard_ns = uv_hrtime() + ms * 1000000ull;
+    uv_timer_start(&c->deadline, on_deadline, ms, 0);
+  }
+  if (act & MCP_ACT_ABORT) call_abort(c);
+  if (act & MCP_ACT_RESULT) respond_result(c, lua_gettop(c->co));
+  if (act & MCP_ACT_ERROR) respond_error(c);
+  if (act & MCP_ACT_TIMEOUT) respond_timeout(c);
+  if (act & MCP_ACT_FINISH) {
+    uv_timer_stop(&c->deadline);
+    call_finish(c);
+  }
+}
+
+mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, const char *key, size_t keylen,
+                         const char *method, json_t *params) {
+  mcp_call *c = calloc(1, sizeof *c);
+  int mode = MCP_CANCEL_COOPERATIVE;
+  if (c == NULL) abort();
+  c->timeout = mcp_cfg.timeout;
+  c->grace = mcp_cfg.grace;
+  if (strcmp(method, "tools/call") == 0) {
+    const char *name = json_string_value(json_object_get(params, "name"));
+    if (name) {
+      c->tool = strdup(name);
+      mcp_policy_get(name, &mode, &c->timeout, &c->grace);
+    }
+  }
+  json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
+  if (json_is_string(token) || json_is_integer(token)) {
+    mcp_buf b = MCP_BUF_INIT;
+    mcp_json_dump(token, &b);
+    mcp_buf_addc(&b, '\0');
+    c->progress_token = b.data;
+  }
+  mcp_req_init(&c->req, key, keylen, mode);
+  c->session = s;
+  c->batch = batch;
+  c->method = strdup(method);
+  c->params = json_incref(params);
+  c->co_ref = c->oncancel_ref = c->token_ref = LUA_NOREF;
+  c->last_progress = -1e308;
+  uv_timer_init(S.loop, &c->deadline);
+  uv_timer_init(S.loop, &c->wait);
+  c->deadline.data = c->wait.data = c;
+  if (mcp_reqtab_insert(&s->reqs, &c->req) != 0) abort();   /* caller checked */
+  c->anext = S.all;
+  if (S.all) S.all->aprev = c;
+  S.all = c;
+  S.live++;
+  if (c->timeout > 0) {
+    uint64_t ms = (uint64_t)(c->timeout * 1000.0);
+    c->deadline_ns = uv_hrtime() + ms * 1000000ull;
+    if (mode != MCP_CANCEL_IGNORE) c->hard_ns = c->deadline_ns;
+    uv_timer_start(&c->deadline, on_deadline, ms, 0);
+  }
+  queue_push(c);
+  return c;
+}
+
+/* mcp.sleep: arm the wait timer and yield; woken by the timer or a cancel. */
+static int sleep_k(lua_State *L, int status, lua_KContext ctx) {
+  mcp_call *c = mcp_call_current(L);
+  (void)status; (void)ctx;
+  if (c != NULL && c->signalled) {
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, c->req.reason ? c->req.reason : "cancelled");
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+int mcp_call_sleep(lua_State *L, mcp_call *c, double seconds) {
+  if (c->signalled) return sleep_k(L, LUA_OK, 0);
+  if (seconds > 0) {
+    uint64_t ms = (uint64_t)(seconds * 1000.0 + 0.5);
+    uv_timer_start(&c->wait, on_wait, ms, 0);
+    c->waiting = 1;
+  }
+  return lua_yieldk(L, 0, 0, sleep_k);
+}
+
+static void run_queue(uv_check_t *h) {
+  mcp_call *batch = S.qhead;
+  (void)h;
+  S.qhead = S.qtail = NULL;
+  /* Detach the queue first: calls that yield again go to the next turn. */
+  for (mcp_call *c = batch; c != NULL; c = batch) {
+    batch = c->qnext;
+    if (batch) batch->qprev = NULL;
+    c->qnext = c->qprev = NULL;
+    c->queued = 0;
+    if (c->finished) continue;
+    if (c->req.state == MCP_REQ_QUEUED) mcp_call_fire(c, MCP_EV_START, NULL);
+    else if (c->co && !c->waiting && lua_status(c->co) == LUA_YIELD) call_resume(c, 0);
+  }
+  if (S.qhead == NULL) uv_idle_stop(&S.idle);
+}
+
+int mcp_sched_init(uv_loop_t *loop, lua_State *L, int dispatch_ref, int methods_ref) {
+  S.loop = loop;
+  S.L = L;
+  S.dispatch_ref = dispatch_ref;
+  S.methods_ref = methods_ref;
+  uv_idle_init(loop, &S.idle);
+  uv_check_init(loop, &S.check);
+  uv_check_start(&S.check, run_queue);
+  uv_unref((uv_handle_t *)&S.check);
+  return 0;
+}
+
+int mcp_sched_has_method(const char *method) {
+  int found;
+  lua_rawgeti(S.L, LUA_REGISTRYINDEX, S.methods_ref);
+  found = lua_getfield(S.L, -1, method) != LUA_TNIL;
+  lua_pop(S.L, 2);
+  return found;
+}
+
+void mcp_sched_close(void) {
+  uv_close((uv_handle_t *)&S.idle, NULL);
+  uv_close((uv_handle_t *)&S.check, NULL);
+  for (int i = 0; i < S.npool; i++) luaL_unref(S.L, LUA_REGISTRYINDEX, S.pool[i].ref);
+  S.npool = 0;
+}
+
+void mcp_sched_close_all(mcp_session *s, const char *reason) {
+  /* Firing may finish calls: walk a snapshot of the list. */
+  int n = 0, i;
+  mcp_call **v;
+  for (mcp_call *c = S.all; c; c = c->anext) n++;
+  if (n == 0) return;
+  v = malloc((size_t)n * sizeof *v);
+  if (v == NULL) abort();
+  n = 0;
+  for (mcp_call *c = S.all; c; c = c->anext)
+    if (s == NULL || c->session == s) v[n++] = c;
+  for (i = 0; i < n; i++) mcp_call_fire(v[i], MCP_EV_CLOSE, reason);
+  free(v);
+}

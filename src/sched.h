@@ -1,0 +1,81 @@
+/* Calls: one coroutine per request that runs Lua code, its timers and
+ * waits, and the actions of the cancellation state machine. */
+#ifndef MCP_SCHED_H
+#define MCP_SCHED_H
+
+#include <jansson.h>
+#include <lua.h>
+#include <uv.h>
+
+#include "request.h"
+
+typedef struct mcp_session mcp_session;
+typedef struct mcp_batch mcp_batch;
+
+/* A call is owned by the scheduler: created by mcp_call_start, freed in the
+ * close callback of its last timer after the state machine said FINISH. */
+typedef struct mcp_call mcp_call;
+struct mcp_call {
+  mcp_req req;               /* the state machine; first member */
+  mcp_session *session;
+  mcp_batch *batch;          /* the JSON-RPC batch it came in, or NULL */
+  char *method;
+  char *tool;                /* params.name of tools/call, for messages */
+  json_t *params;            /* owned reference; dropped when started */
+  char *progress_token;      /* JSON text of _meta.progressToken, or NULL */
+  double last_progress;
+  double timeout, grace;     /* seconds; 0 = none */
+  uint64_t deadline_ns;      /* hrtime of the timeout, 0 = none */
+  uint64_t hard_ns;          /* hrtime after which the hook aborts a stuck handler */
+  uint64_t slice_end_ns;     /* preemption point of the current resume */
+  lua_State *co;             /* the coroutine, NULL before start and after release */
+  int co_ref;
+  int oncancel_ref;          /* table of ctx:on_cancel functions, or LUA_NOREF */
+  int token_ref;             /* userdata naming this call to coroutines it creates */
+  uv_timer_t deadline;       /* the timeout, then the grace */
+  uv_timer_t wait;           /* mcp.sleep */
+  mcp_call *qprev, *qnext;   /* run queue */
+  mcp_call *aprev, *anext;   /* all live calls */
+  unsigned waiting : 1;      /* a wait is armed; its callback resumes */
+  unsigned queued : 1;       /* in the run queue */
+  unsigned signalled : 1;    /* cancelled flag seen by mcp.cancelled() */
+  unsigned in_resume : 1;
+  unsigned killing : 1;      /* the hook raises on every instruction */
+  unsigned closing : 1;      /* <close> variables running after an abort */
+  unsigned finished : 1;     /* FINISH done; memory goes with the timers */
+  int nclosing;              /* timer close callbacks still to come */
+};
+
+/* dispatch_ref: the Lua dispatcher function(method, params, id);
+ * methods_ref: the table of method names it serves. */
+int mcp_sched_init(uv_loop_t *loop, lua_State *L, int dispatch_ref, int methods_ref);
+int mcp_sched_has_method(const char *method);
+void mcp_sched_close(void);
+/* Create a call for a request already checked (method known, id not in
+ * flight), link it in the session's table and queue its start. */
+mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, const char *key, size_t keylen,
+                         const char *method, json_t *params);
+/* Feed an event to the state machine and perform its actions. */
+void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason);
+/* The call whose coroutine (or a coroutine it created) is L, or NULL. */
+mcp_call *mcp_call_current(lua_State *L);
+/* Push the call's token (created on first use). Coroutines the handler
+ * creates are mapped to it in the weak table that mcp_call_tokens_open
+ * creates and pushes; a token outlives its call and then names none. */
+void mcp_call_token(lua_State *L, mcp_call *c);
+void mcp_call_tokens_open(lua_State *L);
+/* Wait helpers for yielding bindings (lmcp.c). */
+int mcp_call_sleep(lua_State *L, mcp_call *c, double seconds);
+/* Fire CLOSE on every live call of session s (all sessions when s is NULL). */
+void mcp_sched_close_all(mcp_session *s, const char *reason);
+int mcp_sched_live(void);      /* number of live calls */
+/* Called when the last live call is gone (shutdown waits for it). */
+extern void (*mcp_sched_idle_cb)(void);
+
+/* Tool policies, registered from Lua when plugins load. */
+int mcp_policy_set(const char *tool, int mode, double timeout, double grace);
+/* Leaves the outputs untouched for a tool with no policy. */
+void mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace);
+void mcp_policy_clear(void);
+
+#endif

@@ -1,0 +1,324 @@
+/* Sessions: classify incoming JSON-RPC messages, the lifecycle (revision
+ * negotiation, initialize, ping, logging/setLevel), cancellation notices,
+ * batches; everything else becomes a call. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "rpc.h"
+#include "sched.h"
+#include "session.h"
+
+const char *const mcp_revisions[] = {
+  "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", NULL
+};
+#define REV_LATEST 3
+#define REV_BATCHES 1     /* batches exist in 2025-03-26 only */
+#define KEY_MAX 512       /* longer ids are refused */
+
+/* A JSON-RPC batch: answered as one array once its last call is done.
+ * Owned by the session code: freed when answered. */
+struct mcp_batch {
+  mcp_session *session;
+  mcp_buf out;               /* "[" and the responses so far */
+  int count;                 /* responses in out */
+  int pending;               /* calls still live */
+  int reading;               /* still handing out its elements */
+};
+
+mcp_session *mcp_sessions;
+
+void mcp_session_init(mcp_session *s, mcp_session_write_cb write, void *transport) {
+  memset(s, 0, sizeof *s);
+  mcp_reqtab_init(&s->reqs);
+  s->revision = -1;
+  s->log_level = MCP_LOG_INFO;
+  s->write = write;
+  s->transport = transport;
+  s->next = mcp_sessions;
+  mcp_sessions = s;
+}
+
+void mcp_session_close(mcp_session *s) {
+  mcp_session **p = &mcp_sessions;
+  while (*p && *p != s) p = &(*p)->next;
+  if (*p) *p = s->next;
+  mcp_reqtab_close(&s->reqs);
+  free(s->init_key);
+  if (s->client_capabilities) json_decref(s->client_capabilities);
+  s->init_key = NULL;
+  s->client_capabilities = NULL;
+}
+
+void mcp_session_send(mcp_session *s, mcp_batch *b, mcp_call *c, const char *data, size_t len) {
+  if (b != NULL) {
+    if (b->count++ > 0) mcp_buf_addc(&b->out, ',');
+    mcp_buf_add(&b->out, data, len);
+    return;
+  }
+  s->write(s, c, data, len);
+}
+
+static void batch_answer(mcp_batch *b) {
+  if (b->count > 0) {
+    mcp_buf_addc(&b->out, ']');
+    b->session->write(b->session, NULL, b->out.data, b->out.len);
+  }
+  mcp_buf_free(&b->out);
+  free(b);
+}
+
+void mcp_session_call_done(mcp_session *s, mcp_batch *b) {
+  s->ncalls--;
+  if (b != NULL && --b->pending == 0 && !b->reading) batch_answer(b);
+}
+
+static void send_error(mcp_session *s, mcp_batch *b, const char *key, int code, const char *msg) {
+  mcp_buf out = MCP_BUF_INIT;
+  mcp_rpc_error(&out, key, code, "%s", msg);
+  mcp_session_send(s, b, NULL, out.data, out.len);
+  mcp_buf_free(&out);
+}
+
+void mcp_session_reject(mcp_session *s, int code, const char *msg) {
+  send_error(s, NULL, NULL, code, msg);
+}
+
+static void send_result(mcp_session *s, mcp_batch *b, const char *key, const char *result) {
+  mcp_buf out = MCP_BUF_INIT;
+  mcp_rpc_result_open(&out, key);
+  mcp_buf_add(&out, result, strlen(result));
+  mcp_rpc_close(&out);
+  mcp_session_send(s, b, NULL, out.data, out.len);
+  mcp_buf_free(&out);
+}
+
+/* The exact JSON text of a string or integer id, NUL-terminated. */
+static int id_key(const json_t *id, char *key, size_t cap) {
+  mcp_buf b = MCP_BUF_INIT;
+  int ok = 0;
+  if (json_is_string(id) || json_is_integer(id)) {
+    mcp_json_dump(id, &b);
+    if (b.len < cap) {
+      memcpy(key, b.data, b.len);
+      key[b.len] = '\0';
+      ok = 1;
+    }
+  }
+  mcp_buf_free(&b);
+  return ok;
+}
+
+static void on_initialize(mcp_session *s, mcp_batch *b, const char *key, json_t *params) {
+  const char *want = json_string_value(json_object_get(params, "protocolVersion"));
+  int rev = REV_LATEST;
+  char result[512];
+  if (b != NULL) {
+    send_error(s, b, key, MCP_RPC_INVALID_REQUEST,
+               "Invalid Request: initialize must not be part of a batch");
+    return;
+  }
+  if (s->revision >= 0) {
+    send_error(s, b, key, MCP_RPC_INVALID_REQUEST, "Invalid Request: already initialized");
+    return;
+  }
+  if (!json_is_object(params) || want == NULL) {
+    send_error(s, b, key, MCP_RPC_INVALID_PARAMS,
+               "Invalid params: initialize needs params.protocolVersion (a string)");
+    return;
+  }
+  for (int i = 0; mcp_revisions[i]; i++)
+    if (strcmp(mcp_revisions[i], want) == 0) rev = i;
+  s->revision = rev;
+  s->init_key = strdup(key);
+  s->client_capabilities = json_incref(json_object_get(params, "capabilities"));
+  snprintf(result, sizeof result,
+           "{\"protocolVersion\":\"%s\",\"capabilities\":{\"logging\":{},"
+           "\"tools\":{\"listChanged\":false}},"
+           "\"serverInfo\":{\"name\":\"luamcp\",\"version\":\"%s\"}}",
+           mcp_revisions[rev], LUAMCP_VERSION);
+  send_result(s, b, key, result);
+  {
+    json_t *info = json_object_get(params, "clientInfo");
+    const char *name = json_string_value(json_object_get(info, "name"));
+    mcp_info("session initialized: protocol %s (client asked %.32s), client %.64s",
+             mcp_revisions[rev], want, name ? name : "(unnamed)");
+  }
+}
+
+static void on_set_level(mcp_session *s, mcp_batch *b, const char *key, json_t *params) {
+  const char *name = json_string_value(json_object_get(params, "level"));
+  int level = name ? mcp_log_level_parse(name) : -1;
+  if (level < 0) {
+    send_error(s, b, key, MCP_RPC_INVALID_PARAMS,
+               "Invalid params: level must be one of debug, info, notice, warning, error, "
+               "critical, alert, emergency");
+    return;
+  }
+  s->log_level = (mcp_log_level)level;
+  send_result(s, b, key, "{}");
+}
+
+static void on_request(mcp_session *s, mcp_batch *b, const char *key, const char *method,
+                       json_t *params) {
+  char msg[600];
+  if (mcp_reqtab_find(&s->reqs, key, strlen(key)) != NULL) {
+    snprintf(msg, sizeof msg, "Invalid Request: request id %.64s is already in flight", key);
+    send_error(s, b, key, MCP_RPC_INVALID_REQUEST, msg);
+    return;
+  }
+  if (strcmp(method, "initialize") == 0) {
+    on_initialize(s, b, key, params);
+    return;
+  }
+  if (strcmp(method, "ping") == 0) {
+    send_result(s, b, key, "{}");
+    return;
+  }
+  if (s->revision < 0) {
+    send_error(s, b, key, MCP_RPC_INVALID_REQUEST,
+               "Invalid Request: server not initialized (send initialize first)");
+    return;
+  }
+  if (strcmp(method, "logging/setLevel") == 0) {
+    on_set_level(s, b, key, params);
+    return;
+  }
+  if (!mcp_sched_has_method(method)) {
+    snprintf(msg, sizeof msg, "Method not found: %.256s", method);
+    send_error(s, b, key, MCP_RPC_METHOD_NOT_FOUND, msg);
+    return;
+  }
+  mcp_call_start(s, b, key, strlen(key), method, params);
+  s->ncalls++;
+  if (b != NULL) b->pending++;
+}
+
+/* notifications/cancelled. Invalid ones are ignored, as the spec says, but
+ * never silently: each reason is logged at debug. */
+static void on_cancelled(mcp_session *s, json_t *params) {
+  json_t *rid = json_object_get(params, "requestId");
+  const char *reason = json_string_value(json_object_get(params, "reason"));
+  char key[KEY_MAX];
+  mcp_req *req;
+  int state;
+  if (!json_is_object(params)) {
+    mcp_debug("cancel ignored: malformed notification: params missing");
+    return;
+  }
+  if (rid == NULL) {
+    mcp_debug("cancel ignored: malformed notification: requestId missing");
+    return;
+  }
+  if (!id_key(rid, key, sizeof key)) {
+    mcp_debug("cancel ignored: malformed notification: requestId must be a string or an integer");
+    return;
+  }
+  req = mcp_reqtab_find(&s->reqs, key, strlen(key));
+  if (req != NULL) {
+    mcp_call_fire((mcp_call *)req, MCP_EV_CANCEL, reason ? reason : "(no reason given)");
+    return;
+  }
+  if (s->init_key && strcmp(s->init_key, key) == 0) {
+    mcp_debug("cancel ignored: initialize cannot be cancelled");
+    return;
+  }
+  state = mcp_reqtab_recent(&s->reqs, key, strlen(key));
+  if (state >= 0)
+    mcp_debug("cancel ignored: request %.64s already %s", key, mcp_req_state_name(state));
+  else
+    mcp_debug("cancel ignored: unknown request %.64s", key);
+}
+
+static void on_notification(mcp_session *s, const char *method, json_t *params) {
+  if (strcmp(method, "notifications/cancelled") == 0) on_cancelled(s, params);
+  else if (strcmp(method, "notifications/initialized") == 0) s->ready = 1;
+  else mcp_debug("notification %.128s ignored", method);
+}
+
+static void on_message(mcp_session *s, mcp_batch *b, json_t *msg) {
+  json_t *id = json_object_get(msg, "id"), *method, *params;
+  const char *version;
+  char key[KEY_MAX];
+  int has_key;
+  if (!json_is_object(msg)) {
+    send_error(s, b, NULL, MCP_RPC_INVALID_REQUEST, "Invalid Request: a message must be a JSON object");
+    return;
+  }
+  has_key = id_key(id, key, sizeof key);
+  version = json_string_value(json_object_get(msg, "jsonrpc"));
+  if (version == NULL || strcmp(version, "2.0") != 0) {
+    send_error(s, b, has_key ? key : NULL, MCP_RPC_INVALID_REQUEST,
+               "Invalid Request: jsonrpc must be \"2.0\"");
+    return;
+  }
+  method = json_object_get(msg, "method");
+  if (method == NULL) {
+    if (id != NULL && (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
+      mcp_debug("response ignored: no request %.64s was sent", has_key ? key : "(bad id)");
+      return;
+    }
+    send_error(s, b, has_key ? key : NULL, MCP_RPC_INVALID_REQUEST, "Invalid Request: method missing");
+    return;
+  }
+  if (!json_is_string(method)) {
+    send_error(s, b, has_key ? key : NULL, MCP_RPC_INVALID_REQUEST,
+               "Invalid Request: method must be a string");
+    return;
+  }
+  params = json_object_get(msg, "params");
+  if (params != NULL && !json_is_object(params) && !json_is_array(params)) {
+    send_error(s, b, has_key ? key : NULL, MCP_RPC_INVALID_REQUEST,
+               "Invalid Request: params must be an object or an array");
+    return;
+  }
+  if (id == NULL) {
+    on_notification(s, json_string_value(method), params);
+    return;
+  }
+  if (!has_key) {
+    send_error(s, b, NULL, MCP_RPC_INVALID_REQUEST,
+               json_is_string(id) ? "Invalid Request: id too long"
+                                  : "Invalid Request: id must be a string or an integer");
+    return;
+  }
+  on_request(s, b, key, json_string_value(method), params);
+}
+
+static void on_batch(mcp_session *s, json_t *arr) {
+  mcp_batch *b;
+  char msg[128];
+  size_t i;
+  if (json_array_size(arr) == 0) {
+    send_error(s, NULL, NULL, MCP_RPC_INVALID_REQUEST, "Invalid Request: empty batch");
+    return;
+  }
+  if (s->revision != REV_BATCHES) {
+    snprintf(msg, sizeof msg, "Invalid Request: batches are not supported %s%s",
+             s->revision < 0 ? "before initialize" : "in protocol revision ",
+             s->revision < 0 ? "" : mcp_revisions[s->revision]);
+    send_error(s, NULL, NULL, MCP_RPC_INVALID_REQUEST, msg);
+    return;
+  }
+  b = calloc(1, sizeof *b);
+  if (b == NULL) abort();
+  b->session = s;
+  b->reading = 1;
+  mcp_buf_addc(&b->out, '[');
+  for (i = 0; i < json_array_size(arr); i++) on_message(s, b, json_array_get(arr, i));
+  b->reading = 0;
+  if (b->pending == 0) batch_answer(b);
+}
+
+void mcp_session_input(mcp_session *s, const char *data, size_t len) {
+  char err[256], msg[300];
+  json_t *v = mcp_json_parse(data, len, err, sizeof err);
+  if (v == NULL) {
+    snprintf(msg, sizeof msg, "Parse error: %s", err);
+    send_error(s, NULL, NULL, MCP_RPC_PARSE, msg);
+    return;
+  }
+  if (json_is_array(v)) on_batch(s, v);
+  else on_message(s, NULL, v);
+  json_decref(v);
+}

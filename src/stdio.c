@@ -1,0 +1,282 @@
+/* The stdio transport: newline-delimited JSON-RPC on stdin and stdout.
+ * stdin and stdout may each be a pipe, a TTY or a regular file; libuv cannot
+ * poll a regular file, so files are read with uv_fs_read and written with
+ * plain blocking writes. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "rpc.h"
+#include "session.h"
+#include "stdio_transport.h"
+
+#define READ_CHUNK 65536
+
+typedef union {
+  uv_handle_t handle;
+  uv_stream_t stream;
+  uv_pipe_t pipe;
+  uv_tty_t tty;
+} stream_u;
+
+typedef struct {
+  uv_write_t req;
+  uv_buf_t buf;
+} write_req;
+
+static struct {
+  mcp_session session;
+  uv_loop_t *loop;
+  uv_handle_type in_type, out_type;
+  stream_u in, out;
+  uv_fs_t fs_read;              /* stdin is a regular file */
+  char *fs_buf;
+  int64_t fs_off;
+  uv_prepare_t flusher;         /* writes what a loop turn produced before polling */
+  uv_timer_t eof_timer;         /* EOF is handled after the queued calls started */
+  mcp_buf line;                 /* a partial line */
+  mcp_buf pend;                 /* output not yet handed to the kernel */
+  size_t writing;               /* writes in flight */
+  int skipping;                 /* discarding the rest of an over-long line */
+  int reading, closing, close_pending;
+  void (*on_eof)(void);
+  void (*on_closed)(void);
+} T;
+
+static void close_handles(void);
+
+static void write_cb(uv_write_t *req, int status) {
+  write_req *w = (write_req *)req;
+  T.writing--;
+  if (status < 0 && status != UV_ECANCELED) {
+    mcp_warn("stdout: %s; the client is gone", uv_strerror(status));
+    if (T.on_eof) T.on_eof();
+  }
+  free(w->buf.base);
+  free(w);
+  if (T.writing == 0 && T.close_pending) close_handles();
+}
+
+static void flush(void) {
+  size_t off = 0;
+  if (T.pend.len == 0) return;
+  if (T.out_type == UV_FILE) {
+    while (off < T.pend.len) {
+      ssize_t n = write(1, T.pend.data + off, T.pend.len - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        mcp_warn("stdout: %s; output dropped", strerror(errno));
+        break;
+      }
+      off += (size_t)n;
+    }
+    T.pend.len = 0;
+    return;
+  }
+  if (T.writing == 0) {            /* keep order: only try when nothing is queued */
+    uv_buf_t b = uv_buf_init(T.pend.data, (unsigned)T.pend.len);
+    int n = uv_try_write(&T.out.stream, &b, 1);
+    if (n > 0) off = (size_t)n;
+  }
+  if (off < T.pend.len) {
+    write_req *w = malloc(sizeof *w);
+    if (w == NULL) abort();
+    w->buf.len = T.pend.len - off;
+    w->buf.base = malloc(w->buf.len);
+    if (w->buf.base == NULL) abort();
+    memcpy(w->buf.base, T.pend.data + off, w->buf.len);
+    T.writing++;
+    uv_buf_t b = w->buf;
+    int r = uv_write(&w->req, &T.out.stream, &b, 1, write_cb);
+    if (r < 0) {
+      T.writing--;
+      free(w->buf.base);
+      free(w);
+      mcp_warn("stdout: %s; the client is gone", uv_strerror(r));
+    }
+  }
+  T.pend.len = 0;
+}
+
+static void on_prepare(uv_prepare_t *h) {
+  (void)h;
+  flush();
+}
+
+static void session_write(mcp_session *s, mcp_call *c, const char *data, size_t len) {
+  (void)s; (void)c;
+  mcp_buf_add(&T.pend, data, len);
+  mcp_buf_addc(&T.pend, '\n');
+}
+
+static void message(const char *p, size_t n) {
+  while (n > 0 && (p[n - 1] == '\r' || p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
+  if (n == 0) return;                    /* blank lines are not messages */
+  mcp_session_input(&T.session, p, n);
+}
+
+static void too_long(void) {
+  char msg[128];
+  snprintf(msg, sizeof msg, "Invalid Request: message longer than %zu bytes (--max-line)",
+           mcp_cfg.max_line);
+  mcp_warn("stdin: %s; skipped", msg);
+  mcp_session_reject(&T.session, MCP_RPC_INVALID_REQUEST, msg);
+}
+
+/* Split input into lines; a line that fits is handed over without a copy
+ * when it arrives whole. */
+static void feed(const char *p, size_t n) {
+  while (n > 0) {
+    const char *nl = memchr(p, '\n', n);
+    size_t chunk = nl ? (size_t)(nl - p) : n;
+    if (T.skipping) {
+      if (nl) T.skipping = 0;
+    } else if (T.line.len + chunk > mcp_cfg.max_line) {
+      too_long();
+      T.line.len = 0;
+      T.skipping = (nl == NULL);
+    } else if (nl && T.line.len == 0) {
+      message(p, chunk);
+    } else {
+      mcp_buf_add(&T.line, p, chunk);
+      if (nl) {
+        message(T.line.data, T.line.len);
+        T.line.len = 0;
+      }
+    }
+    if (nl == NULL) break;
+    p = nl + 1;
+    n -= chunk + 1;
+  }
+}
+
+static void on_eof_timer(uv_timer_t *t) {
+  (void)t;
+  if (T.on_eof) T.on_eof();
+}
+
+static void at_eof(void) {
+  if (T.line.len > 0 && !T.skipping) message(T.line.data, T.line.len);
+  T.line.len = 0;
+  T.reading = 0;
+  mcp_info("stdin: end of input");
+  /* Let the calls read in this turn start (and quick ones finish) first. */
+  uv_timer_start(&T.eof_timer, on_eof_timer, 0, 0);
+}
+
+static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+  static char chunk[READ_CHUNK];
+  (void)h; (void)hint;
+  buf->base = chunk;
+  buf->len = sizeof chunk;
+}
+
+static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  if (n > 0) {
+    feed(buf->base, (size_t)n);
+    return;
+  }
+  if (n == 0) return;
+  if (n != UV_EOF) mcp_warn("stdin: %s", uv_strerror((int)n));
+  uv_read_stop(s);
+  at_eof();
+}
+
+static void fs_read_cb(uv_fs_t *req) {
+  ssize_t n = req->result;
+  uv_fs_req_cleanup(req);
+  if (n > 0 && T.reading) {
+    feed(T.fs_buf, (size_t)n);
+    T.fs_off += n;
+    uv_buf_t b = uv_buf_init(T.fs_buf, READ_CHUNK);
+    uv_fs_read(T.loop, &T.fs_read, 0, &b, 1, T.fs_off, fs_read_cb);
+    return;
+  }
+  if (n < 0) mcp_warn("stdin: %s", uv_strerror((int)n));
+  if (T.reading) at_eof();
+}
+
+static int open_stream(int fd, uv_handle_type type, stream_u *s, int readable) {
+  if (type == UV_TTY) return uv_tty_init(T.loop, &s->tty, fd, readable);
+  int r = uv_pipe_init(T.loop, &s->pipe, 0);
+  if (r == 0) r = uv_pipe_open(&s->pipe, fd);
+  return r;
+}
+
+int mcp_stdio_start(uv_loop_t *loop, void (*on_eof)(void)) {
+  int r;
+  T.loop = loop;
+  T.on_eof = on_eof;
+  T.in_type = uv_guess_handle(0);
+  T.out_type = uv_guess_handle(1);
+  mcp_session_init(&T.session, session_write, NULL);
+  uv_prepare_init(loop, &T.flusher);
+  uv_prepare_start(&T.flusher, on_prepare);
+  uv_timer_init(loop, &T.eof_timer);
+  if (T.out_type != UV_FILE) {
+    if (T.out_type != UV_TTY) T.out_type = UV_NAMED_PIPE;
+    if ((r = open_stream(1, T.out_type, &T.out, 0)) < 0) {
+      mcp_error("stdout: %s", uv_strerror(r));
+      return r;
+    }
+  }
+  T.reading = 1;
+  if (T.in_type == UV_FILE) {
+    T.fs_buf = malloc(READ_CHUNK);
+    if (T.fs_buf == NULL) abort();
+    uv_buf_t b = uv_buf_init(T.fs_buf, READ_CHUNK);
+    return uv_fs_read(loop, &T.fs_read, 0, &b, 1, 0, fs_read_cb);
+  }
+  if (T.in_type != UV_TTY) T.in_type = UV_NAMED_PIPE;
+  if ((r = open_stream(0, T.in_type, &T.in, 1)) < 0 ||
+      (r = uv_read_start(&T.in.stream, alloc_cb, read_cb)) < 0) {
+    mcp_error("stdin: %s", uv_strerror(r));
+    return r;
+  }
+  return 0;
+}
+
+void mcp_stdio_stop_reading(void) {
+  if (!T.reading) return;
+  T.reading = 0;
+  if (T.in_type != UV_FILE) uv_read_stop(&T.in.stream);
+}
+
+static void closed_cb(uv_handle_t *h) {
+  (void)h;
+  if (--T.closing == 0 && T.on_closed) T.on_closed();
+}
+
+/* Flush what is left, wait for the writes, then close every handle;
+ * on_closed runs at the end. */
+void mcp_stdio_close(void (*on_closed)(void)) {
+  T.on_closed = on_closed;
+  flush();
+  if (T.writing > 0) T.close_pending = 1;   /* uv_close would cancel them */
+  else close_handles();
+}
+
+static void close_handles(void) {
+  T.close_pending = 0;
+  T.closing = 3;
+  uv_close((uv_handle_t *)&T.flusher, closed_cb);
+  uv_close((uv_handle_t *)&T.eof_timer, closed_cb);
+  if (T.in_type != UV_FILE) uv_close(&T.in.handle, closed_cb);
+  else T.closing--;
+  if (T.out_type != UV_FILE) {
+    T.closing++;
+    uv_close(&T.out.handle, closed_cb);   /* pending writes complete or cancel first */
+  }
+  if (T.closing == 0 && T.on_closed) T.on_closed();
+}
+
+void mcp_stdio_free(void) {
+  mcp_session_close(&T.session);
+  mcp_buf_free(&T.line);
+  mcp_buf_free(&T.pend);
+  free(T.fs_buf);
+  T.fs_buf = NULL;
+}

@@ -1,0 +1,14 @@
+/* The stdio transport. It owns the one stdio session. */
+#ifndef MCP_STDIO_TRANSPORT_H
+#define MCP_STDIO_TRANSPORT_H
+
+#include <uv.h>
+
+/* Start reading stdin; on_eof runs once input ends or stdout fails. */
+int mcp_stdio_start(uv_loop_t *loop, void (*on_eof)(void));
+void mcp_stdio_stop_reading(void);
+/* Flush, wait for pending writes, close the handles, then call on_closed. */
+void mcp_stdio_close(void (*on_closed)(void));
+void mcp_stdio_free(void);
+
+#endif
