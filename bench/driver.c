@@ -99,6 +99,17 @@ static double pct(const double *v, size_t n, double p)
 static void report_dist(const char *prefix, double *v, size_t n)
 {
     char key[128];
+    const char *dump = getenv("DRIVER_DUMP"); /* raw samples, in order, one per line */
+    if (dump && *dump) {
+        char path[512];
+        snprintf(path, sizeof path, "%s.%s", dump, prefix);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            for (size_t i = 0; i < n; i++)
+                fprintf(f, "%.1f\n", v[i] * 1e6);
+            fclose(f);
+        }
+    }
     qsort(v, n, sizeof *v, cmp_double);
     double sum = 0;
     for (size_t i = 0; i < n; i++)
@@ -109,8 +120,12 @@ static void report_dist(const char *prefix, double *v, size_t n)
         return;
     snprintf(key, sizeof key, "%s_p50_us", prefix);
     out(key, "%.1f", pct(v, n, 50) * 1e6);
+    snprintf(key, sizeof key, "%s_p90_us", prefix);
+    out(key, "%.1f", pct(v, n, 90) * 1e6);
     snprintf(key, sizeof key, "%s_p99_us", prefix);
     out(key, "%.1f", pct(v, n, 99) * 1e6);
+    snprintf(key, sizeof key, "%s_p999_us", prefix);
+    out(key, "%.1f", pct(v, n, 99.9) * 1e6);
     snprintf(key, sizeof key, "%s_mean_us", prefix);
     out(key, "%.1f", sum / (double)n * 1e6);
     snprintf(key, sizeof key, "%s_max_us", prefix);

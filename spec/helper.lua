@@ -22,7 +22,8 @@ local function script_dir()
 end
 
 H.spec_dir = script_dir()
-H.root = H.spec_dir:gsub("/spec$", ""):gsub("/%./spec$", "")
+H.spec_dir = H.spec_dir:gsub("/%./", "/")
+H.root = H.spec_dir:gsub("/spec$", "")
 H.fixtures = H.spec_dir .. "/fixtures"
 H.verbose = os.getenv("LUAMCP_SPEC_VERBOSE") ~= nil
 -- Default waits: generous, they only run out when something is wrong.
@@ -51,15 +52,19 @@ local function now() return uv.hrtime() / 1e9 end
 H.now = now
 
 -- Run the loop until pred() is true or timeout seconds pass. Returns pred().
+-- pred is called until it returns true, and never again after that.
 function H.run_until(pred, timeout)
   if pred() then return true end
-  local expired = false
+  local expired, done = false, false
   local t = uv.new_timer()
   t:start(math.max(0, math.floor((timeout or H.WAIT) * 1000)), 0, function() expired = true end)
-  while not expired and not pred() do uv.run("once") end
+  while not done and not expired do
+    uv.run("once")
+    done = pred() and true or false
+  end
   t:stop()
   t:close()
-  return pred() and true or false
+  return done
 end
 
 -- Run the loop for seconds (used only where a delay is the point: a split write,

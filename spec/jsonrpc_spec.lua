@@ -4,7 +4,7 @@ local cjson = H.cjson
 
 -- The next message, which must be an error response; returns it and its raw line.
 local function expect_error(c, code)
-  local m, raw = c:recv()
+  local m, raw = c:take(function(msg) return not H.is_notification(msg) end)
   assert(m, "no response: " .. tostring(raw) .. "\n" .. c:stderr_text())
   assert.is_nil(m.result, raw)
   assert.are.equal("table", type(m.error), raw)
@@ -144,9 +144,9 @@ describe("JSON-RPC", function()
       assert(m, raw)
       assert.are.equal(2, #m, raw)
       local byid = {}
-      for _, r in ipairs(m) do byid[tostring(r.id)] = r end
+      for _, r in ipairs(m) do byid[H.id_text(r.id)] = r end
       assert.are.same({}, byid["1"].result)
-      assert.are.equal("in a batch", byid["two"].result.content[1].text)
+      assert.are.equal("in a batch", byid['"two"'].result.content[1].text)
       c:no_message()
     end)
 

@@ -112,7 +112,9 @@ describe("stdio", function()
     local resp = c:call("printer", {})
     assert.are.equal("printed", H.text(resp))
     c:close()
-    assert.are.same({}, c.bad_lines)
+    local bad = c.bad_lines
+    c.bad_lines = {}   -- reported here, not again by the cleanup
+    assert.are.same({}, bad)
   end)
 
   it("end of input with no requests in flight exits 0", function()

@@ -378,8 +378,11 @@ static void co_reset(mcp_call *c) {
     uv_timer_stop(&c->wait);
     c->waiting = 0;
   }
-  if (lua_resetthread(c->co) != LUA_OK)
-    mcp_warn("request %.64s: while closing: %s", c->req.key, lua_tostring(c->co, -1));
+  /* A dead thread reports its own error again; only a suspended one's
+   * status tells about its <close> methods. */
+  int suspended = lua_status(c->co) == LUA_YIELD;
+  if (lua_resetthread(c->co) != LUA_OK && suspended)
+    mcp_warn("request %.64s: a <close> method failed: %s", c->req.key, lua_tostring(c->co, -1));
   c->closing = 0;
 }
 

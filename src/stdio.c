@@ -3,6 +3,7 @@
  * poll a regular file, so files are read with uv_fs_read and written with
  * plain blocking writes. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@ static struct {
   mcp_session session;
   uv_loop_t *loop;
   uv_handle_type in_type, out_type;
+  int out_fd;                   /* the protocol's stdout; fd 1 itself now goes to stderr */
   stream_u in, out;
   uv_fs_t fs_read;              /* stdin is a regular file */
   char *fs_buf;
@@ -65,7 +67,7 @@ static void flush(void) {
   if (T.pend.len == 0) return;
   if (T.out_type == UV_FILE) {
     while (off < T.pend.len) {
-      ssize_t n = write(1, T.pend.data + off, T.pend.len - off);
+      ssize_t n = write(T.out_fd, T.pend.data + off, T.pend.len - off);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
         mcp_warn("stdout: %s; output dropped", strerror(errno));
@@ -210,15 +212,23 @@ int mcp_stdio_start(uv_loop_t *loop, void (*on_eof)(void)) {
   int r;
   T.loop = loop;
   T.on_eof = on_eof;
+  /* stdout is the protocol: keep it for the transport alone, and point fd 1
+   * at stderr so that print(), io.write and C libraries cannot corrupt it. */
+  fflush(stdout);
+  T.out_fd = dup(1);
+  if (T.out_fd < 0 || dup2(2, 1) < 0) {
+    mcp_error("stdout: cannot set aside: %s", strerror(errno));
+    return UV_EBADF;
+  }
   T.in_type = uv_guess_handle(0);
-  T.out_type = uv_guess_handle(1);
+  T.out_type = uv_guess_handle(T.out_fd);
   mcp_session_init(&T.session, session_write, NULL);
   uv_prepare_init(loop, &T.flusher);
   uv_prepare_start(&T.flusher, on_prepare);
   uv_timer_init(loop, &T.eof_timer);
   if (T.out_type != UV_FILE) {
     if (T.out_type != UV_TTY) T.out_type = UV_NAMED_PIPE;
-    if ((r = open_stream(1, T.out_type, &T.out, 0)) < 0) {
+    if ((r = open_stream(T.out_fd, T.out_type, &T.out, 0)) < 0) {
       mcp_error("stdout: %s", uv_strerror(r));
       return r;
     }
@@ -274,6 +284,7 @@ static void close_handles(void) {
 }
 
 void mcp_stdio_free(void) {
+  if (T.out_type == UV_FILE && T.out_fd >= 0) close(T.out_fd);
   mcp_session_close(&T.session);
   mcp_buf_free(&T.line);
   mcp_buf_free(&T.pend);

@@ -1,0 +1,100 @@
+-- Plugin loading and the command line.
+local H = require "spec.helper"
+
+describe("plugins", function()
+  after_each(H.cleanup)
+
+  it("a plugin with a syntax error is logged with its file name and the others still load", function()
+    local c = H.session{ plugins = { "spec/fixtures/broken" } }
+    c:expect_stderr("a_syntax_error.lua", 5, { plain = true })
+    assert.are.equal("still here", H.text(c:call("still_here", {})))
+  end)
+
+  it("a plugin that raises while loading is logged and the server still serves", function()
+    local c = H.session{ plugins = { "spec/fixtures/broken" } }
+    c:expect_stderr("plugin b_raises refuses to load", 5, { plain = true })
+    local resp = c:request("tools/list", {})
+    local names = {}
+    for _, t in ipairs(resp.result.tools) do names[#names + 1] = t.name end
+    assert.are.same({ "still_here" }, names)
+  end)
+
+  it("mcp.sleep at a plugin file's top level raises an error instead of hanging", function()
+    local c = H.session{ plugins = { "spec/fixtures/broken" } }
+    c:expect_stderr("c_sleeps_at_top.lua", 5, { plain = true })
+    assert.are.same({}, c:request("ping").result)
+  end)
+
+  it("several --plugins directories are all loaded", function()
+    local c = H.session{ plugins = { "spec/fixtures/paging", "spec/fixtures/broken" } }
+    assert.are.equal("tool 3", H.text(c:call("page_tool_3", {})))
+    assert.are.equal("still here", H.text(c:call("still_here", {})))
+  end)
+
+  it("an empty plugins directory serves an empty tool list", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(H.uv.fs_mkdir(dir, tonumber("755", 8)))
+    local c = H.session{ plugins = { dir } }
+    local resp = c:request("tools/list", {})
+    H.uv.fs_rmdir(dir)
+    assert.are.equal(0, #resp.result.tools)
+    assert.truthy(select(3, c:request("tools/list", {})):find('"tools":[]', 1, true))
+  end)
+end)
+
+describe("command line", function()
+  after_each(H.cleanup)
+
+  it("--version prints a version and exits 0", function()
+    local c = H.start{ no_plugins = true, args = { "--version" } }
+    local code = c:wait_exit()
+    assert.are.equal(0, code)
+    local out = table.concat(c.bad_lines, "\n") .. c:stderr_text()
+    assert.truthy(out:find("%d+%.%d+"), out)
+    c.bad_lines = {}   -- not JSON-RPC, and that is fine here
+  end)
+
+  it("--help exits 0 and names the options", function()
+    local c = H.start{ no_plugins = true, args = { "--help" } }
+    assert.are.equal(0, c:wait_exit())
+    local out = table.concat(c.bad_lines, "\n") .. c:stderr_text()
+    assert.truthy(out:find("--plugins", 1, true), out)
+    assert.truthy(out:find("--timeout", 1, true), out)
+    c.bad_lines = {}
+  end)
+
+  for _, flag in ipairs { { "--http", "127.0.0.1:0" }, { "--watch" } } do
+    it(flag[1] .. " is not implemented yet: exits 2 and says so", function()
+      local c = H.start{ args = flag }
+      assert.are.equal(2, c:wait_exit())
+      assert.truthy(c:stderr_text():find("not implemented", 1, true), c:stderr_text())
+    end)
+  end
+
+  it("an unknown option is refused with a non-zero exit", function()
+    local c = H.start{ args = { "--no-such-option" } }
+    local code = c:wait_exit()
+    assert.is_true(code ~= 0)
+    c.bad_lines = {}
+  end)
+
+  it("an invalid --log-level is refused with a non-zero exit", function()
+    local c = H.start{ args = { "--log-level", "chatty" } }
+    assert.is_true(c:wait_exit() ~= 0)
+    c.bad_lines = {}
+  end)
+
+  it("--log-level warning hides info lines on stderr", function()
+    local c = H.session{ args = { "--log-level", "warning" } }
+    c:send(H.call_raw("7", "sleep", { seconds = 30 }))
+    assert(c:wait_log("^started 7$"))
+    c:send(H.cancel_raw("7", "quiet"))
+    assert(c:wait_log("^stopped 7 "))
+    c:close()
+    for _, l in ipairs(c.stderr) do
+      assert.is_nil(l:find("^luamcp: info:"), l)
+      assert.is_nil(l:find("^luamcp: debug:"), l)
+    end
+  end)
+end)
