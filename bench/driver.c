@@ -10,7 +10,7 @@
  * notification, any other line is a response whose "id":N is looked up.
  *
  * Scenarios (see bench/README.md for what each figure means):
- *   echo     N tools/call echo, W in flight            -> echo_calls_per_s
+ *   echo     N tools/call echo, W in flight, R rounds  -> echo_calls_per_s (median)
  *   latency  sequential tools/call echo                -> lat_p50_us, lat_p99_us
  *   cancel   sleep call, then notifications/cancelled,
  *            time until the "stopped" log line         -> cancel_p50_us, cancel_p99_us
@@ -478,6 +478,7 @@ typedef struct {
     long count;       /* echo: calls; latency: calls; cancel: rounds; inflight: requests */
     long window;      /* echo: calls in flight */
     long warmup;      /* calls before measuring */
+    long repeat;      /* echo: measured rounds */
     double spin_s;    /* spin: handler run time */
     double ping_timeout; /* spin: give up on a ping after this */
     double timeout;   /* generic per-wait timeout */
@@ -522,18 +523,32 @@ static void sc_echo(conn_t *c, const opts_t *o)
     tp_t t;
     if (o->warmup > 0 && run_window(c, o->warmup, o->window, o->timeout, &t) != 1)
         die("echo warmup: %ld of %ld answered", t.recv, o->warmup);
-    double t0 = now_s();
-    int r = run_window(c, o->count, o->window, o->timeout + (double)o->count / 1000.0, &t);
-    double dt = now_s() - t0;
-    out("echo_calls", "%ld", t.recv);
+    /* o->repeat rounds of o->count calls on the same server; the median
+       round is the figure */
+    double rate[16];
+    long rounds = o->repeat < 1 ? 1 : o->repeat > 16 ? 16 : o->repeat, errors = 0;
+    out("echo_calls", "%ld", o->count);
     out("echo_window", "%ld", o->window);
-    out("echo_errors", "%ld", t.errors);
-    out("echo_seconds", "%.4f", dt);
-    if (r != 1) {
-        out("echo_incomplete", "%ld", o->count - t.recv);
-        return;
+    out("echo_rounds", "%ld", rounds);
+    for (long i = 0; i < rounds; i++) {
+        double t0 = now_s();
+        int r = run_window(c, o->count, o->window, o->timeout + (double)o->count / 1000.0, &t);
+        double dt = now_s() - t0;
+        errors += t.errors;
+        if (r != 1) {
+            out("echo_incomplete", "%ld", o->count - t.recv);
+            return;
+        }
+        rate[i] = (double)t.recv / dt;
+        char key[32];
+        snprintf(key, sizeof key, "echo_round%ld_calls_per_s", i + 1);
+        out(key, "%.0f", rate[i]);
     }
-    out("echo_calls_per_s", "%.0f", (double)t.recv / dt);
+    out("echo_errors", "%ld", errors);
+    qsort(rate, (size_t)rounds, sizeof *rate, cmp_double);
+    out("echo_calls_per_s", "%.0f", rate[rounds / 2]);
+    out("echo_calls_per_s_min", "%.0f", rate[0]);
+    out("echo_calls_per_s_max", "%.0f", rate[rounds - 1]);
 }
 
 /* sequential latency ---------------------------------------------------- */
@@ -730,7 +745,7 @@ static void sc_spin(conn_t *c, const opts_t *o)
 static void usage(void)
 {
     fputs("usage: driver [--scenario echo|latency|cancel|inflight|spin] [--count N]\n"
-          "              [--window N] [--warmup N] [--spin-seconds S] [--ping-timeout S]\n"
+          "              [--window N] [--warmup N] [--repeat N] [--spin-seconds S] [--ping-timeout S]\n"
           "              [--timeout S] -- CMD ARGS...\n",
           stderr);
     exit(2);
@@ -739,7 +754,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     const char *scenario = "echo";
-    opts_t o = {.count = -1, .window = 64, .warmup = -1, .spin_s = 2.0, .ping_timeout = 1.0,
+    opts_t o = {.count = -1, .window = 64, .warmup = -1, .repeat = 3, .spin_s = 2.0, .ping_timeout = 1.0,
                 .timeout = 10.0};
     int i;
     for (i = 1; i < argc; i++) {
@@ -754,6 +769,8 @@ int main(int argc, char **argv)
             o.count = atol(argv[++i]);
         else if (!strcmp(a, "--window"))
             o.window = atol(argv[++i]);
+        else if (!strcmp(a, "--repeat"))
+            o.repeat = atol(argv[++i]);
         else if (!strcmp(a, "--warmup"))
             o.warmup = atol(argv[++i]);
         else if (!strcmp(a, "--spin-seconds"))

@@ -101,6 +101,9 @@ enabled() {
   esac
 }
 
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+case $LOAD0 in 0.[0-4]*) ;; *) note "the machine is busy (load $LOAD0): figures will be noisy" ;; esac
+
 # ---- run every scenario against every server, each on a fresh process ----
 for sc in $SCENARIOS; do
   for srv in luamcp ts ceiling; do
@@ -131,7 +134,7 @@ version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1
 {
   echo
   echo "luamcp stdio benchmark  $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "machine: $(nproc) cpu, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)"
+  echo "machine: $(nproc) cpu, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), load average before the run: $LOAD0"
   [ $LUAMCP_OK = 1 ] && echo "luamcp:  $LUAMCP_BIN ($("$LUAMCP_BIN" --version 2>/dev/null | head -1))"
   [ $TS_OK = 1 ] && echo "ts-sdk:  @modelcontextprotocol/sdk $(version_of "$SDK/package.json") on node $("$NODE" --version)"
   [ $TS_OK = 1 ] || echo "ts-sdk:  skipped"
@@ -165,8 +168,8 @@ version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1
   # may get no answer at all within the timeout
   for k in p50 p99 max; do
     l=$(get luamcp spin_ping_${k}_us); t=$(get ts spin_ping_${k}_us); c=$(get ceiling spin_ping_${k}_us)
-    [ "$(get luamcp spin_ping_timeouts)" = 0 ] || l="none<${PING_TIMEOUT}s"
-    if [ $TS_OK = 1 ] && [ "$(get ts spin_ping_timeouts)" != 0 ]; then t="none<${PING_TIMEOUT}s"; fi
+    case $(get luamcp spin_ping_timeouts) in ""|0) ;; *) l="none<${PING_TIMEOUT}s" ;; esac
+    case $(get ts spin_ping_timeouts) in ""|0) ;; *) t="none<${PING_TIMEOUT}s" ;; esac
     [ $LUAMCP_OK = 1 ] || l=""
     case $k in
       p99) tg="answered within 10 ms (p99 <= 10000 us)$(met 'l ~ /^[0-9.]+$/ && l <= 10000')" ;;
@@ -176,7 +179,7 @@ version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1
       "$(fmt "$l")" "$(fmt "$t")" "$(fmt "$c")" "$(ratio "$l" "$t")" "$(ratio "$l" "$c")" "$tg"
   done
   echo
-  if [ $TS_OK = 1 ] && [ "$(get ts spin_ping_timeouts)" != 0 ]; then
+  if [ -n "$(get ts spin_ping_timeouts)" ] && [ "$(get ts spin_ping_timeouts)" != 0 ]; then
     echo "ts-sdk: a ping sent while its handler spins gets no answer within ${PING_TIMEOUT}s (answered only when the ${SPIN_SECONDS}s spin ends)."
   fi
   echo "ceiling: answers at once and keeps no request, so it has no RSS figure; its cancel and"

@@ -493,11 +493,13 @@ end
 function H.cleanup()
   local clients = H.clients
   H.clients = {}
+  local t0 = now()
   local first_err
   for _, c in ipairs(clients) do
     local ok, err = pcall(c.cleanup, c)
     if not ok and not first_err then first_err = err end
   end
+  if H.verbose then io.stderr:write(("  [cleanup took %.2f s]\n"):format(now() - t0)) end
   if first_err then error(first_err, 0) end
 end
 

@@ -86,6 +86,46 @@ describe("stdio", function()
     assert.are.equal(text, H.text(m))
   end)
 
+  it("stdin and stdout may be regular files (luamcp < in.jsonl > out.jsonl)", function()
+    local uv = H.uv
+    local inpath, outpath = os.tmpname(), os.tmpname()
+    local f = assert(io.open(inpath, "w"))
+    f:write('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",' ..
+            '"capabilities":{},"clientInfo":{"name":"file","version":"0"}}}\n',
+            '{"jsonrpc":"2.0","method":"notifications/initialized"}\n',
+            '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"from a file"}}}\n',
+            '{"jsonrpc":"2.0","id":3,"method":"ping"}\n')
+    f:close()
+    local infd = assert(uv.fs_open(inpath, "r", 0))
+    local outfd = assert(uv.fs_open(outpath, "w", tonumber("644", 8)))
+    local errpipe = uv.new_pipe(false)
+    local exited, code, errtext = false, nil, {}
+    local proc = assert(uv.spawn(H.binary(), {
+      args = { "--plugins", H.fixtures .. "/plugins" },
+      stdio = { infd, outfd, errpipe }, cwd = H.root,
+    }, function(c) exited, code = true, c end))
+    errpipe:read_start(function(err, data) if data then errtext[#errtext + 1] = data end end)
+    local ok = H.run_until(function() return exited end, H.WAIT)
+    if not ok then proc:kill("sigkill") end
+    H.run_until(function() return exited end, 5)
+    uv.fs_close(infd)
+    uv.fs_close(outfd)
+    errpipe:close()
+    proc:close()
+    local out = assert(io.open(outpath)):read("a")
+    os.remove(inpath)
+    os.remove(outpath)
+    assert.is_true(ok, "did not exit: " .. table.concat(errtext))
+    assert.are.equal(0, code, table.concat(errtext))
+    local ids = {}
+    for line in out:gmatch("[^\n]+") do
+      ids[#ids + 1] = H.raw_member(line, "id")
+      if ids[#ids] == "2" then assert.truthy(line:find("from a file", 1, true), line) end
+    end
+    table.sort(ids)   -- responses need not come in request order
+    assert.are.same({ "1", "2", "3" }, ids, out)
+  end)
+
   it("stdout carries only JSON-RPC messages", function()
     local c = H.session{ args = { "--log-level", "debug" } }
     c:send('garbage\n')

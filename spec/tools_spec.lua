@@ -368,6 +368,23 @@ describe("tools", function()
     end)
   end)
 
+  describe("limits of the yielding calls", function()
+    for _, tool in ipairs { "sleep_in_coroutine", "sleep_in_sort" } do
+      it(tool .. ": mcp.sleep where it cannot yield raises an error (isError), not a hang", function()
+        local c = H.session()
+        local resp = c:call(tool, {}, { timeout = 5 })
+        assert.is_nil(resp.error)
+        assert.is_true(resp.result.isError, H.text(resp))
+        assert.are.equal("ok", H.text(c:call("echo", { text = "ok" })))
+      end)
+    end
+
+    it("a handler's own coroutines yield and resume normally", function()
+      local c = H.session()
+      assert.are.equal("123", H.text(c:call("own_coroutines", {})))
+    end)
+  end)
+
   describe("policy", function()
     it("a tool with a timeout sees ctx.deadline and ctx:remaining()", function()
       local c = H.session()

@@ -34,24 +34,6 @@ static const char usage[] =
   "  --http HOST:PORT     Streamable HTTP (not implemented yet)\n"
   "  --watch              hot reload (not implemented yet)\n";
 
-/* The Lua allocator, with the memory limit. */
-static size_t mem_used;
-
-static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  size_t old = ptr ? osize : 0;
-  (void)ud;
-  if (nsize == 0) {
-    free(ptr);
-    mem_used -= old;
-    return NULL;
-  }
-  if (mcp_cfg.memory_limit && nsize > old && mem_used + (nsize - old) > mcp_cfg.memory_limit)
-    return NULL;
-  void *p = realloc(ptr, nsize);
-  if (p != NULL) mem_used = mem_used - old + nsize;
-  return p;
-}
-
 static int l_panic(lua_State *L) {
   mcp_log(MCP_LOG_CRITICAL, "Lua panic: %s", lua_tostring(L, -1));
   return 0;
@@ -132,10 +114,9 @@ static int load_server(lua_State *Ls) {
 }
 
 int main(int argc, char **argv) {
-  const char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
+  const char *dirs[argc + 1];
   int ndirs = 0, dispatch_ref, methods_ref, status = 0;
   double d;
-  if (dirs == NULL) return 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int takes = strcmp(a, "--plugins") == 0 || strcmp(a, "--timeout") == 0 ||
@@ -181,9 +162,10 @@ int main(int argc, char **argv) {
 
   signal(SIGPIPE, SIG_IGN);
   loop = uv_default_loop();
-  L = lua_newstate(l_alloc, NULL);
+  L = lua_newstate(mcp_sched_alloc, NULL);
   if (L == NULL) return 1;
   lua_atpanic(L, l_panic);
+  *(void **)lua_getextraspace(L) = NULL;   /* new threads copy it: no call */
 
   lua_pushcfunction(L, load_server);
   lua_pushlightuserdata(L, dirs);
@@ -216,6 +198,5 @@ int main(int argc, char **argv) {
   lua_close(L);
   mcp_policy_clear();
   if (uv_loop_close(loop) != 0) mcp_warn("event loop closed with handles still open");
-  free(dirs);
   return status;
 }

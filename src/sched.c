@@ -32,6 +32,26 @@ static struct {
 
 void (*mcp_sched_idle_cb)(void);
 
+static size_t mem_used;
+static int mem_enforced;          /* inside a resume */
+
+void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  size_t old = ptr ? osize : 0;
+  void *p;
+  (void)ud;
+  if (nsize == 0) {
+    free(ptr);
+    mem_used -= old;
+    return NULL;
+  }
+  if (mem_enforced && mcp_cfg.memory_limit && nsize > old &&
+      mem_used + (nsize - old) > mcp_cfg.memory_limit)
+    return NULL;
+  p = realloc(ptr, nsize);
+  if (p != NULL) mem_used = mem_used - old + nsize;
+  return p;
+}
+
 static inline mcp_call **extra(lua_State *L) { return (mcp_call **)lua_getextraspace(L); }
 
 #define TOKEN_MT "mcp.token"
@@ -131,7 +151,7 @@ static void co_release(mcp_call *c) {
   if (lua_status(c->co) != LUA_OK) co_reset(c);
   *extra(c->co) = NULL;
   lua_settop(c->co, 0);
-  if (lua_status(c->co) == LUA_OK && S.npool < POOL_MAX) {
+  if (lua_status(c->co) == LUA_OK && !c->tainted && S.npool < POOL_MAX) {
     lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
     S.pool[S.npool].co = c->co;
     S.pool[S.npool].ref = c->co_ref;
@@ -162,19 +182,27 @@ static void co_release(mcp_call *c) {
  *    its timeout or grace is over, the loop never gets a chance to act, so the
  *    hook starts killing it itself.
  * While <close> variables of an aborted call run, only a time limit applies.
+ *
+ * An error raised from a hook leaves the thread with hooks disabled (Lua
+ * restores that flag only in pcall), so a thread the hook raised in is
+ * never reused: it is marked tainted and left to the collector.
  */
 static void hook(lua_State *L, lua_Debug *ar) {
   mcp_call *c = mcp_call_current(L);
   (void)ar;
   if (c == NULL) return;
   if (c->killing) {
+    c->tainted = 1;
     lua_sethook(L, hook, LUA_MASKCOUNT, 1);
     luaL_error(L, "request aborted: %s", c->req.reason ? c->req.reason : "cancelled");
     return;
   }
   uint64_t now = uv_hrtime();
   if (c->closing) {
-    if (now > c->hard_ns) luaL_error(L, "cleanup after abort took longer than 1 s");
+    if (now > c->hard_ns) {
+      c->tainted = 1;
+      luaL_error(L, "cleanup after abort took longer than 1 s");
+    }
     return;
   }
   if (now < c->slice_end_ns) return;
@@ -183,7 +211,7 @@ static void hook(lua_State *L, lua_Debug *ar) {
     return;
   }
   if (c->hard_ns != 0 && now >= c->hard_ns) {
-    c->killing = 1;
+    c->killing = c->tainted = 1;
     lua_sethook(L, hook, LUA_MASKCOUNT, 1);
     if (L != c->co) lua_sethook(c->co, hook, LUA_MASKCOUNT, 1);
     luaL_error(L, "request aborted: %s", c->req.reason ? c->req.reason : "deadline passed");
@@ -191,6 +219,16 @@ static void hook(lua_State *L, lua_Debug *ar) {
 }
 
 /* Responses. */
+
+static void error_message(lua_State *co, char *msg, size_t cap) {
+  const char *s = co ? lua_tostring(co, -1) : NULL;
+  if (s == NULL && co && luaL_getmetafield(co, -1, "__tostring") != LUA_TNIL) {
+    lua_pop(co, 1);
+    s = luaL_tolstring(co, -1, NULL);          /* pushes; the thread is dead anyway */
+  }
+  if (s != NULL) snprintf(msg, cap, "%s", s);
+  else snprintf(msg, cap, "(error object is a %s value)", co ? luaL_typename(co, -1) : "no");
+}
 
 static void respond_result(mcp_call *c, int nres) {
   lua_State *co = c->co;
@@ -216,10 +254,21 @@ static void respond_result(mcp_call *c, int nres) {
   mcp_buf_free(&b);
 }
 
+/* The handler raised: a tool gets an isError result with the message, any
+ * other method a JSON-RPC internal error. The error value is on co's top. */
 static void respond_error(mcp_call *c) {
   mcp_buf b = MCP_BUF_INIT;
-  const char *msg = c->co ? lua_tostring(c->co, -1) : NULL;
-  mcp_rpc_error(&b, c->req.key, MCP_RPC_INTERNAL, "%s", msg ? msg : "handler failed");
+  char msg[1024];
+  error_message(c->co, msg, sizeof msg);
+  if (c->tool) {
+    mcp_rpc_result_open(&b, c->req.key);
+    mcp_buf_adds(&b, "{\"content\":[{\"type\":\"text\",\"text\":");
+    mcp_json_add_string(&b, msg, strlen(msg));
+    mcp_buf_adds(&b, "}],\"isError\":true}");
+    mcp_rpc_close(&b);
+  } else {
+    mcp_rpc_error(&b, c->req.key, MCP_RPC_INTERNAL, "Internal error: %s", msg);
+  }
   mcp_session_send(c->session, c->batch, c, b.data, b.len);
   mcp_buf_free(&b);
 }
@@ -293,7 +342,9 @@ static void call_resume(mcp_call *c, int nargs) {
   int nres, status;
   c->in_resume = 1;
   c->slice_end_ns = uv_hrtime() + SLICE_NS;
+  mem_enforced = 1;
   status = lua_resume(c->co, S.L, nargs, &nres);
+  mem_enforced = 0;
   c->in_resume = 0;
   if (status == LUA_YIELD) {
     lua_pop(c->co, nres);
@@ -311,9 +362,12 @@ static void call_resume(mcp_call *c, int nargs) {
     mcp_call_fire(c, MCP_EV_GRACE, NULL);
     return;
   }
-  if (mcp_log_enabled(MCP_LOG_ERROR)) {
-    luaL_traceback(S.L, c->co, lua_tostring(c->co, -1), 0);
-    mcp_error("request %.64s: %s", c->req.key, lua_tostring(S.L, -1));
+  if (c->req.state == MCP_REQ_RUNNING && mcp_log_enabled(MCP_LOG_ERROR)) {
+    char msg[1024];
+    error_message(c->co, msg, sizeof msg);
+    luaL_traceback(S.L, c->co, msg, 0);
+    mcp_error("request %.64s (%s%s%s) failed: %s", c->req.key, c->method, c->tool ? " " : "",
+              c->tool ? c->tool : "", lua_tostring(S.L, -1));
     lua_pop(S.L, 1);
   }
   mcp_call_fire(c, MCP_EV_RAISE, NULL);

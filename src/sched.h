@@ -41,6 +41,7 @@ struct mcp_call {
   unsigned signalled : 1;    /* cancelled flag seen by mcp.cancelled() */
   unsigned in_resume : 1;
   unsigned killing : 1;      /* the hook raises on every instruction */
+  unsigned tainted : 1;      /* the hook raised in this thread: never reuse it */
   unsigned closing : 1;      /* <close> variables running after an abort */
   unsigned finished : 1;     /* FINISH done; memory goes with the timers */
   int nclosing;              /* timer close callbacks still to come */
@@ -71,6 +72,11 @@ void mcp_sched_close_all(mcp_session *s, const char *reason);
 int mcp_sched_live(void);      /* number of live calls */
 /* Called when the last live call is gone (shutdown waits for it). */
 extern void (*mcp_sched_idle_cb)(void);
+
+/* The Lua allocator. The memory limit holds while handler code runs (in a
+ * resume); the core's own allocations outside it never fail on the limit,
+ * so that an exhausted state cannot panic the server. */
+void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 
 /* Tool policies, registered from Lua when plugins load. */
 int mcp_policy_set(const char *tool, int mode, double timeout, double grace);

@@ -119,11 +119,10 @@ local function normalize(res)
   return { content = mcp.array { { type = "text", text = text } }, structuredContent = res }
 end
 
-local function on_error(e)
-  if e == mcp.CANCELLED then return e end
-  return { message = e, traceback = debug.traceback(tostring(e), 2) }
-end
-
+-- The handler runs unprotected: an error (or ctx:check()'s cancellation)
+-- ends the coroutine, and the C core turns it into an isError result (or no
+-- response, once cancelled). No pcall here, so that <close> variables of an
+-- aborted handler run when the core resets the coroutine, under its limits.
 function methods.tools_call(params, id)
   local name = params.name
   if type(name) ~= "string" then return nil, -32602, "Invalid params: name must be a string" end
@@ -138,18 +137,9 @@ function methods.tools_call(params, id)
   if not ok then return mcp.error("Invalid arguments: " .. err) end
   local co = coroutine.running()
   running[co] = tool.plugin.name
-  local res
-  ok, res = xpcall(tool.handler, on_error, args, mcp._ctx(id, name))
+  local res = tool.handler(args, mcp._ctx(id, name))
   running[co] = nil
-  if ok then return normalize(res) end
-  if res == mcp.CANCELLED then return nil end    -- no response: the call is cancelled
-  if type(res) ~= "table" then res = { message = res } end  -- out of memory skips on_error
-  local msg = res.message
-  if type(msg) ~= "string" then
-    msg = getmetatable(msg) and tostring(msg) or ("(error object is a " .. type(msg) .. " value)")
-  end
-  log("error", "tool %s (request %s) failed: %s", name, tostring(id), res.traceback or msg)
-  return mcp.error(msg)
+  return normalize(res)
 end
 
 methods["tools/list"], methods["tools/call"] = methods.tools_list, methods.tools_call
