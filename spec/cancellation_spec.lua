@@ -410,6 +410,19 @@ describe("cancellation", function()
       assert.are.equal("still serving", H.text(c:call("echo", { text = "still serving" })))
     end)
 
+    -- Regression: an error raised from the count hook leaves the thread with
+    -- hooks off; reusing it made the next spinning handler unpreemptable.
+    it("after a handler is killed where it cannot yield, the next spinning handler is still time-sliced", function()
+      local c = debug_session()
+      local resp = c:call("spin_sort_pcall", {}, { id = 8, timeout = 10 })
+      assert.is_true(resp.result.isError)
+      c:send(H.call_raw("9", "spin"))
+      c:expect_stderr("fixture: spin started 9", nil, { plain = true })
+      assert.are.same({}, c:request("ping", nil, { timeout = 5 }).result)
+      cancel(c, "9", "done")
+      c:expect_stderr("fixture: closed spin 9", 5, { plain = true })
+    end)
+
     it("in the <close> of a forced abort, mcp.cancelled() is true and mcp.log does not raise", function()
       local c = debug_session()
       c:send(H.call_raw("6", "spin_close"))
