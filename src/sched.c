@@ -25,6 +25,7 @@ static struct {
   uv_check_t check;                 /* runs the queue after each poll */
   mcp_call *qhead, *qtail;
   mcp_call *all;
+  mcp_call *graveyard;              /* finished calls with no timer to close */
   int live;
   struct { lua_State *co; int ref; } pool[POOL_MAX];
   int npool;
@@ -292,14 +293,37 @@ static void respond_timeout(mcp_call *c) {
 
 /* Timers and the end of a call. */
 
-static void call_free(uv_handle_t *h) {
-  mcp_call *c = h->data;
-  if (--c->nclosing > 0) return;
+static void call_free(mcp_call *c) {
   mcp_req_close(&c->req);
   free(c->method);
   free(c->tool);
   free(c->progress_token);
   free(c);
+}
+
+static void call_timer_closed(uv_handle_t *h) {
+  mcp_call *c = h->data;
+  if (--c->nclosing == 0) call_free(c);
+}
+
+/* Timers are initialized on first use: most calls never wait, many have no
+ * timeout, and a handle that was never initialized needs no close. */
+static uv_timer_t *deadline_timer(mcp_call *c) {
+  if (!c->deadline_on) {
+    uv_timer_init(S.loop, &c->deadline);
+    c->deadline.data = c;
+    c->deadline_on = 1;
+  }
+  return &c->deadline;
+}
+
+static uv_timer_t *wait_timer(mcp_call *c) {
+  if (!c->wait_on) {
+    uv_timer_init(S.loop, &c->wait);
+    c->wait.data = c;
+    c->wait_on = 1;
+  }
+  return &c->wait;
 }
 
 static void call_finish(mcp_call *c) {
@@ -317,9 +341,13 @@ static void call_finish(mcp_call *c) {
   if (c->anext) c->anext->aprev = c->aprev;
   S.live--;
   mcp_session_call_done(c->session, c->batch);
-  c->nclosing = 2;
-  uv_close((uv_handle_t *)&c->deadline, call_free);
-  uv_close((uv_handle_t *)&c->wait, call_free);
+  c->nclosing = c->deadline_on + c->wait_on;
+  if (c->deadline_on) uv_close((uv_handle_t *)&c->deadline, call_timer_closed);
+  if (c->wait_on) uv_close((uv_handle_t *)&c->wait, call_timer_closed);
+  if (c->nclosing == 0) {          /* freed after this loop turn, never under a caller */
+    c->qnext = S.graveyard;
+    S.graveyard = c;
+  }
   if (S.live == 0 && mcp_sched_idle_cb) mcp_sched_idle_cb();
 }
 
@@ -382,6 +410,10 @@ static int push_args(lua_State *L) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, S.dispatch_ref);
   lua_pushstring(L, c->method);
   if (c->params) mcp_json_push(L, c->params); else lua_newtable(L);
+  if (c->req.key[0] != '"') {                  /* an integer id */
+    lua_pushinteger(L, (lua_Integer)strtoll(c->req.key, NULL, 10));
+    return 4;
+  }
   id = json_loadb(c->req.key, c->req.keylen, JSON_DECODE_ANY, NULL);
   if (id) {
     mcp_json_push(L, id);
@@ -470,14 +502,14 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
   if (act & MCP_ACT_GRACE) {
     uint64_t ms = (uint64_t)(c->grace * 1000.0);
     c->hard_ns = uv_hrtime() + ms * 1000000ull;
-    uv_timer_start(&c->deadline, on_deadline, ms, 0);
+    uv_timer_start(deadline_timer(c), on_deadline, ms, 0);
   }
   if (act & MCP_ACT_ABORT) call_abort(c);
   if (act & MCP_ACT_RESULT) respond_result(c, lua_gettop(c->co));
   if (act & MCP_ACT_ERROR) respond_error(c);
   if (act & MCP_ACT_TIMEOUT) respond_timeout(c);
   if (act & MCP_ACT_FINISH) {
-    uv_timer_stop(&c->deadline);
+    if (c->deadline_on) uv_timer_stop(&c->deadline);
     call_finish(c);
   }
 }
@@ -510,9 +542,6 @@ mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, const char *key, size
   c->params = json_incref(params);
   c->co_ref = c->oncancel_ref = c->token_ref = LUA_NOREF;
   c->last_progress = -1e308;
-  uv_timer_init(S.loop, &c->deadline);
-  uv_timer_init(S.loop, &c->wait);
-  c->deadline.data = c->wait.data = c;
   if (mcp_reqtab_insert(&s->reqs, &c->req) != 0) abort();   /* caller checked */
   c->anext = S.all;
   if (S.all) S.all->aprev = c;
@@ -522,7 +551,7 @@ mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, const char *key, size
     uint64_t ms = (uint64_t)(c->timeout * 1000.0);
     c->deadline_ns = uv_hrtime() + ms * 1000000ull;
     if (mode != MCP_CANCEL_IGNORE) c->hard_ns = c->deadline_ns;
-    uv_timer_start(&c->deadline, on_deadline, ms, 0);
+    uv_timer_start(deadline_timer(c), on_deadline, ms, 0);
   }
   queue_push(c);
   return c;
@@ -545,10 +574,18 @@ int mcp_call_sleep(lua_State *L, mcp_call *c, double seconds) {
   if (c->signalled) return sleep_k(L, LUA_OK, 0);
   if (seconds > 0) {
     uint64_t ms = (uint64_t)(seconds * 1000.0 + 0.5);
-    uv_timer_start(&c->wait, on_wait, ms, 0);
+    uv_timer_start(wait_timer(c), on_wait, ms, 0);
     c->waiting = 1;
   }
   return lua_yieldk(L, 0, 0, sleep_k);
+}
+
+static void bury(void) {
+  while (S.graveyard) {
+    mcp_call *c = S.graveyard;
+    S.graveyard = c->qnext;
+    call_free(c);
+  }
 }
 
 static void run_queue(uv_check_t *h) {
@@ -566,6 +603,7 @@ static void run_queue(uv_check_t *h) {
     else if (c->co && !c->waiting && lua_status(c->co) == LUA_YIELD) call_resume(c, 0);
   }
   if (S.qhead == NULL) uv_idle_stop(&S.idle);
+  bury();
 }
 
 int mcp_sched_init(uv_loop_t *loop, lua_State *L, int dispatch_ref, int methods_ref) {
@@ -591,6 +629,7 @@ int mcp_sched_has_method(const char *method) {
 void mcp_sched_close(void) {
   uv_close((uv_handle_t *)&S.idle, NULL);
   uv_close((uv_handle_t *)&S.check, NULL);
+  bury();
   for (int i = 0; i < S.npool; i++) luaL_unref(S.L, LUA_REGISTRYINDEX, S.pool[i].ref);
   S.npool = 0;
 }

@@ -44,6 +44,8 @@ struct mcp_call {
   unsigned tainted : 1;      /* the hook raised in this thread: never reuse it */
   unsigned closing : 1;      /* <close> variables running after an abort */
   unsigned finished : 1;     /* FINISH done; memory goes with the timers */
+  unsigned deadline_on : 1;  /* timers are initialized on first use */
+  unsigned wait_on : 1;
   int nclosing;              /* timer close callbacks still to come */
 };
 
