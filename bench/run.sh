@@ -126,7 +126,8 @@ get() { # server key -> value, or empty
   cat "$RES/$1".*.txt 2>/dev/null | awk -v k="$2" '$1 == k { v = $2 } END { if (v != "") print v }'
 }
 ratio() { # a b -> a/b as "N.NNx", or "-"
-  awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2fx\n", a / b }'
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    if (a !~ /^[0-9.]+$/ || b !~ /^[0-9.]+$/ || b + 0 == 0) print "-"; else printf "%.2fx\n", a / b }'
 }
 fmt() { [ -n "$1" ] && printf '%s' "$1" || printf '%s' "-"; }
 
@@ -163,7 +164,7 @@ version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1
   row "cancel latency p50 (us)"    cancel_p50_us       "" lower
   row "cancel latency p99 (us)"    cancel_p99_us       "<= 250 us" lower "" 'l <= 250'
   row "RSS per in-flight req (B)"  rss_per_req_bytes   "<= 2048 B" lower na 'l <= 2048'
-  row "cancel 10,000 in flight (ms)" cancel_all_ms     "<= 40 ms" lower "" 'l <= 40' 
+  row "cancel 10,000 in flight (ms)" cancel_all_ms     "<= 40 ms" lower "" 'l <= 40'
   # pings while a handler spins: the SDK's event loop is blocked, so its pings
   # may get no answer at all within the timeout
   for k in p50 p99 max; do

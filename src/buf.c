@@ -38,3 +38,12 @@ void mcp_buf_free(mcp_buf *b) {
   b->data = NULL;
   b->len = b->cap = 0;
 }
+
+static mcp_buf scratch;
+
+mcp_buf *mcp_scratch(void) {
+  scratch.len = 0;
+  return &scratch;
+}
+
+void mcp_scratch_free(void) { mcp_buf_free(&scratch); }

@@ -16,6 +16,10 @@ void mcp_buf_grow(mcp_buf *b, size_t extra);   /* aborts on out of memory */
 void mcp_buf_printf(mcp_buf *b, const char *fmt, ...)
   __attribute__((format(printf, 2, 3)));
 void mcp_buf_free(mcp_buf *b);
+/* A shared buffer, emptied, for a message built and handed over at once
+ * (the receiver copies). Not re-entrant. */
+mcp_buf *mcp_scratch(void);
+void mcp_scratch_free(void);
 
 static inline void mcp_buf_add(mcp_buf *b, const void *p, size_t n) {
   if (b->cap - b->len < n) mcp_buf_grow(b, n);

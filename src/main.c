@@ -8,6 +8,7 @@
 #include <lualib.h>
 #include <uv.h>
 
+#include "buf.h"
 #include "config.h"
 #include "lmcp.h"
 #include "log.h"
@@ -50,7 +51,11 @@ static void closed(void) {
   mcp_sched_close();
 }
 
+/* Runs once: either when the last call ends, or at once when none is live. */
 static void shutdown_finish(void) {
+  static int done;
+  if (done) return;
+  done = 1;
   mcp_sched_idle_cb = NULL;
   mcp_stdio_close(closed);
 }
@@ -197,6 +202,7 @@ int main(int argc, char **argv) {
   mcp_stdio_free();
   lua_close(L);
   mcp_policy_clear();
+  mcp_scratch_free();
   if (uv_loop_close(loop) != 0) mcp_warn("event loop closed with handles still open");
   return status;
 }

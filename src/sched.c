@@ -233,62 +233,59 @@ static void error_message(lua_State *co, char *msg, size_t cap) {
 
 static void respond_result(mcp_call *c, int nres) {
   lua_State *co = c->co;
-  mcp_buf b = MCP_BUF_INIT;
+  mcp_buf *b = mcp_scratch();
   char err[256];
   int base = lua_gettop(co) - nres + 1;
   if (nres >= 3 && lua_isnil(co, base) && lua_isinteger(co, base + 1)) {
     /* stack: nil code message */
-    mcp_rpc_error(&b, c->req.key, (int)lua_tointeger(co, base + 1), "%s",
+    mcp_rpc_error(b, c->req.key, (int)lua_tointeger(co, base + 1), "%s",
                   luaL_optstring(co, base + 2, "error"));
   } else {
-    mcp_rpc_result_open(&b, c->req.key);
-    if (nres == 0 || mcp_json_encode(co, base, &b, err, sizeof err) != 0) {
-      b.len = 0;
+    mcp_rpc_result_open(b, c->req.key);
+    if (nres == 0 || mcp_json_encode(co, base, b, err, sizeof err) != 0) {
+      b->len = 0;
       if (nres == 0) strcpy(err, "handler returned nothing");
       mcp_warn("request %.64s: cannot encode the result: %s", c->req.key, err);
-      mcp_rpc_error(&b, c->req.key, MCP_RPC_INTERNAL, "result cannot be encoded: %s", err);
+      mcp_rpc_error(b, c->req.key, MCP_RPC_INTERNAL, "result cannot be encoded: %s", err);
     } else {
-      mcp_rpc_close(&b);
+      mcp_rpc_close(b);
     }
   }
-  mcp_session_send(c->session, c->batch, c, b.data, b.len);
-  mcp_buf_free(&b);
+  mcp_session_send(c->session, c->batch, c, b->data, b->len);
 }
 
 /* The handler raised: a tool gets an isError result with the message, any
  * other method a JSON-RPC internal error. The error value is on co's top. */
 static void respond_error(mcp_call *c) {
-  mcp_buf b = MCP_BUF_INIT;
+  mcp_buf *b = mcp_scratch();
   char msg[1024];
   error_message(c->co, msg, sizeof msg);
   if (c->tool) {
-    mcp_rpc_result_open(&b, c->req.key);
-    mcp_buf_adds(&b, "{\"content\":[{\"type\":\"text\",\"text\":");
-    mcp_json_add_string(&b, msg, strlen(msg));
-    mcp_buf_adds(&b, "}],\"isError\":true}");
-    mcp_rpc_close(&b);
+    mcp_rpc_result_open(b, c->req.key);
+    mcp_buf_adds(b, "{\"content\":[{\"type\":\"text\",\"text\":");
+    mcp_json_add_string(b, msg, strlen(msg));
+    mcp_buf_adds(b, "}],\"isError\":true}");
+    mcp_rpc_close(b);
   } else {
-    mcp_rpc_error(&b, c->req.key, MCP_RPC_INTERNAL, "Internal error: %s", msg);
+    mcp_rpc_error(b, c->req.key, MCP_RPC_INTERNAL, "Internal error: %s", msg);
   }
-  mcp_session_send(c->session, c->batch, c, b.data, b.len);
-  mcp_buf_free(&b);
+  mcp_session_send(c->session, c->batch, c, b->data, b->len);
 }
 
 static void respond_timeout(mcp_call *c) {
-  mcp_buf b = MCP_BUF_INIT;
+  mcp_buf *b = mcp_scratch();
   char msg[256];
   if (c->tool) {
     snprintf(msg, sizeof msg, "Tool \"%s\" timed out after %g seconds", c->tool, c->timeout);
-    mcp_rpc_result_open(&b, c->req.key);
-    mcp_buf_adds(&b, "{\"content\":[{\"type\":\"text\",\"text\":");
-    mcp_json_add_string(&b, msg, strlen(msg));
-    mcp_buf_adds(&b, "}],\"isError\":true}");
-    mcp_rpc_close(&b);
+    mcp_rpc_result_open(b, c->req.key);
+    mcp_buf_adds(b, "{\"content\":[{\"type\":\"text\",\"text\":");
+    mcp_json_add_string(b, msg, strlen(msg));
+    mcp_buf_adds(b, "}],\"isError\":true}");
+    mcp_rpc_close(b);
   } else {
-    mcp_rpc_error(&b, c->req.key, MCP_RPC_TIMEOUT, "Request timed out after %g seconds", c->timeout);
+    mcp_rpc_error(b, c->req.key, MCP_RPC_TIMEOUT, "Request timed out after %g seconds", c->timeout);
   }
-  mcp_session_send(c->session, c->batch, c, b.data, b.len);
-  mcp_buf_free(&b);
+  mcp_session_send(c->session, c->batch, c, b->data, b->len);
 }
 
 /* Timers and the end of a call. */
@@ -301,29 +298,54 @@ static void call_free(mcp_call *c) {
   free(c);
 }
 
-static void call_timer_closed(uv_handle_t *h) {
-  mcp_call *c = h->data;
-  if (--c->nclosing == 0) call_free(c);
+static void call_timer_closed(uv_handle_t *h) { call_free(h->data); }
+
+/* One timer per call serves the deadline (timeout, then grace) and the
+ * wake-up of mcp.sleep: it is armed for the earlier of the two. It is
+ * initialized on first use; a call that never needs it has no handle. */
+static void on_timer(uv_timer_t *t);
+
+static void timer_arm(mcp_call *c) {
+  uint64_t due = c->due_ns, now;
+  if (c->wake_ns && (due == 0 || c->wake_ns < due)) due = c->wake_ns;
+  if (due == 0) {
+    if (c->timer_on) uv_timer_stop(&c->timer);
+    return;
+  }
+  if (!c->timer_on) {
+    uv_timer_init(S.loop, &c->timer);
+    c->timer.data = c;
+    c->timer_on = 1;
+  }
+  now = uv_hrtime();
+  uv_timer_start(&c->timer, on_timer, due > now ? (due - now + 999999) / 1000000 : 0, 0);
 }
 
-/* Timers are initialized on first use: most calls never wait, many have no
- * timeout, and a handle that was never initialized needs no close. */
-static uv_timer_t *deadline_timer(mcp_call *c) {
-  if (!c->deadline_on) {
-    uv_timer_init(S.loop, &c->deadline);
-    c->deadline.data = c;
-    c->deadline_on = 1;
+static void on_timer(uv_timer_t *t) {
+  mcp_call *c = t->data;
+  uint64_t now = uv_hrtime();
+  if (c->wake_ns && now >= c->wake_ns) {
+    c->wake_ns = 0;
+    c->waiting = 0;
+    queue_push(c);
   }
-  return &c->deadline;
+  if (c->due_ns && now >= c->due_ns) {
+    c->due_ns = 0;
+    timer_arm(c);
+    if (c->req.state == MCP_REQ_CANCELLING || c->req.state == MCP_REQ_TIMING_OUT)
+      mcp_call_fire(c, MCP_EV_GRACE, NULL);
+    else
+      mcp_call_fire(c, MCP_EV_TIMEOUT, "timeout");
+    return;                          /* the call may be finished */
+  }
+  timer_arm(c);
 }
 
-static uv_timer_t *wait_timer(mcp_call *c) {
-  if (!c->wait_on) {
-    uv_timer_init(S.loop, &c->wait);
-    c->wait.data = c;
-    c->wait_on = 1;
-  }
-  return &c->wait;
+static void wait_cancel(mcp_call *c) {
+  if (!c->waiting) return;
+  c->waiting = 0;
+  c->wake_ns = 0;
+  timer_arm(c);
 }
 
 static void call_finish(mcp_call *c) {
@@ -341,28 +363,13 @@ static void call_finish(mcp_call *c) {
   if (c->anext) c->anext->aprev = c->aprev;
   S.live--;
   mcp_session_call_done(c->session, c->batch);
-  c->nclosing = c->deadline_on + c->wait_on;
-  if (c->deadline_on) uv_close((uv_handle_t *)&c->deadline, call_timer_closed);
-  if (c->wait_on) uv_close((uv_handle_t *)&c->wait, call_timer_closed);
-  if (c->nclosing == 0) {          /* freed after this loop turn, never under a caller */
+  if (c->timer_on) {
+    uv_close((uv_handle_t *)&c->timer, call_timer_closed);
+  } else {                         /* freed after this loop turn, never under a caller */
     c->qnext = S.graveyard;
     S.graveyard = c;
   }
   if (S.live == 0 && mcp_sched_idle_cb) mcp_sched_idle_cb();
-}
-
-static void on_deadline(uv_timer_t *t) {
-  mcp_call *c = t->data;
-  if (c->req.state == MCP_REQ_CANCELLING || c->req.state == MCP_REQ_TIMING_OUT)
-    mcp_call_fire(c, MCP_EV_GRACE, NULL);
-  else
-    mcp_call_fire(c, MCP_EV_TIMEOUT, "timeout");
-}
-
-static void on_wait(uv_timer_t *t) {
-  mcp_call *c = t->data;
-  c->waiting = 0;
-  queue_push(c);
 }
 
 /* Resume the coroutine and turn what it did into an event. */
@@ -460,10 +467,7 @@ static void co_reset(mcp_call *c) {
   c->closing = 1;
   c->hard_ns = uv_hrtime() + CLOSE_NS;
   lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
-  if (c->waiting) {
-    uv_timer_stop(&c->wait);
-    c->waiting = 0;
-  }
+  wait_cancel(c);
   /* A dead thread reports its own error again; only a suspended one's
    * status tells about its <close> methods. */
   int suspended = lua_status(c->co) == LUA_YIELD;
@@ -492,24 +496,21 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
   }
   if (act & MCP_ACT_SIGNAL) {
     c->signalled = 1;
-    if (c->waiting) {
-      uv_timer_stop(&c->wait);
-      c->waiting = 0;
-    }
+    wait_cancel(c);
     if (c->co) queue_push(c);
     run_oncancel(c);
   }
   if (act & MCP_ACT_GRACE) {
     uint64_t ms = (uint64_t)(c->grace * 1000.0);
-    c->hard_ns = uv_hrtime() + ms * 1000000ull;
-    uv_timer_start(deadline_timer(c), on_deadline, ms, 0);
+    c->hard_ns = c->due_ns = uv_hrtime() + ms * 1000000ull;
+    timer_arm(c);
   }
   if (act & MCP_ACT_ABORT) call_abort(c);
   if (act & MCP_ACT_RESULT) respond_result(c, lua_gettop(c->co));
   if (act & MCP_ACT_ERROR) respond_error(c);
   if (act & MCP_ACT_TIMEOUT) respond_timeout(c);
   if (act & MCP_ACT_FINISH) {
-    if (c->deadline_on) uv_timer_stop(&c->deadline);
+    c->due_ns = c->wake_ns = 0;
     call_finish(c);
   }
 }
@@ -549,9 +550,9 @@ mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, const char *key, size
   S.live++;
   if (c->timeout > 0) {
     uint64_t ms = (uint64_t)(c->timeout * 1000.0);
-    c->deadline_ns = uv_hrtime() + ms * 1000000ull;
+    c->deadline_ns = c->due_ns = uv_hrtime() + ms * 1000000ull;
     if (mode != MCP_CANCEL_IGNORE) c->hard_ns = c->deadline_ns;
-    uv_timer_start(deadline_timer(c), on_deadline, ms, 0);
+    timer_arm(c);
   }
   queue_push(c);
   return c;
@@ -573,9 +574,9 @@ static int sleep_k(lua_State *L, int status, lua_KContext ctx) {
 int mcp_call_sleep(lua_State *L, mcp_call *c, double seconds) {
   if (c->signalled) return sleep_k(L, LUA_OK, 0);
   if (seconds > 0) {
-    uint64_t ms = (uint64_t)(seconds * 1000.0 + 0.5);
-    uv_timer_start(wait_timer(c), on_wait, ms, 0);
+    c->wake_ns = uv_hrtime() + (uint64_t)(seconds * 1e9);
     c->waiting = 1;
+    timer_arm(c);
   }
   return lua_yieldk(L, 0, 0, sleep_k);
 }

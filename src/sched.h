@@ -32,8 +32,9 @@ struct mcp_call {
   int co_ref;
   int oncancel_ref;          /* table of ctx:on_cancel functions, or LUA_NOREF */
   int token_ref;             /* userdata naming this call to coroutines it creates */
-  uv_timer_t deadline;       /* the timeout, then the grace */
-  uv_timer_t wait;           /* mcp.sleep */
+  uv_timer_t timer;          /* the earliest of due_ns and wake_ns */
+  uint64_t due_ns;           /* hrtime of the timeout, then of the grace end; 0 = none */
+  uint64_t wake_ns;          /* hrtime an mcp.sleep ends; 0 = none */
   mcp_call *qprev, *qnext;   /* run queue */
   mcp_call *aprev, *anext;   /* all live calls */
   unsigned waiting : 1;      /* a wait is armed; its callback resumes */
@@ -44,9 +45,7 @@ struct mcp_call {
   unsigned tainted : 1;      /* the hook raised in this thread: never reuse it */
   unsigned closing : 1;      /* <close> variables running after an abort */
   unsigned finished : 1;     /* FINISH done; memory goes with the timers */
-  unsigned deadline_on : 1;  /* timers are initialized on first use */
-  unsigned wait_on : 1;
-  int nclosing;              /* timer close callbacks still to come */
+  unsigned timer_on : 1;     /* the timer is initialized on first use */
 };
 
 /* dispatch_ref: the Lua dispatcher function(method, params, id);

@@ -1,6 +1,7 @@
 /* Sessions: classify incoming JSON-RPC messages, the lifecycle (revision
  * negotiation, initialize, ping, logging/setLevel), cancellation notices,
  * batches; everything else becomes a call. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,10 +75,9 @@ void mcp_session_call_done(mcp_session *s, mcp_batch *b) {
 }
 
 static void send_error(mcp_session *s, mcp_batch *b, const char *key, int code, const char *msg) {
-  mcp_buf out = MCP_BUF_INIT;
-  mcp_rpc_error(&out, key, code, "%s", msg);
-  mcp_session_send(s, b, NULL, out.data, out.len);
-  mcp_buf_free(&out);
+  mcp_buf *out = mcp_scratch();
+  mcp_rpc_error(out, key, code, "%s", msg);
+  mcp_session_send(s, b, NULL, out->data, out->len);
 }
 
 void mcp_session_reject(mcp_session *s, int code, const char *msg) {
@@ -85,28 +85,27 @@ void mcp_session_reject(mcp_session *s, int code, const char *msg) {
 }
 
 static void send_result(mcp_session *s, mcp_batch *b, const char *key, const char *result) {
-  mcp_buf out = MCP_BUF_INIT;
-  mcp_rpc_result_open(&out, key);
-  mcp_buf_add(&out, result, strlen(result));
-  mcp_rpc_close(&out);
-  mcp_session_send(s, b, NULL, out.data, out.len);
-  mcp_buf_free(&out);
+  mcp_buf *out = mcp_scratch();
+  mcp_rpc_result_open(out, key);
+  mcp_buf_add(out, result, strlen(result));
+  mcp_rpc_close(out);
+  mcp_session_send(s, b, NULL, out->data, out->len);
 }
 
 /* The exact JSON text of a string or integer id, NUL-terminated. */
 static int id_key(const json_t *id, char *key, size_t cap) {
-  mcp_buf b = MCP_BUF_INIT;
-  int ok = 0;
-  if (json_is_string(id) || json_is_integer(id)) {
-    mcp_json_dump(id, &b);
-    if (b.len < cap) {
-      memcpy(key, b.data, b.len);
-      key[b.len] = '\0';
-      ok = 1;
-    }
+  mcp_buf *b;
+  if (json_is_integer(id)) {
+    snprintf(key, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(id));
+    return 1;
   }
-  mcp_buf_free(&b);
-  return ok;
+  if (!json_is_string(id)) return 0;
+  b = mcp_scratch();
+  mcp_json_add_string(b, json_string_value(id), json_string_length(id));
+  if (b->len >= cap) return 0;
+  memcpy(key, b->data, b->len);
+  key[b->len] = '\0';
+  return 1;
 }
 
 static void on_initialize(mcp_session *s, mcp_batch *b, const char *key, json_t *params) {

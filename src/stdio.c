@@ -179,6 +179,7 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
 static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   if (n > 0) {
     feed(buf->base, (size_t)n);
+    flush();         /* answer now, before the queue runs a CPU-bound slice */
     return;
   }
   if (n == 0) return;
