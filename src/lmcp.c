@@ -84,8 +84,9 @@ static int l_progress(lua_State *L) {
   return 0;
 }
 
-/* log(level, data [, logger]): notifications/message to the request's
- * session, or to every initialized session outside a request. */
+/* log(level, data): notifications/message to the request's session (the
+ * logger is the tool's plugin), or to every initialized session outside a
+ * request. */
 static int l_log(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   int level = mcp_log_level_parse(name);
@@ -97,11 +98,9 @@ static int l_log(lua_State *L) {
   if (c != NULL && mcp_req_state_terminal(c->req.state) && !c->closing) return 0;
   mcp_rpc_notification_open(&b, "notifications/message");
   mcp_buf_printf(&b, "{\"level\":\"%s\",", name);
-  if (lua_type(L, 3) == LUA_TSTRING) {
-    size_t n;
-    const char *logger = lua_tolstring(L, 3, &n);
+  if (c != NULL && c->logger != NULL) {
     mcp_buf_adds(&b, "\"logger\":");
-    mcp_json_add_string(&b, logger, n);
+    mcp_json_add_string(&b, c->logger, strlen(c->logger));
     mcp_buf_addc(&b, ',');
   }
   mcp_buf_adds(&b, "\"data\":");
@@ -156,10 +155,11 @@ static int l_set_policy(lua_State *L) {
   const char *tool = luaL_checkstring(L, 1);
   int mode = mcp_cancel_mode_parse(luaL_checkstring(L, 2));
   double timeout = luaL_checknumber(L, 3), grace = luaL_checknumber(L, 4);
+  const char *logger = luaL_optstring(L, 5, NULL);
   if (mode < 0) return luaL_argerror(L, 2, "cancel must be \"cooperative\", \"abort\" or \"ignore\"");
   if (timeout < 0) return luaL_argerror(L, 3, "timeout must be >= 0");
   if (grace < 0) return luaL_argerror(L, 4, "grace must be >= 0");
-  mcp_policy_set(tool, mode, timeout, grace);
+  mcp_policy_set(tool, mode, timeout, grace, logger);
   return 0;
 }
 

@@ -13,9 +13,21 @@ typedef struct policy {
   char *tool;
   int mode;
   double timeout, grace;
+  const char *logger;    /* interned: calls in flight keep pointing at it */
 } policy;
 
 static policy *buckets[NBUCKETS];
+static char **loggers;
+static size_t nloggers;
+
+/* Plugin names are few; keep each once, until mcp_policy_clear. */
+static const char *intern(const char *name) {
+  for (size_t i = 0; i < nloggers; i++)
+    if (strcmp(loggers[i], name) == 0) return loggers[i];
+  loggers = realloc(loggers, (nloggers + 1) * sizeof *loggers);
+  if (loggers == NULL || (loggers[nloggers] = strdup(name)) == NULL) abort();
+  return loggers[nloggers++];
+}
 
 static unsigned name_hash(const char *s) {
   unsigned h = 5381;
@@ -23,7 +35,7 @@ static unsigned name_hash(const char *s) {
   return h % NBUCKETS;
 }
 
-int mcp_policy_set(const char *tool, int mode, double timeout, double grace) {
+int mcp_policy_set(const char *tool, int mode, double timeout, double grace, const char *logger) {
   policy **slot = &buckets[name_hash(tool)], *p;
   for (p = *slot; p; p = p->next)
     if (strcmp(p->tool, tool) == 0) break;
@@ -36,15 +48,18 @@ int mcp_policy_set(const char *tool, int mode, double timeout, double grace) {
   p->mode = mode;
   p->timeout = timeout;
   p->grace = grace;
+  p->logger = logger ? intern(logger) : NULL;
   return 0;
 }
 
-void mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace) {
+void mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace,
+                    const char **logger) {
   for (policy *p = buckets[name_hash(tool)]; p; p = p->next)
     if (strcmp(p->tool, tool) == 0) {
       *mode = p->mode;
       *timeout = p->timeout;
       *grace = p->grace;
+      *logger = p->logger;
       return;
     }
 }
@@ -59,4 +74,8 @@ void mcp_policy_clear(void) {
     }
     buckets[i] = NULL;
   }
+  for (size_t i = 0; i < nloggers; i++) free(loggers[i]);
+  free(loggers);
+  loggers = NULL;
+  nloggers = 0;
 }

@@ -526,7 +526,7 @@ mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, const char *key, size
     const char *name = json_string_value(json_object_get(params, "name"));
     if (name) {
       c->tool = strdup(name);
-      mcp_policy_get(name, &mode, &c->timeout, &c->grace);
+      mcp_policy_get(name, &mode, &c->timeout, &c->grace, &c->logger);
     }
   }
   json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");

@@ -21,6 +21,7 @@ struct mcp_call {
   mcp_batch *batch;          /* the JSON-RPC batch it came in, or NULL */
   char *method;
   char *tool;                /* params.name of tools/call, for messages */
+  const char *logger;        /* the tool's plugin, for log messages (interned) */
   json_t *params;            /* owned reference; dropped when started */
   char *progress_token;      /* JSON text of _meta.progressToken, or NULL */
   double last_progress;
@@ -80,9 +81,10 @@ extern void (*mcp_sched_idle_cb)(void);
 void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 
 /* Tool policies, registered from Lua when plugins load. */
-int mcp_policy_set(const char *tool, int mode, double timeout, double grace);
+int mcp_policy_set(const char *tool, int mode, double timeout, double grace, const char *logger);
 /* Leaves the outputs untouched for a tool with no policy. */
-void mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace);
+void mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace,
+                    const char **logger);
 void mcp_policy_clear(void);
 
 #endif

@@ -24,13 +24,8 @@ function mcp.is_array(t)
   return getmetatable(t) == array_mt
 end
 
--- The plugin whose handler the current coroutine runs, for log messages.
-local running = setmetatable({}, { __mode = "k" })
-mcp._running = running
-
-function mcp.log(level, data)
-  return core.log(level, data, running[coroutine.running()])
-end
+-- Log messages name the running tool's plugin as their logger.
+mcp.log = core.log
 
 function mcp.text(s)
   return { content = mcp.array { { type = "text", text = tostring(s) } } }
@@ -114,7 +109,7 @@ function Ctx.check()
   if core.cancelled() then error(CANCELLED, 0) end
 end
 function Ctx.progress(_, progress, total, message) return core.progress(progress, total, message) end
-function Ctx.log(_, level, data) return mcp.log(level, data) end
+function Ctx.log(_, level, data) return core.log(level, data) end
 function Ctx.sleep(_, seconds) return core.sleep(seconds) end
 function Ctx.on_cancel(_, fn) return core.on_cancel(fn) end
 function Ctx.remaining()

@@ -8,7 +8,6 @@ local schema = require "mcp.schema"
 
 local M = {}
 local tools, tool_list = {}, {}
-local running = mcp._running
 
 local function log(level, fmt, ...)
   core.log_stderr(level, string.format(fmt, ...))
@@ -28,7 +27,8 @@ local function register(plugin, path)
     core.set_policy(tool.name,
       tool.cancel or d.cancel or "cooperative",
       tool.timeout or d.timeout or core.config.timeout,
-      tool.grace or d.grace or core.config.grace)
+      tool.grace or d.grace or core.config.grace,
+      plugin.name)
   end
   log("info", "loaded plugin %s from %s (%d tools)", plugin.name, path, #plugin.tools)
 end
@@ -119,11 +119,10 @@ local function normalize(res)
   return { content = mcp.array { { type = "text", text = text } }, structuredContent = res }
 end
 
--- The handler runs unprotected: an error (or ctx:check()'s cancellation)
--- ends the coroutine, and the C core turns it into an isError result (or no
--- response, once cancelled). No pcall here, so that <close> variables of an
--- aborted handler run when the core resets the coroutine, under its limits.
-function methods.tools_call(params, id)
+-- The checks before a handler runs: tool, args; or nil, code, message for a
+-- JSON-RPC error; or false, result for an isError result. A frame of its own,
+-- so that the handler's coroutine stack stays small (10,000 may be waiting).
+local function prepare(params)
   local name = params.name
   if type(name) ~= "string" then return nil, -32602, "Invalid params: name must be a string" end
   local tool = tools[name]
@@ -134,12 +133,22 @@ function methods.tools_call(params, id)
     return nil, -32602, "Invalid params: arguments must be an object"
   end
   local ok, err = schema.validate(tool.inputSchema, args)
-  if not ok then return mcp.error("Invalid arguments: " .. err) end
-  local co = coroutine.running()
-  running[co] = tool.plugin.name
-  local res = tool.handler(args, mcp._ctx(id, name))
-  running[co] = nil
-  return normalize(res)
+  if not ok then return false, mcp.error("Invalid arguments: " .. err) end
+  return tool, args
+end
+
+-- The handler runs unprotected: an error (or ctx:check()'s cancellation)
+-- ends the coroutine, and the C core turns it into an isError result (or no
+-- response, once cancelled). No pcall here, so that <close> variables of an
+-- aborted handler run when the core resets the coroutine, under its limits.
+function methods.tools_call(params, id)
+  local tool, args, msg = prepare(params)
+  if not tool then
+    if tool == nil then return nil, args, msg end
+    return args
+  end
+  params = nil                       -- not kept alive while the handler waits
+  return normalize(tool.handler(args, mcp._ctx(id, tool.name)))
 end
 
 methods["tools/list"], methods["tools/call"] = methods.tools_list, methods.tools_call
