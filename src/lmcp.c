@@ -79,7 +79,7 @@ static int l_progress(lua_State *L) {
     mcp_json_encode(L, 3, &b, err, sizeof err);
   }
   mcp_buf_adds(&b, "}}");
-  mcp_session_send(c->session, NULL, c, b.data, b.len);
+  mcp_session_send(c->session, NULL, c->stream, b.data, b.len, 0);
   mcp_buf_free(&b);
   return 0;
 }
@@ -110,13 +110,45 @@ static int l_log(lua_State *L) {
   }
   mcp_buf_adds(&b, "}}");
   if (c != NULL) {
-    if (level >= (int)c->session->log_level) mcp_session_send(c->session, NULL, c, b.data, b.len);
+    if (level >= (int)c->session->log_level)
+      mcp_session_send(c->session, NULL, c->stream, b.data, b.len, 0);
   } else {
     for (mcp_session *s = mcp_sessions; s; s = s->next)
-      if (s->revision >= 0 && level >= (int)s->log_level) mcp_session_send(s, NULL, NULL, b.data, b.len);
+      if (s->revision >= 0 && level >= (int)s->log_level)
+        mcp_session_send(s, NULL, NULL, b.data, b.len, 0);
   }
   mcp_buf_free(&b);
   return 0;
+}
+
+/* notify(session, method [, params]): a notification to one session (by
+ * id), or to every initialized session when session is nil. Returns how
+ * many sessions it went to. */
+static int l_notify(lua_State *L) {
+  const char *method = luaL_checkstring(L, 2);
+  char err[128];
+  int n = 0;
+  mcp_buf b = MCP_BUF_INIT;
+  mcp_session *only = NULL;
+  if (!lua_isnil(L, 1)) {
+    only = mcp_session_find((long long)luaL_checkinteger(L, 1));
+    if (only == NULL) return lua_pushinteger(L, 0), 1;
+  }
+  mcp_rpc_notification_open(&b, method);
+  if (lua_isnoneornil(L, 3)) mcp_buf_adds(&b, "{}");
+  else if (mcp_json_encode(L, 3, &b, err, sizeof err) != 0) {
+    mcp_buf_free(&b);
+    return luaL_argerror(L, 3, err);
+  }
+  mcp_rpc_close(&b);
+  for (mcp_session *s = mcp_sessions; s; s = s->next)
+    if ((only == NULL || s == only) && s->revision >= 0) {
+      mcp_session_send(s, NULL, NULL, b.data, b.len, 0);
+      n++;
+    }
+  mcp_buf_free(&b);
+  lua_pushinteger(L, n);
+  return 1;
 }
 
 /* on_cancel(fn): fn(reason) runs (on the main thread, protected) at the cancel. */
@@ -252,6 +284,7 @@ static const luaL_Reg core_funcs[] = {
   {"progress", l_progress},
   {"log", l_log},
   {"on_cancel", l_on_cancel},
+  {"notify", l_notify},
   {"token", l_token},
   {"log_stderr", l_log_stderr},
   {"set_policy", l_set_policy},

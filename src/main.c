@@ -120,7 +120,7 @@ static int load_server(lua_State *Ls) {
 
 int main(int argc, char **argv) {
   const char *dirs[argc + 1];
-  int ndirs = 0, dispatch_ref, methods_ref, status = 0;
+  int ndirs = 0, status = 0;
   double d;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -180,13 +180,7 @@ int main(int argc, char **argv) {
     lua_close(L);
     return 1;
   }
-  lua_getfield(L, -1, "dispatch");
-  dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_getfield(L, -1, "methods");
-  methods_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_pop(L, 1);
-
-  mcp_sched_init(loop, L, dispatch_ref, methods_ref);
+  mcp_sched_init(loop, L, luaL_ref(L, LUA_REGISTRYINDEX));
   uv_signal_init(loop, &sigterm);
   uv_signal_init(loop, &sigint);
   uv_signal_start(&sigterm, on_signal, SIGTERM);

@@ -20,7 +20,7 @@
 static struct {
   uv_loop_t *loop;
   lua_State *L;
-  int dispatch_ref, methods_ref;
+  int dispatch_ref, methods_ref, server_ref;
   uv_idle_t idle;                   /* keeps poll from blocking while work is queued */
   uv_check_t check;                 /* runs the queue after each poll */
   mcp_call *qhead, *qtail;
@@ -251,7 +251,8 @@ static void respond_result(mcp_call *c, int nres) {
       mcp_rpc_close(b);
     }
   }
-  mcp_session_send(c->session, c->batch, c, b->data, b->len);
+  mcp_session_send(c->session, c->batch, c->stream, b->data, b->len, 1);
+  c->responded = 1;
 }
 
 /* The handler raised: a tool gets an isError result with the message, any
@@ -269,7 +270,8 @@ static void respond_error(mcp_call *c) {
   } else {
     mcp_rpc_error(b, c->req.key, MCP_RPC_INTERNAL, "Internal error: %s", msg);
   }
-  mcp_session_send(c->session, c->batch, c, b->data, b->len);
+  mcp_session_send(c->session, c->batch, c->stream, b->data, b->len, 1);
+  c->responded = 1;
 }
 
 static void respond_timeout(mcp_call *c) {
@@ -285,7 +287,8 @@ static void respond_timeout(mcp_call *c) {
   } else {
     mcp_rpc_error(b, c->req.key, MCP_RPC_TIMEOUT, "Request timed out after %g seconds", c->timeout);
   }
-  mcp_session_send(c->session, c->batch, c, b->data, b->len);
+  mcp_session_send(c->session, c->batch, c->stream, b->data, b->len, 1);
+  c->responded = 1;
 }
 
 /* Timers and the end of a call. */
@@ -362,7 +365,7 @@ static void call_finish(mcp_call *c) {
   if (c->aprev) c->aprev->anext = c->anext; else S.all = c->anext;
   if (c->anext) c->anext->aprev = c->aprev;
   S.live--;
-  mcp_session_call_done(c->session, c->batch);
+  mcp_session_call_done(c->session, c->batch, c->stream, c->responded);
   if (c->timer_on) {
     uv_close((uv_handle_t *)&c->timer, call_timer_closed);
   } else {                         /* freed after this loop turn, never under a caller */
@@ -408,8 +411,8 @@ static void call_resume(mcp_call *c, int nargs) {
   mcp_call_fire(c, MCP_EV_RAISE, NULL);
 }
 
-/* Push the arguments of the dispatcher: method, params, id. Protected,
- * since converting params allocates. */
+/* Push the arguments of the dispatcher: method, params, id, session id.
+ * Protected, since converting params allocates. */
 static int push_args(lua_State *L) {
   mcp_call *c = lua_touserdata(L, 1);
   json_t *id;
@@ -419,30 +422,28 @@ static int push_args(lua_State *L) {
   if (c->params) mcp_json_push(L, c->params); else lua_newtable(L);
   if (c->req.key[0] != '"') {                  /* an integer id */
     lua_pushinteger(L, (lua_Integer)strtoll(c->req.key, NULL, 10));
-    return 4;
-  }
-  id = json_loadb(c->req.key, c->req.keylen, JSON_DECODE_ANY, NULL);
-  if (id) {
+  } else if ((id = json_loadb(c->req.key, c->req.keylen, JSON_DECODE_ANY, NULL)) != NULL) {
     mcp_json_push(L, id);
     json_decref(id);
   } else {
     lua_pushnil(L);
   }
-  return 4;
+  lua_pushinteger(L, c->session->id);
+  return 5;
 }
 
 static void call_begin(mcp_call *c) {
   co_acquire(c);
   lua_pushcfunction(c->co, push_args);
   lua_pushlightuserdata(c->co, c);
-  if (lua_pcall(c->co, 1, 4, 0) != LUA_OK) {
+  if (lua_pcall(c->co, 1, 5, 0) != LUA_OK) {
     mcp_error("request %.64s: cannot start: %s", c->req.key, lua_tostring(c->co, -1));
     mcp_call_fire(c, MCP_EV_RAISE, NULL);
     return;
   }
   json_decref(c->params);
   c->params = NULL;
-  call_resume(c, 3);
+  call_resume(c, 4);
 }
 
 static void run_oncancel(mcp_call *c) {
@@ -515,8 +516,8 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
   }
 }
 
-mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, const char *key, size_t keylen,
-                         const char *method, json_t *params) {
+mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, void *stream, const char *key,
+                         size_t keylen, const char *method, json_t *params) {
   mcp_call *c = calloc(1, sizeof *c);
   int mode = MCP_CANCEL_COOPERATIVE;
   if (c == NULL) abort();
@@ -539,6 +540,7 @@ mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, const char *key, size
   mcp_req_init(&c->req, key, keylen, mode);
   c->session = s;
   c->batch = batch;
+  c->stream = stream;
   c->method = strdup(method);
   c->params = json_incref(params);
   c->co_ref = c->oncancel_ref = c->token_ref = LUA_NOREF;
@@ -607,16 +609,59 @@ static void run_queue(uv_check_t *h) {
   bury();
 }
 
-int mcp_sched_init(uv_loop_t *loop, lua_State *L, int dispatch_ref, int methods_ref) {
+int mcp_sched_init(uv_loop_t *loop, lua_State *L, int server_ref) {
   S.loop = loop;
   S.L = L;
-  S.dispatch_ref = dispatch_ref;
-  S.methods_ref = methods_ref;
+  S.server_ref = server_ref;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, server_ref);
+  lua_getfield(L, -1, "dispatch");
+  S.dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getfield(L, -1, "methods");
+  S.methods_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pop(L, 1);
   uv_idle_init(loop, &S.idle);
   uv_check_init(loop, &S.check);
   uv_check_start(&S.check, run_queue);
   uv_unref((uv_handle_t *)&S.check);
   return 0;
+}
+
+/* server.capabilities(): the capabilities object; {} if it fails. */
+static int push_capabilities(lua_State *L) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, S.server_ref);
+  lua_getfield(L, -1, "capabilities");
+  lua_call(L, 0, 1);
+  return 1;
+}
+
+void mcp_sched_capabilities(mcp_buf *b) {
+  char err[128];
+  int top = lua_gettop(S.L);
+  lua_pushcfunction(S.L, push_capabilities);
+  if (lua_pcall(S.L, 0, 1, 0) != LUA_OK || mcp_json_encode(S.L, -1, b, err, sizeof err) != 0) {
+    mcp_error("capabilities: %s", lua_isstring(S.L, -1) ? lua_tostring(S.L, -1) : err);
+    mcp_buf_adds(b, "{}");
+  }
+  lua_settop(S.L, top);
+}
+
+static int call_session_closed(lua_State *L) {
+  lua_Integer id = lua_tointeger(L, 1);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, S.server_ref);
+  if (lua_getfield(L, -1, "session_closed") != LUA_TFUNCTION) return 0;
+  lua_pushinteger(L, id);
+  lua_call(L, 1, 0);
+  return 0;
+}
+
+void mcp_sched_session_closed(mcp_session *s) {
+  if (S.L == NULL) return;
+  lua_pushcfunction(S.L, call_session_closed);
+  lua_pushinteger(S.L, s->id);
+  if (lua_pcall(S.L, 1, 0, 0) != LUA_OK) {
+    mcp_error("session_closed: %s", lua_tostring(S.L, -1));
+    lua_pop(S.L, 1);
+  }
 }
 
 int mcp_sched_has_method(const char *method) {

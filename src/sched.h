@@ -7,6 +7,7 @@
 #include <lua.h>
 #include <uv.h>
 
+#include "buf.h"
 #include "request.h"
 
 typedef struct mcp_session mcp_session;
@@ -19,6 +20,7 @@ struct mcp_call {
   mcp_req req;               /* the state machine; first member */
   mcp_session *session;
   mcp_batch *batch;          /* the JSON-RPC batch it came in, or NULL */
+  void *stream;              /* the transport's exchange it came in (see session.h) */
   char *method;
   char *tool;                /* params.name of tools/call, for messages */
   const char *logger;        /* the tool's plugin, for log messages (interned) */
@@ -46,18 +48,23 @@ struct mcp_call {
   unsigned tainted : 1;      /* the hook raised in this thread: never reuse it */
   unsigned closing : 1;      /* <close> variables running after an abort */
   unsigned finished : 1;     /* FINISH done; memory goes with the timers */
+  unsigned responded : 1;    /* its response was written */
   unsigned timer_on : 1;     /* the timer is initialized on first use */
 };
 
-/* dispatch_ref: the Lua dispatcher function(method, params, id);
- * methods_ref: the table of method names it serves. */
-int mcp_sched_init(uv_loop_t *loop, lua_State *L, int dispatch_ref, int methods_ref);
+/* server_ref: the mcp.server module, with dispatch(method, params, id,
+ * session), the methods table it serves, capabilities() and session_closed(id). */
+int mcp_sched_init(uv_loop_t *loop, lua_State *L, int server_ref);
 int mcp_sched_has_method(const char *method);
 void mcp_sched_close(void);
 /* Create a call for a request already checked (method known, id not in
  * flight), link it in the session's table and queue its start. */
-mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, const char *key, size_t keylen,
-                         const char *method, json_t *params);
+mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, void *stream, const char *key,
+                         size_t keylen, const char *method, json_t *params);
+/* Append the server's capabilities object, as the plugins make them. */
+void mcp_sched_capabilities(mcp_buf *b);
+/* Tell Lua a session ended (subscriptions and the like go with it). */
+void mcp_sched_session_closed(mcp_session *s);
 /* Feed an event to the state machine and perform its actions. */
 void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason);
 /* The call whose coroutine (or a coroutine it created) is L, or NULL. */

@@ -21,6 +21,7 @@ const char *const mcp_revisions[] = {
  * Owned by the session code: freed when answered. */
 struct mcp_batch {
   mcp_session *session;
+  void *stream;
   mcp_buf out;               /* "[" and the responses so far */
   int count;                 /* responses in out */
   int pending;               /* calls still live */
@@ -28,9 +29,11 @@ struct mcp_batch {
 };
 
 mcp_session *mcp_sessions;
+static long long last_id;
 
 void mcp_session_init(mcp_session *s, mcp_session_write_cb write, void *transport) {
   memset(s, 0, sizeof *s);
+  s->id = ++last_id;
   mcp_reqtab_init(&s->reqs);
   s->revision = -1;
   s->log_level = MCP_LOG_INFO;
@@ -40,8 +43,15 @@ void mcp_session_init(mcp_session *s, mcp_session_write_cb write, void *transpor
   mcp_sessions = s;
 }
 
+mcp_session *mcp_session_find(long long id) {
+  for (mcp_session *s = mcp_sessions; s; s = s->next)
+    if (s->id == id) return s;
+  return NULL;
+}
+
 void mcp_session_close(mcp_session *s) {
   mcp_session **p = &mcp_sessions;
+  mcp_sched_session_closed(s);
   while (*p && *p != s) p = &(*p)->next;
   if (*p) *p = s->next;
   mcp_reqtab_close(&s->reqs);
@@ -51,36 +61,47 @@ void mcp_session_close(mcp_session *s) {
   s->client_capabilities = NULL;
 }
 
-void mcp_session_send(mcp_session *s, mcp_batch *b, mcp_call *c, const char *data, size_t len) {
-  if (b != NULL) {
+void mcp_session_send(mcp_session *s, mcp_batch *b, void *stream, const char *data, size_t len,
+                      int last) {
+  if (b != NULL && last) {
     if (b->count++ > 0) mcp_buf_addc(&b->out, ',');
     mcp_buf_add(&b->out, data, len);
     return;
   }
-  s->write(s, c, data, len);
+  s->write(s, stream, data, len, last);
 }
 
 static void batch_answer(mcp_batch *b) {
   if (b->count > 0) {
     mcp_buf_addc(&b->out, ']');
-    b->session->write(b->session, NULL, b->out.data, b->out.len);
+    b->session->write(b->session, b->stream, b->out.data, b->out.len, 1);
+  } else {
+    b->session->write(b->session, b->stream, NULL, 0, 1);
   }
   mcp_buf_free(&b->out);
   free(b);
 }
 
-void mcp_session_call_done(mcp_session *s, mcp_batch *b) {
+void mcp_session_call_done(mcp_session *s, mcp_batch *b, void *stream, int responded) {
   s->ncalls--;
-  if (b != NULL && --b->pending == 0 && !b->reading) batch_answer(b);
+  if (b != NULL) {
+    if (--b->pending == 0 && !b->reading) batch_answer(b);
+  } else if (!responded) {
+    s->write(s, stream, NULL, 0, 1);
+  }
 }
+
+/* The exchange being read: immediate answers go on its stream. */
+static void *in_stream;
 
 static void send_error(mcp_session *s, mcp_batch *b, const char *key, int code, const char *msg) {
   mcp_buf *out = mcp_scratch();
   mcp_rpc_error(out, key, code, "%s", msg);
-  mcp_session_send(s, b, NULL, out->data, out->len);
+  mcp_session_send(s, b, in_stream, out->data, out->len, 1);
 }
 
-void mcp_session_reject(mcp_session *s, int code, const char *msg) {
+void mcp_session_reject(mcp_session *s, int code, const char *msg, void *stream) {
+  in_stream = stream;
   send_error(s, NULL, NULL, code, msg);
 }
 
@@ -89,7 +110,7 @@ static void send_result(mcp_session *s, mcp_batch *b, const char *key, const cha
   mcp_rpc_result_open(out, key);
   mcp_buf_add(out, result, strlen(result));
   mcp_rpc_close(out);
-  mcp_session_send(s, b, NULL, out->data, out->len);
+  mcp_session_send(s, b, in_stream, out->data, out->len, 1);
 }
 
 /* The exact JSON text of a string or integer id, NUL-terminated. */
@@ -111,7 +132,7 @@ static int id_key(const json_t *id, char *key, size_t cap) {
 static void on_initialize(mcp_session *s, mcp_batch *b, const char *key, json_t *params) {
   const char *want = json_string_value(json_object_get(params, "protocolVersion"));
   int rev = REV_LATEST;
-  char result[512];
+  mcp_buf *caps;
   if (b != NULL) {
     send_error(s, b, key, MCP_RPC_INVALID_REQUEST,
                "Invalid Request: initialize must not be part of a batch");
@@ -131,12 +152,13 @@ static void on_initialize(mcp_session *s, mcp_batch *b, const char *key, json_t 
   s->revision = rev;
   s->init_key = strdup(key);
   s->client_capabilities = json_incref(json_object_get(params, "capabilities"));
-  snprintf(result, sizeof result,
-           "{\"protocolVersion\":\"%s\",\"capabilities\":{\"logging\":{},"
-           "\"tools\":{\"listChanged\":false}},"
-           "\"serverInfo\":{\"name\":\"luamcp\",\"version\":\"%s\"}}",
-           mcp_revisions[rev], LUAMCP_VERSION);
-  send_result(s, b, key, result);
+  caps = mcp_scratch();
+  mcp_rpc_result_open(caps, key);
+  mcp_buf_printf(caps, "{\"protocolVersion\":\"%s\",\"capabilities\":", mcp_revisions[rev]);
+  mcp_sched_capabilities(caps);
+  mcp_buf_printf(caps, ",\"serverInfo\":{\"name\":\"luamcp\",\"version\":\"%s\"}}}",
+                 LUAMCP_VERSION);
+  mcp_session_send(s, b, in_stream, caps->data, caps->len, 1);
   {
     json_t *info = json_object_get(params, "clientInfo");
     const char *name = json_string_value(json_object_get(info, "name"));
@@ -188,7 +210,7 @@ static void on_request(mcp_session *s, mcp_batch *b, const char *key, const char
     send_error(s, b, key, MCP_RPC_METHOD_NOT_FOUND, msg);
     return;
   }
-  mcp_call_start(s, b, key, strlen(key), method, params);
+  mcp_call_start(s, b, in_stream, key, strlen(key), method, params);
   s->ncalls++;
   if (b != NULL) b->pending++;
 }
@@ -255,6 +277,7 @@ static void on_message(mcp_session *s, mcp_batch *b, json_t *msg) {
   if (method == NULL) {
     if (id != NULL && (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
       mcp_debug("response ignored: no request %.64s was sent", has_key ? key : "(bad id)");
+      if (b == NULL) s->write(s, in_stream, NULL, 0, 1);
       return;
     }
     send_error(s, b, has_key ? key : NULL, MCP_RPC_INVALID_REQUEST, "Invalid Request: method missing");
@@ -273,6 +296,7 @@ static void on_message(mcp_session *s, mcp_batch *b, json_t *msg) {
   }
   if (id == NULL) {
     on_notification(s, json_string_value(method), params);
+    if (b == NULL) s->write(s, in_stream, NULL, 0, 1);
     return;
   }
   if (!has_key) {
@@ -302,6 +326,7 @@ static void on_batch(mcp_session *s, json_t *arr) {
   b = calloc(1, sizeof *b);
   if (b == NULL) abort();
   b->session = s;
+  b->stream = in_stream;
   b->reading = 1;
   mcp_buf_addc(&b->out, '[');
   for (i = 0; i < json_array_size(arr); i++) on_message(s, b, json_array_get(arr, i));
@@ -309,9 +334,10 @@ static void on_batch(mcp_session *s, json_t *arr) {
   if (b->pending == 0) batch_answer(b);
 }
 
-void mcp_session_input(mcp_session *s, const char *data, size_t len) {
+void mcp_session_input(mcp_session *s, const char *data, size_t len, void *stream) {
   char err[256], msg[300];
   json_t *v = mcp_json_parse(data, len, err, sizeof err);
+  in_stream = stream;
   if (v == NULL) {
     snprintf(msg, sizeof msg, "Parse error: %s", err);
     send_error(s, NULL, NULL, MCP_RPC_PARSE, msg);

@@ -12,8 +12,12 @@ typedef struct mcp_session mcp_session;
 typedef struct mcp_call mcp_call;
 typedef struct mcp_batch mcp_batch;
 
-/* Writes one complete message (no newline). c is the call it belongs to, or NULL. */
-typedef void (*mcp_session_write_cb)(mcp_session *s, mcp_call *c, const char *data, size_t len);
+/* Writes one complete message (no newline) on a stream: the transport's
+ * context of the exchange the message belongs to (an HTTP POST), or NULL for
+ * messages tied to none. last: the exchange is over after this message; data
+ * is NULL when it ends with no message (a notification, a cancelled call). */
+typedef void (*mcp_session_write_cb)(mcp_session *s, void *stream, const char *data, size_t len,
+                                     int last);
 
 extern const char *const mcp_revisions[];   /* supported, oldest first, NULL-terminated */
 
@@ -21,6 +25,7 @@ extern const char *const mcp_revisions[];   /* supported, oldest first, NULL-ter
  * call of it is live (mcp_sched_close_all first). */
 struct mcp_session {
   mcp_reqtab reqs;
+  long long id;                  /* names the session to Lua */
   int revision;                  /* index in mcp_revisions; -1 before initialize */
   char *init_key;                /* id of the initialize request, for cancel logs */
   mcp_log_level log_level;       /* from logging/setLevel */
@@ -37,12 +42,15 @@ extern mcp_session *mcp_sessions;
 void mcp_session_init(mcp_session *s, mcp_session_write_cb write, void *transport);
 void mcp_session_close(mcp_session *s);
 /* Handle one message as read from the transport (a line, a POST body). */
-void mcp_session_input(mcp_session *s, const char *data, size_t len);
-/* Write a message, into its batch when it has one. */
-void mcp_session_send(mcp_session *s, mcp_batch *b, mcp_call *c, const char *data, size_t len);
-/* A call of s (and of b) is gone; the batch is answered when it was the last. */
-void mcp_session_call_done(mcp_session *s, mcp_batch *b);
-/* A request that is not a call: answer an error at once (used for over-long lines). */
-void mcp_session_reject(mcp_session *s, int code, const char *msg);
+void mcp_session_input(mcp_session *s, const char *data, size_t len, void *stream);
+/* Write a message on a stream; a response (last) goes into its batch when it has one. */
+void mcp_session_send(mcp_session *s, mcp_batch *b, void *stream, const char *data, size_t len,
+                      int last);
+/* A call of s is gone. Its exchange ends (with no message when it sent no
+ * response); a batch is answered when it was its last call. */
+void mcp_session_call_done(mcp_session *s, mcp_batch *b, void *stream, int responded);
+/* Answer an error at once, outside any request (used for over-long lines). */
+void mcp_session_reject(mcp_session *s, int code, const char *msg, void *stream);
+mcp_session *mcp_session_find(long long id);
 
 #endif

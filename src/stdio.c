@@ -108,8 +108,9 @@ static void on_prepare(uv_prepare_t *h) {
   flush();
 }
 
-static void session_write(mcp_session *s, mcp_call *c, const char *data, size_t len) {
-  (void)s; (void)c;
+static void session_write(mcp_session *s, void *stream, const char *data, size_t len, int last) {
+  (void)s; (void)stream; (void)last;
+  if (data == NULL) return;
   mcp_buf_add(&T.pend, data, len);
   mcp_buf_addc(&T.pend, '\n');
 }
@@ -117,7 +118,7 @@ static void session_write(mcp_session *s, mcp_call *c, const char *data, size_t 
 static void message(const char *p, size_t n) {
   while (n > 0 && (p[n - 1] == '\r' || p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
   if (n == 0) return;                    /* blank lines are not messages */
-  mcp_session_input(&T.session, p, n);
+  mcp_session_input(&T.session, p, n, NULL);
 }
 
 static void too_long(void) {
@@ -125,7 +126,7 @@ static void too_long(void) {
   snprintf(msg, sizeof msg, "Invalid Request: message longer than %zu bytes (--max-line)",
            mcp_cfg.max_line);
   mcp_warn("stdin: %s; skipped", msg);
-  mcp_session_reject(&T.session, MCP_RPC_INVALID_REQUEST, msg);
+  mcp_session_reject(&T.session, MCP_RPC_INVALID_REQUEST, msg, NULL);
 }
 
 /* Split input into lines; a line that fits is handed over without a copy

@@ -119,8 +119,8 @@ function Ctx.remaining()
   return left > 0 and left or 0
 end
 
-function mcp._ctx(id, tool)
-  return setmetatable({ id = id, tool = tool }, Ctx)
+function mcp._ctx(id, tool, session)
+  return setmetatable({ id = id, tool = tool, session = session }, Ctx)
 end
 
 -- Coroutines a handler creates still see its request (mcp.cancelled() and

@@ -141,21 +141,30 @@ end
 -- ends the coroutine, and the C core turns it into an isError result (or no
 -- response, once cancelled). No pcall here, so that <close> variables of an
 -- aborted handler run when the core resets the coroutine, under its limits.
-function methods.tools_call(params, id)
+function methods.tools_call(params, id, session)
   local tool, args, msg = prepare(params)
   if not tool then
     if tool == nil then return nil, args, msg end
     return args
   end
   params = nil                       -- not kept alive while the handler waits
-  return normalize(tool.handler(args, mcp._ctx(id, tool.name)))
+  return normalize(tool.handler(args, mcp._ctx(id, tool.name, session)))
 end
 
 methods["tools/list"], methods["tools/call"] = methods.tools_list, methods.tools_call
 methods.tools_list, methods.tools_call = nil, nil
 
-function M.dispatch(method, params, id)
-  return methods[method](params, id)
+function M.dispatch(method, params, id, session)
+  return methods[method](params, id, session)
+end
+
+-- The capabilities initialize declares, from what the plugins offer.
+function M.capabilities()
+  return { logging = {}, tools = { listChanged = false } }
+end
+
+-- A session ended (its subscriptions go with it).
+function M.session_closed(session)
 end
 
 M.tools = tools
