@@ -14,6 +14,7 @@
 #include "log.h"
 #include "sched.h"
 #include "stdio_transport.h"
+#include "transport_http.h"
 
 mcp_config mcp_cfg = {
   .timeout = 60, .grace = 2, .max_line = 4u << 20, .memory_limit = 256u << 20, .page_size = 50
@@ -22,9 +23,12 @@ mcp_config mcp_cfg = {
 static const char usage[] =
   "usage: luamcp [--plugins DIR]... [--timeout SECONDS] [--grace SECONDS]\n"
   "              [--log-level LEVEL] [--max-line BYTES] [--memory-limit MB]\n"
-  "              [--page-size N] [--http HOST:PORT] [--watch] [--version] [--help]\n"
+  "              [--page-size N] [--http HOST:PORT [--allow-origin ORIGIN]...\n"
+  "              [--token TOKEN] [--max-body BYTES] [--max-connections N]\n"
+  "              [--idle-timeout SECONDS]] [--watch] [--version] [--help]\n"
   "\n"
-  "Serves the Lua plugins in each DIR (default ./plugins) over MCP on stdio.\n"
+  "Serves the Lua plugins in each DIR (default ./plugins) over MCP on stdio,\n"
+  "or on Streamable HTTP at http://HOST:PORT/mcp.\n"
   "  --plugins DIR        load DIR/*.lua as plugins; DIR/lib/?.lua is on package.path\n"
   "  --timeout SECONDS    default tool timeout (60; 0 = none)\n"
   "  --grace SECONDS      default grace before a cancelled handler is aborted (2)\n"
@@ -32,7 +36,12 @@ static const char usage[] =
   "  --max-line BYTES     largest stdio message (4194304)\n"
   "  --memory-limit MB    Lua memory limit (256; 0 = none)\n"
   "  --page-size N        items per list page (50)\n"
-  "  --http HOST:PORT     Streamable HTTP (not implemented yet)\n"
+  "  --http HOST:PORT     serve Streamable HTTP instead of stdio (port 0: any)\n"
+  "  --allow-origin O     also accept this Origin (localhost origins always are)\n"
+  "  --token TOKEN        require Authorization: Bearer TOKEN (or $LUAMCP_TOKEN)\n"
+  "  --max-body BYTES     largest POST body (4194304)\n"
+  "  --max-connections N  concurrent connections (256)\n"
+  "  --idle-timeout SEC   close idle keep-alive connections (60)\n"
   "  --watch              hot reload (not implemented yet)\n";
 
 static int l_panic(lua_State *L) {
@@ -44,6 +53,10 @@ static uv_loop_t *loop;
 static lua_State *L;
 static uv_signal_t sigterm, sigint;
 static int shutting_down;
+static mcp_http_options http_opt = {
+  .max_body = 4u << 20, .max_connections = 256, .idle_ms = 60000
+};
+static int use_http;
 
 static void closed(void) {
   uv_close((uv_handle_t *)&sigterm, NULL);
@@ -57,13 +70,17 @@ static void shutdown_finish(void) {
   if (done) return;
   done = 1;
   mcp_sched_idle_cb = NULL;
-  mcp_stdio_close(closed);
+  if (!use_http) mcp_stdio_close(closed);
 }
 
 static void shutdown_begin(const char *why) {
   if (shutting_down) return;
   shutting_down = 1;
   mcp_info("shutting down: %s", why);
+  if (use_http) {
+    mcp_http_shutdown(closed);     /* ends every session, then every connection */
+    return;
+  }
   mcp_stdio_stop_reading();
   mcp_sched_idle_cb = shutdown_finish;
   mcp_sched_close_all(NULL, "shutdown");
@@ -119,7 +136,8 @@ static int load_server(lua_State *Ls) {
 }
 
 int main(int argc, char **argv) {
-  const char *dirs[argc + 1];
+  const char *dirs[argc + 1], *allow[argc + 1];
+  int nallow = 0;
   int ndirs = 0, status = 0;
   double d;
   for (int i = 1; i < argc; i++) {
@@ -127,7 +145,10 @@ int main(int argc, char **argv) {
     int takes = strcmp(a, "--plugins") == 0 || strcmp(a, "--timeout") == 0 ||
                 strcmp(a, "--grace") == 0 || strcmp(a, "--log-level") == 0 ||
                 strcmp(a, "--max-line") == 0 || strcmp(a, "--memory-limit") == 0 ||
-                strcmp(a, "--page-size") == 0 || strcmp(a, "--http") == 0;
+                strcmp(a, "--page-size") == 0 || strcmp(a, "--http") == 0 ||
+                strcmp(a, "--allow-origin") == 0 || strcmp(a, "--token") == 0 ||
+                strcmp(a, "--max-body") == 0 || strcmp(a, "--max-connections") == 0 ||
+                strcmp(a, "--idle-timeout") == 0;
     if (takes && v == NULL) return fail_usage("%s needs a value", a);
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       fputs(usage, stdout);
@@ -155,7 +176,33 @@ int main(int argc, char **argv) {
       if (!parse_number(v, &d) || d < 1) return fail_usage("bad --page-size: %s", v);
       mcp_cfg.page_size = (int)d;
     } else if (strcmp(a, "--http") == 0) {
-      return fail_usage("%s: the Streamable HTTP transport is not implemented yet", a);
+      static char host[256];
+      const char *colon = strrchr(v, ':');
+      if (colon == NULL || colon == v || (size_t)(colon - v) >= sizeof host || !parse_number(colon + 1, &d) ||
+          d > 65535)
+        return fail_usage("bad --http (want HOST:PORT): %s", v);
+      memcpy(host, v, (size_t)(colon - v));
+      host[colon - v] = '\0';
+      if (host[0] == '[') {                 /* [::1]:8080 */
+        memmove(host, host + 1, strlen(host));
+        host[strcspn(host, "]")] = '\0';
+      }
+      http_opt.host = host;
+      http_opt.port = (int)d;
+      use_http = 1;
+    } else if (strcmp(a, "--allow-origin") == 0) {
+      allow[nallow++] = v;
+    } else if (strcmp(a, "--token") == 0) {
+      http_opt.token = v;
+    } else if (strcmp(a, "--max-body") == 0) {
+      if (!parse_number(v, &d) || d < 1024) return fail_usage("bad --max-body: %s", v);
+      http_opt.max_body = (size_t)d;
+    } else if (strcmp(a, "--max-connections") == 0) {
+      if (!parse_number(v, &d) || d < 1) return fail_usage("bad --max-connections: %s", v);
+      http_opt.max_connections = (int)d;
+    } else if (strcmp(a, "--idle-timeout") == 0) {
+      if (!parse_number(v, &d) || d <= 0) return fail_usage("bad --idle-timeout: %s", v);
+      http_opt.idle_ms = (unsigned)(d * 1000);
     } else if (strcmp(a, "--watch") == 0) {
       return fail_usage("%s: hot reload is not implemented yet", a);
     } else {
@@ -164,6 +211,11 @@ int main(int argc, char **argv) {
     if (takes) i++;
   }
   if (ndirs == 0) dirs[ndirs++] = "plugins";
+  allow[nallow] = NULL;
+  http_opt.allow_origins = allow;
+  http_opt.nallow_origins = nallow;
+  if (http_opt.token == NULL) http_opt.token = getenv("LUAMCP_TOKEN");
+  if (http_opt.token != NULL && http_opt.token[0] == '\0') http_opt.token = NULL;
 
   signal(SIGPIPE, SIG_IGN);
   loop = uv_default_loop();
@@ -185,15 +237,27 @@ int main(int argc, char **argv) {
   uv_signal_init(loop, &sigint);
   uv_signal_start(&sigterm, on_signal, SIGTERM);
   uv_signal_start(&sigint, on_signal, SIGINT);
-  if (mcp_stdio_start(loop, on_eof) != 0) {
+  if (use_http) {
+    int r = mcp_http_start(loop, &http_opt);
+    if (r != 0) {
+      mcp_log(MCP_LOG_CRITICAL, "cannot listen on %s:%d: %s", http_opt.host, http_opt.port,
+              uv_strerror(r));
+      status = 1;
+      shutdown_begin("listen failed");
+    } else {
+      mcp_info("listening on http://%s%s%s:%d/mcp (luamcp %s)", strchr(http_opt.host, ':') ? "[" : "",
+               http_opt.host, strchr(http_opt.host, ':') ? "]" : "", mcp_http_port(), LUAMCP_VERSION);
+    }
+  } else if (mcp_stdio_start(loop, on_eof) != 0) {
     status = 1;
     shutdown_begin("stdio failed");
+  } else {
+    mcp_info("serving on stdio (luamcp %s, Lua memory limit %zu MB)", LUAMCP_VERSION,
+             mcp_cfg.memory_limit >> 20);
   }
-  mcp_info("serving on stdio (luamcp %s, Lua memory limit %zu MB)", LUAMCP_VERSION,
-           mcp_cfg.memory_limit >> 20);
   uv_run(loop, UV_RUN_DEFAULT);
 
-  mcp_stdio_free();
+  if (!use_http) mcp_stdio_free();
   lua_close(L);
   mcp_policy_clear();
   mcp_scratch_free();

@@ -89,6 +89,7 @@ void mcp_session_call_done(mcp_session *s, mcp_batch *b, void *stream, int respo
   } else if (!responded) {
     s->write(s, stream, NULL, 0, 1);
   }
+  if (s->ncalls == 0 && s->on_drained) s->on_drained(s);
 }
 
 /* The exchange being read: immediate answers go on its stream. */

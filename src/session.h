@@ -34,6 +34,7 @@ struct mcp_session {
   void *transport;
   mcp_session *next;             /* all sessions */
   int ncalls;                    /* live calls */
+  void (*on_drained)(mcp_session *s);   /* the last live call ended (optional) */
   unsigned ready : 1;            /* notifications/initialized received */
 };
 

@@ -1,0 +1,518 @@
+/* An HTTP/1.1 server on libuv and http-parser. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <http_parser.h>
+
+#include "http.h"
+#include "log.h"
+
+enum { H_CONTENT_TYPE, H_ACCEPT, H_ORIGIN, H_HOST, H_AUTH, H_SESSION, H_PROTO, H_LAST_EVENT, NH };
+static const char *const header_names[NH] = {
+  "content-type", "accept", "origin", "host", "authorization",
+  "mcp-session-id", "mcp-protocol-version", "last-event-id"
+};
+
+typedef struct {
+  uv_write_t req;
+  http_conn *conn;
+  char data[];
+} write_req;
+
+/* A connection. Owned by the server list: freed in its close callback. */
+struct http_conn {
+  uv_tcp_t tcp;
+  uv_timer_t timer;            /* slow headers, then keep-alive idle */
+  http_parser parser;
+  mcp_buf in;                  /* read, not yet parsed */
+  size_t in_off;
+  mcp_buf url, body, values[NH];
+  char field[32];              /* the header name being read (longer ones are not ours) */
+  size_t field_len, header_bytes;
+  int cur;                     /* header of interest whose value is being read, or -1 */
+  int in_value;                /* the last callback was a value */
+  unsigned ready : 1;          /* a request is complete, waiting for on_request */
+  unsigned busy : 1;           /* its answer has not ended */
+  unsigned streaming : 1;      /* a chunked answer is open */
+  unsigned keep_alive : 1;
+  unsigned closing : 1;
+  unsigned error : 1;          /* answered an error; close once written */
+  unsigned kick : 1;           /* the timer is due at once: parse the next request */
+  size_t pending;              /* bytes handed to libuv, not yet written */
+  void *ud;
+  http_conn *prev, *next;
+};
+
+static struct {
+  uv_loop_t *loop;
+  uv_tcp_t listener;
+  http_config cfg;
+  http_parser_settings settings;
+  http_conn *conns;
+  int nconns, port, listening, closing_listener;
+  void (*on_closed)(void);
+} H;
+
+static void conn_close(http_conn *c);
+static void drive(http_conn *c);
+static void on_timer(uv_timer_t *t);
+
+static const char *status_text(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 413: return "Content Too Large";
+    case 415: return "Unsupported Media Type";
+    case 421: return "Misdirected Request";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Unknown";
+  }
+}
+
+/* Writing: try at once, queue the rest. */
+
+static void write_done(uv_write_t *req, int status) {
+  write_req *w = (write_req *)req;
+  http_conn *c = w->conn;
+  size_t len = *(size_t *)w->data;
+  c->pending -= len;
+  free(w);
+  if (status < 0 && status != UV_ECANCELED) {
+    mcp_debug("http: write: %s", uv_strerror(status));
+    conn_close(c);
+    return;
+  }
+  if (c->pending == 0 && !c->busy && (!c->keep_alive || c->error)) conn_close(c);
+}
+
+static int conn_write(http_conn *c, const char *data, size_t len) {
+  uv_buf_t b;
+  int n = 0;
+  if (c->closing || len == 0) return 0;
+  if (c->pending == 0) {
+    b = uv_buf_init((char *)data, (unsigned)len);
+    n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    if (n < 0 && n != UV_EAGAIN) {
+      mcp_debug("http: write: %s", uv_strerror(n));
+      conn_close(c);
+      return -1;
+    }
+    if (n < 0) n = 0;
+    if ((size_t)n == len) return 0;
+  }
+  len -= (size_t)n;
+  if (c->pending + len > H.cfg.max_pending) {
+    mcp_warn("http: a client reads too slowly (%zu bytes pending); connection dropped",
+             c->pending + len);
+    conn_close(c);
+    return -1;
+  }
+  write_req *w = malloc(sizeof *w + sizeof(size_t) + len);
+  if (w == NULL) abort();
+  w->conn = c;
+  *(size_t *)w->data = len;
+  memcpy(w->data + sizeof(size_t), data + n, len);
+  b = uv_buf_init(w->data + sizeof(size_t), (unsigned)len);
+  c->pending += len;
+  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, write_done) < 0) {
+    c->pending -= len;
+    free(w);
+    conn_close(c);
+    return -1;
+  }
+  return 0;
+}
+
+static void add_head(mcp_buf *b, http_conn *c, int status, const char *headers,
+                     const char *content_type) {
+  mcp_buf_printf(b, "HTTP/1.1 %d %s\r\n", status, status_text(status));
+  if (content_type) mcp_buf_printf(b, "Content-Type: %s\r\n", content_type);
+  if (headers) mcp_buf_add(b, headers, strlen(headers));
+  if (!c->keep_alive || c->error) mcp_buf_adds(b, "Connection: close\r\n");
+}
+
+/* The exchange is over: read the next request, or close. */
+static void exchange_done(http_conn *c) {
+  c->busy = 0;
+  c->streaming = 0;
+  c->ud = NULL;
+  if (c->closing) return;
+  if (!c->keep_alive || c->error) {
+    if (c->pending == 0) conn_close(c);
+    return;
+  }
+  http_parser_pause(&c->parser, 0);
+  /* Never parse the next request under the caller (it may be inside the
+   * previous one's handler): the timer does it on the next loop turn. */
+  c->kick = 1;
+  uv_timer_start(&c->timer, on_timer, 0, 0);
+}
+
+void http_respond(http_conn *c, int status, const char *headers, const char *content_type,
+                  const char *body, size_t len) {
+  mcp_buf b = MCP_BUF_INIT;
+  add_head(&b, c, status, headers, content_type);
+  mcp_buf_printf(&b, "Content-Length: %zu\r\n\r\n", len);
+  if (len) mcp_buf_add(&b, body, len);
+  conn_write(c, b.data, b.len);
+  mcp_buf_free(&b);
+  exchange_done(c);
+}
+
+void http_stream_begin(http_conn *c, int status, const char *headers, const char *content_type) {
+  mcp_buf b = MCP_BUF_INIT;
+  add_head(&b, c, status, headers, content_type);
+  mcp_buf_adds(&b, "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n");
+  c->streaming = 1;
+  conn_write(c, b.data, b.len);
+  mcp_buf_free(&b);
+}
+
+int http_stream_write(http_conn *c, const char *data, size_t len) {
+  mcp_buf b = MCP_BUF_INIT;
+  int r;
+  if (len == 0) return 0;
+  mcp_buf_printf(&b, "%zx\r\n", len);
+  mcp_buf_add(&b, data, len);
+  mcp_buf_adds(&b, "\r\n");
+  r = conn_write(c, b.data, b.len);
+  mcp_buf_free(&b);
+  return r;
+}
+
+void http_stream_end(http_conn *c) {
+  if (c->streaming) conn_write(c, "0\r\n\r\n", 5);
+  exchange_done(c);
+}
+
+void http_conn_set_data(http_conn *c, void *ud) { c->ud = ud; }
+
+/* Errors found while reading: answer and close. */
+static void fail(http_conn *c, int status, const char *why) {
+  char body[256];
+  int n = snprintf(body, sizeof body,
+                   "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32600,\"message\":\"%s\"}}", why);
+  mcp_debug("http: %d %s", status, why);
+  c->error = 1;
+  c->busy = 1;
+  http_respond(c, status, NULL, "application/json", body, (size_t)n);
+}
+
+/* Parser callbacks. */
+
+static http_conn *conn_of(http_parser *p) { return p->data; }
+
+static int count_header(http_conn *c, size_t n) {
+  c->header_bytes += n;
+  if (c->header_bytes > H.cfg.max_header) return -1;
+  return 0;
+}
+
+static void reset_request(http_conn *c) {
+  c->url.len = c->body.len = 0;
+  for (int i = 0; i < NH; i++) c->values[i].len = 0;
+  c->field_len = 0;
+  c->header_bytes = 0;
+  c->cur = -1;
+  c->in_value = 0;
+}
+
+static int on_message_begin(http_parser *p) {
+  http_conn *c = conn_of(p);
+  reset_request(c);
+  uv_timer_start(&c->timer, on_timer, H.cfg.header_ms, 0);
+  return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t n) {
+  http_conn *c = conn_of(p);
+  if (count_header(c, n)) return -1;
+  mcp_buf_add(&c->url, at, n);
+  return 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t n) {
+  http_conn *c = conn_of(p);
+  if (count_header(c, n)) return -1;
+  if (c->in_value) {
+    c->field_len = 0;
+    c->in_value = 0;
+  }
+  if (c->field_len + n < sizeof c->field) memcpy(c->field + c->field_len, at, n);
+  c->field_len += n;
+  return 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t n) {
+  http_conn *c = conn_of(p);
+  if (count_header(c, n)) return -1;
+  if (!c->in_value) {
+    c->in_value = 1;
+    c->cur = -1;
+    if (c->field_len < sizeof c->field)
+      for (int i = 0; i < NH; i++)
+        if (strlen(header_names[i]) == c->field_len &&
+            strncasecmp(header_names[i], c->field, c->field_len) == 0) {
+          c->cur = i;
+          if (c->values[i].len) mcp_buf_adds(&c->values[i], ", ");   /* repeated header */
+        }
+  }
+  if (c->cur >= 0) mcp_buf_add(&c->values[c->cur], at, n);
+  return 0;
+}
+
+static int on_headers_complete(http_parser *p) {
+  http_conn *c = conn_of(p);
+  uv_timer_stop(&c->timer);
+  if (p->content_length != ULLONG_MAX && p->content_length > H.cfg.max_body) return -2;
+  return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t n) {
+  http_conn *c = conn_of(p);
+  if (c->body.len + n > H.cfg.max_body) return -2;
+  mcp_buf_add(&c->body, at, n);
+  return 0;
+}
+
+static int on_message_complete(http_parser *p) {
+  http_conn *c = conn_of(p);
+  c->ready = 1;
+  http_parser_pause(p, 1);     /* one exchange at a time: the rest waits in `in` */
+  return 0;
+}
+
+static const char *value(http_conn *c, int h) {
+  if (c->values[h].len == 0) return NULL;
+  mcp_buf_addc(&c->values[h], '\0');
+  c->values[h].len--;
+  return c->values[h].data;
+}
+
+static void dispatch(http_conn *c) {
+  http_request r;
+  struct http_parser_url u;
+  memset(&r, 0, sizeof r);
+  r.method = c->parser.method;
+  http_parser_url_init(&u);
+  if (http_parser_parse_url(c->url.data, c->url.len, 0, &u) != 0 || !(u.field_set & (1 << UF_PATH)) ||
+      u.field_data[UF_PATH].len >= sizeof r.path) {
+    fail(c, 400, "bad request target");
+    return;
+  }
+  memcpy(r.path, c->url.data + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
+  r.path[u.field_data[UF_PATH].len] = '\0';
+  r.content_type = value(c, H_CONTENT_TYPE);
+  r.accept = value(c, H_ACCEPT);
+  r.origin = value(c, H_ORIGIN);
+  r.host = value(c, H_HOST);
+  r.authorization = value(c, H_AUTH);
+  r.session_id = value(c, H_SESSION);
+  r.protocol_version = value(c, H_PROTO);
+  r.last_event_id = value(c, H_LAST_EVENT);
+  r.body = c->body.data;
+  r.body_len = c->body.len;
+  c->keep_alive = http_should_keep_alive(&c->parser);
+  c->busy = 1;
+  H.cfg.on_request(c, &r);
+}
+
+/* Parse what was read, one request at a time. */
+static void drive(http_conn *c) {
+  while (!c->closing && !c->busy && c->in_off < c->in.len) {
+    size_t n = http_parser_execute(&c->parser, &H.settings, c->in.data + c->in_off,
+                                   c->in.len - c->in_off);
+    enum http_errno err = HTTP_PARSER_ERRNO(&c->parser);
+    c->in_off += n;
+    if (err != HPE_OK && err != HPE_PAUSED) {
+      if (err == HPE_CB_headers_complete || err == HPE_CB_body) fail(c, 413, "request body too large");
+      else if (c->header_bytes > H.cfg.max_header) fail(c, 431, "request headers too large");
+      else fail(c, 400, http_errno_description(err));
+      return;
+    }
+    if (c->ready) {
+      c->ready = 0;
+      dispatch(c);
+    } else if (n == 0) {
+      break;
+    }
+  }
+  if (c->in_off == c->in.len) c->in.len = c->in_off = 0;
+  if (!c->busy && !c->closing && c->in.len == 0) uv_timer_start(&c->timer, on_timer, H.cfg.idle_ms, 0);
+}
+
+static void on_timer(uv_timer_t *t) {
+  http_conn *c = t->data;
+  if (c->kick) {
+    c->kick = 0;
+    drive(c);
+    return;
+  }
+  if (c->busy) return;
+  if (c->in.len > 0 || c->header_bytes > 0) fail(c, 408, "request headers took too long");
+  else conn_close(c);
+}
+
+/* Connections. */
+
+static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+  http_conn *c = h->data;
+  (void)hint;
+  if (c->in.cap - c->in.len < 65536) mcp_buf_grow(&c->in, 65536);
+  buf->base = c->in.data + c->in.len;
+  buf->len = c->in.cap - c->in.len;
+}
+
+static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  http_conn *c = s->data;
+  (void)buf;
+  if (n < 0) {
+    conn_close(c);
+    return;
+  }
+  c->in.len += (size_t)n;
+  if (c->in.len - c->in_off > H.cfg.max_body + H.cfg.max_header + 65536 && c->busy) {
+    mcp_warn("http: a client sends faster than it reads answers; connection dropped");
+    conn_close(c);
+    return;
+  }
+  if (!c->busy) {
+    uv_timer_stop(&c->timer);
+    c->kick = 0;
+  }
+  drive(c);
+}
+
+static void conn_free(uv_handle_t *h) {
+  http_conn *c = h->data;
+  mcp_buf_free(&c->in);
+  mcp_buf_free(&c->url);
+  mcp_buf_free(&c->body);
+  for (int i = 0; i < NH; i++) mcp_buf_free(&c->values[i]);
+  free(c);
+  if (H.nconns == 0 && H.on_closed && !H.listening && !H.closing_listener) {
+    void (*cb)(void) = H.on_closed;
+    H.on_closed = NULL;
+    cb();
+  }
+}
+
+static void timer_closed(uv_handle_t *h) {
+  http_conn *c = h->data;
+  uv_close((uv_handle_t *)&c->tcp, conn_free);
+}
+
+static void conn_close(http_conn *c) {
+  void *ud = c->ud;
+  if (c->closing) return;
+  c->closing = 1;
+  c->ud = NULL;
+  if (c->prev) c->prev->next = c->next; else H.conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  H.nconns--;
+  if (H.cfg.on_close) H.cfg.on_close(c, ud);
+  uv_close((uv_handle_t *)&c->timer, timer_closed);
+}
+
+void http_conn_drop(http_conn *c) { conn_close(c); }
+
+static void on_connection(uv_stream_t *server, int status) {
+  http_conn *c;
+  if (status < 0) {
+    mcp_warn("http: accept: %s", uv_strerror(status));
+    return;
+  }
+  c = calloc(1, sizeof *c);
+  if (c == NULL) abort();
+  uv_tcp_init(H.loop, &c->tcp);
+  uv_timer_init(H.loop, &c->timer);
+  c->tcp.data = c->timer.data = c;
+  c->cur = -1;
+  if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+    c->closing = 1;
+    uv_close((uv_handle_t *)&c->timer, timer_closed);
+    return;
+  }
+  http_parser_init(&c->parser, HTTP_REQUEST);
+  c->parser.data = c;
+  c->next = H.conns;
+  if (H.conns) H.conns->prev = c;
+  H.conns = c;
+  H.nconns++;
+  uv_tcp_nodelay(&c->tcp, 1);
+  if (H.nconns > H.cfg.max_connections) {
+    mcp_warn("http: more than %d connections; refusing one", H.cfg.max_connections);
+    c->keep_alive = 0;
+    fail(c, 503, "too many connections");
+    return;
+  }
+  uv_timer_start(&c->timer, on_timer, H.cfg.header_ms, 0);
+  uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+}
+
+int http_listen(uv_loop_t *loop, const char *host, int port, const http_config *cfg) {
+  struct sockaddr_storage addr;
+  int r, len = sizeof addr;
+  H.loop = loop;
+  H.cfg = *cfg;
+  memset(&H.settings, 0, sizeof H.settings);
+  H.settings.on_message_begin = on_message_begin;
+  H.settings.on_url = on_url;
+  H.settings.on_header_field = on_header_field;
+  H.settings.on_header_value = on_header_value;
+  H.settings.on_headers_complete = on_headers_complete;
+  H.settings.on_body = on_body;
+  H.settings.on_message_complete = on_message_complete;
+  if (strchr(host, ':')) r = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr);
+  else r = uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
+  if (r != 0) return r;
+  uv_tcp_init(loop, &H.listener);
+  if ((r = uv_tcp_bind(&H.listener, (struct sockaddr *)&addr, 0)) != 0 ||
+      (r = uv_listen((uv_stream_t *)&H.listener, 128, on_connection)) != 0) {
+    uv_close((uv_handle_t *)&H.listener, NULL);
+    return r;
+  }
+  uv_tcp_getsockname(&H.listener, (struct sockaddr *)&addr, &len);
+  H.port = ntohs(addr.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&addr)->sin6_port
+                                            : ((struct sockaddr_in *)&addr)->sin_port);
+  H.listening = 1;
+  return 0;
+}
+
+int http_port(void) { return H.port; }
+
+static void listener_closed(uv_handle_t *h) {
+  (void)h;
+  H.closing_listener = 0;
+  if (H.nconns == 0 && H.on_closed) {
+    void (*cb)(void) = H.on_closed;
+    H.on_closed = NULL;
+    cb();
+  }
+}
+
+void http_close(void (*on_closed)(void)) {
+  H.on_closed = on_closed;
+  if (H.listening) {
+    H.listening = 0;
+    H.closing_listener = 1;
+    uv_close((uv_handle_t *)&H.listener, listener_closed);
+  }
+  while (H.conns) conn_close(H.conns);
+  if (!H.closing_listener && H.nconns == 0 && H.on_closed) {
+    H.on_closed = NULL;
+    on_closed();
+  }
+}

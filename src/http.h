@@ -1,0 +1,57 @@
+/* An HTTP/1.1 server on libuv and http-parser: connections, keep-alive,
+ * pipelining (one exchange at a time per connection, answered in order),
+ * limits, and responses written whole or streamed in chunks. It knows
+ * nothing of MCP: each complete request goes to on_request. */
+#ifndef MCP_HTTP_H
+#define MCP_HTTP_H
+
+#include <stddef.h>
+#include <uv.h>
+
+#include "buf.h"
+
+typedef struct http_conn http_conn;
+
+/* The parts of a request the MCP transport reads. Valid during on_request. */
+typedef struct {
+  int method;                 /* enum http_method */
+  char path[256];
+  const char *content_type, *accept, *origin, *host, *authorization;
+  const char *session_id, *protocol_version, *last_event_id;
+  const char *body;
+  size_t body_len;
+} http_request;
+
+typedef struct {
+  size_t max_body;            /* 413 past it */
+  size_t max_header;          /* 431 past it */
+  int max_connections;        /* 503 past it */
+  unsigned idle_ms;           /* keep-alive connection idle: closed */
+  unsigned header_ms;         /* a request's headers must arrive within this: 408 */
+  size_t max_pending;         /* unsent bytes on one connection before it is dropped */
+  /* A request is complete; answer it with http_respond or http_stream_*.
+   * Until the answer ends, the connection reads no further request. */
+  void (*on_request)(http_conn *c, const http_request *r);
+  /* The connection is gone (closed by the peer, an error, or a limit);
+   * ud is the exchange's user data (http_conn_set_data), or NULL. */
+  void (*on_close)(http_conn *c, void *ud);
+} http_config;
+
+int http_listen(uv_loop_t *loop, const char *host, int port, const http_config *cfg);
+/* Stop listening and close every connection (on_close runs for each). */
+void http_close(void (*on_closed)(void));
+int http_port(void);          /* the port bound (useful with port 0) */
+
+void http_conn_set_data(http_conn *c, void *ud);
+/* A whole response. headers: extra lines, each ending in \r\n, or NULL. */
+void http_respond(http_conn *c, int status, const char *headers, const char *content_type,
+                  const char *body, size_t len);
+/* A streamed response (chunked), e.g. Server-Sent Events. */
+void http_stream_begin(http_conn *c, int status, const char *headers, const char *content_type);
+/* Returns -1 when the peer reads too slowly (the connection is then dropped). */
+int http_stream_write(http_conn *c, const char *data, size_t len);
+void http_stream_end(http_conn *c);
+/* Drop the connection now (on_close runs). */
+void http_conn_drop(http_conn *c);
+
+#endif

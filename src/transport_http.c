@@ -1,0 +1,554 @@
+/* The Streamable HTTP transport: sessions, the MCP endpoint's POST, GET and
+ * DELETE, security checks, and streams that answer in JSON or as
+ * Server-Sent Events, with event ids and a replay buffer for resumption.
+ *
+ * In these revisions a dropped connection is not a cancellation: the call
+ * runs on, its messages go to the stream's replay buffer, and a client that
+ * comes back with GET and Last-Event-ID gets what it missed. */
+#define _GNU_SOURCE          /* strcasestr */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <http_parser.h>
+#include <jansson.h>
+
+#include "http.h"
+#include "log.h"
+#include "sched.h"
+#include "session.h"
+#include "transport_http.h"
+
+#define REPLAY_EVENTS 256           /* per stream */
+#define REPLAY_BYTES (1u << 20)     /* per stream */
+#define KEEP_ENDED 16               /* ended SSE streams kept per session, for resumption */
+#define REV_2025_06_18 2            /* index in mcp_revisions */
+#define REV_2025_11_25 3
+
+typedef struct hsession hsession;
+typedef struct hstream hstream;
+
+typedef struct {
+  unsigned seq;
+  size_t len;
+  char *text;                       /* the whole SSE event */
+} event;
+
+/* A stream: the answer to one POST, or the standalone GET stream. Owned by
+ * its session; freed when ended and no longer worth keeping, or with the
+ * session. A call points at it until the call's last message. */
+struct hstream {
+  hsession *hs;
+  http_conn *conn;                  /* attached connection, or NULL */
+  unsigned no;                      /* within the session */
+  unsigned seq;                     /* last event id used */
+  unsigned delivered;               /* last event handed to a connection */
+  enum { UNDECIDED, JSON, SSE } mode;
+  unsigned ended : 1;               /* its last message was written */
+  unsigned in_input : 1;            /* the POST body is being handled */
+  unsigned is_get : 1;
+  event *events;                    /* replay ring, oldest first */
+  size_t nevents, bytes;
+  hstream *next;
+};
+
+/* A session. Owned by the session list; freed once ended (DELETE or
+ * shutdown) and no call of it is live. */
+struct hsession {
+  mcp_session s;                    /* first: the protocol state */
+  char id[33];
+  hstream *streams;
+  unsigned next_no;
+  hstream *get;
+  unsigned ended : 1;
+  hsession *next;
+};
+
+static struct {
+  mcp_http_options opt;
+  hsession *sessions;
+  void (*on_closed)(void);
+  int shutting_down;
+} T;
+
+/* Streams. */
+
+static void stream_free(hstream *st) {
+  for (size_t i = 0; i < st->nevents; i++) free(st->events[i].text);
+  free(st->events);
+  free(st);
+}
+
+static hstream *stream_new(hsession *hs, http_conn *conn) {
+  hstream *st = calloc(1, sizeof *st);
+  if (st == NULL) abort();
+  st->hs = hs;
+  st->conn = conn;
+  st->no = ++hs->next_no;
+  st->next = hs->streams;
+  hs->streams = st;
+  return st;
+}
+
+static void stream_unlink(hstream *st) {
+  hstream **p = &st->hs->streams;
+  while (*p && *p != st) p = &(*p)->next;
+  if (*p) *p = st->next;
+  if (st->hs->get == st) st->hs->get = NULL;
+}
+
+/* Keep at most KEEP_ENDED ended SSE streams for resumption; JSON answers
+ * and 202s are never resumed. */
+static void stream_retire(hstream *st) {
+  hsession *hs = st->hs;
+  int kept = 0;
+  if (st->mode != SSE) {
+    stream_unlink(st);
+    stream_free(st);
+    return;
+  }
+  for (hstream **p = &hs->streams; *p;) {
+    hstream *x = *p;
+    if (x->ended && x->conn == NULL && ++kept > KEEP_ENDED) {
+      *p = x->next;
+      stream_free(x);
+    } else {
+      p = &x->next;
+    }
+  }
+}
+
+static void session_headers(hsession *hs, char *out, size_t cap) {
+  if (hs->s.revision >= 0) snprintf(out, cap, "Mcp-Session-Id: %s\r\n", hs->id);
+  else out[0] = '\0';
+}
+
+static void stream_remember(hstream *st, const char *text, size_t len) {
+  event *e;
+  while (st->nevents > 0 && (st->nevents >= REPLAY_EVENTS || st->bytes + len > REPLAY_BYTES)) {
+    st->bytes -= st->events[0].len;
+    free(st->events[0].text);
+    memmove(st->events, st->events + 1, --st->nevents * sizeof *st->events);
+  }
+  if (st->nevents == 0 || (st->nevents & (st->nevents - 1)) == 0) {
+    size_t cap = st->nevents ? st->nevents * 2 : 4;
+    st->events = realloc(st->events, cap * sizeof *st->events);
+    if (st->events == NULL) abort();
+  }
+  e = &st->events[st->nevents++];
+  e->seq = st->seq;
+  e->len = len;
+  e->text = malloc(len);
+  if (e->text == NULL) abort();
+  memcpy(e->text, text, len);
+  st->bytes += len;
+}
+
+static void stream_send(hstream *st, const char *text, size_t len, unsigned seq) {
+  if (st->conn == NULL) return;
+  if (http_stream_write(st->conn, text, len) == 0) st->delivered = seq;
+}
+
+/* One SSE event: remembered for replay, sent when a connection is attached. */
+static void stream_event(hstream *st, const char *data, size_t len, const char *extra) {
+  mcp_buf b = MCP_BUF_INIT;
+  st->seq++;
+  mcp_buf_printf(&b, "id: %u-%u\n%sdata: ", st->no, st->seq, extra ? extra : "");
+  mcp_buf_add(&b, data, len);
+  mcp_buf_adds(&b, "\n\n");
+  stream_remember(st, b.data, b.len);
+  stream_send(st, b.data, b.len, st->seq);
+  mcp_buf_free(&b);
+}
+
+static void stream_open_sse(hstream *st) {
+  char hdr[128];
+  st->mode = SSE;
+  if (st->conn == NULL) return;
+  session_headers(st->hs, hdr, sizeof hdr);
+  strncat(hdr, "X-Accel-Buffering: no\r\n", sizeof hdr - strlen(hdr) - 1);
+  http_stream_begin(st->conn, 200, hdr, "text/event-stream");
+  /* 2025-11-25: prime the client with an event id it can resume from. */
+  if (st->hs->s.revision >= REV_2025_11_25) stream_event(st, "", 0, "retry: 1000\n");
+}
+
+static void stream_end(hstream *st) {
+  st->ended = 1;
+  if (st->conn) {
+    http_conn *c = st->conn;
+    st->conn = NULL;
+    http_stream_end(c);
+  }
+  if (!st->is_get) stream_retire(st);
+}
+
+/* The session's writer: see mcp_session_write_cb. */
+static void hs_write(mcp_session *s, void *stream, const char *data, size_t len, int last) {
+  hsession *hs = (hsession *)s;
+  hstream *st = stream;
+  char hdr[128];
+  if (st == NULL) {                 /* not tied to a request: the GET stream */
+    if (data == NULL) return;
+    if (hs->get == NULL) {
+      mcp_debug("http: session %.8s has no GET stream; a %zu-byte message is dropped", hs->id, len);
+      return;
+    }
+    stream_event(hs->get, data, len, NULL);
+    return;
+  }
+  if (st->ended) return;
+  if (st->mode == UNDECIDED && last && st->conn != NULL) {
+    http_conn *c = st->conn;
+    session_headers(hs, hdr, sizeof hdr);
+    st->conn = NULL;
+    st->ended = 1;
+    if (data != NULL) {
+      st->mode = JSON;
+      http_respond(c, 200, hdr, "application/json", data, len);
+    } else if (st->in_input) {      /* a notification or a response: accepted */
+      http_respond(c, 202, hdr, NULL, NULL, 0);
+    } else {                        /* a request that ends with no answer (cancelled) */
+      st->conn = c;
+      stream_open_sse(st);
+      stream_end(st);
+      return;
+    }
+    if (!st->in_input) stream_retire(st);
+    return;
+  }
+  if (st->mode == UNDECIDED) stream_open_sse(st);
+  if (data != NULL) stream_event(st, data, len, NULL);
+  if (last) stream_end(st);
+}
+
+/* Sessions. */
+
+static void session_free(hsession *hs) {
+  hsession **p = &T.sessions;
+  while (*p && *p != hs) p = &(*p)->next;
+  if (*p) *p = hs->next;
+  while (hs->streams) {
+    hstream *st = hs->streams;
+    hs->streams = st->next;
+    if (st->conn) {
+      http_conn_set_data(st->conn, NULL);
+      http_stream_end(st->conn);
+    }
+    stream_free(st);
+  }
+  mcp_session_close(&hs->s);
+  free(hs);
+  if (T.shutting_down && T.sessions == NULL && T.on_closed) {
+    void (*cb)(void) = T.on_closed;
+    T.on_closed = NULL;
+    http_close(cb);
+  }
+}
+
+static void on_drained(mcp_session *s) {
+  hsession *hs = (hsession *)s;
+  if (hs->ended) session_free(hs);
+}
+
+static hsession *session_new(void) {
+  hsession *hs = calloc(1, sizeof *hs);
+  unsigned char rnd[16];
+  if (hs == NULL) abort();
+  if (uv_random(NULL, NULL, rnd, sizeof rnd, 0, NULL) != 0) abort();
+  for (int i = 0; i < 16; i++) snprintf(hs->id + 2 * i, 3, "%02x", rnd[i]);
+  mcp_session_init(&hs->s, hs_write, hs);
+  hs->s.on_drained = on_drained;
+  hs->next = T.sessions;
+  T.sessions = hs;
+  return hs;
+}
+
+static hsession *session_find(const char *id) {
+  for (hsession *hs = T.sessions; hs; hs = hs->next)
+    if (!hs->ended && strcmp(hs->id, id) == 0) return hs;
+  return NULL;
+}
+
+/* End a session: its calls are cancelled; it goes once they are done. */
+static void session_end(hsession *hs, const char *reason) {
+  if (hs->ended) return;
+  hs->ended = 1;
+  mcp_info("http: session %.8s ended: %s", hs->id, reason);
+  mcp_sched_close_all(&hs->s, reason);
+  if (hs->s.ncalls == 0) session_free(hs);
+}
+
+/* Checks. */
+
+static int header_has(const char *value, const char *token) {
+  return value != NULL && strcasestr(value, token) != NULL;
+}
+
+/* The host part of "host[:port]" or "[v6]:port", into out. */
+static void host_part(const char *hostport, char *out, size_t cap) {
+  const char *end;
+  size_t n;
+  if (hostport[0] == '[') {
+    end = strchr(hostport, ']');
+    n = end ? (size_t)(end - hostport) + 1 : strlen(hostport);
+  } else {
+    end = strchr(hostport, ':');
+    n = end ? (size_t)(end - hostport) : strlen(hostport);
+  }
+  if (n >= cap) n = cap - 1;
+  memcpy(out, hostport, n);
+  out[n] = '\0';
+}
+
+static int is_local_host(const char *h) {
+  return strcasecmp(h, "localhost") == 0 || strcmp(h, "127.0.0.1") == 0 || strcmp(h, "[::1]") == 0;
+}
+
+static int origin_allowed(const char *origin) {
+  const char *p = strstr(origin, "://");
+  char host[256];
+  for (int i = 0; i < T.opt.nallow_origins; i++)
+    if (strcasecmp(origin, T.opt.allow_origins[i]) == 0) return 1;
+  if (p == NULL || (strncasecmp(origin, "http://", 7) != 0 && strncasecmp(origin, "https://", 8) != 0))
+    return 0;
+  host_part(p + 3, host, sizeof host);
+  return is_local_host(host);
+}
+
+static int host_allowed(const char *hostport) {
+  char host[256], bind[256];
+  host_part(hostport, host, sizeof host);
+  if (is_local_host(host)) return 1;
+  snprintf(bind, sizeof bind, strchr(T.opt.host, ':') ? "[%s]" : "%s", T.opt.host);
+  if (strcasecmp(host, bind) == 0 && strcmp(T.opt.host, "0.0.0.0") != 0 && strcmp(T.opt.host, "::") != 0)
+    return 1;
+  for (int i = 0; i < T.opt.nallow_origins; i++) {
+    const char *o = strstr(T.opt.allow_origins[i], "://");
+    char ohost[256];
+    if (o == NULL) continue;
+    host_part(o + 3, ohost, sizeof ohost);
+    if (strcasecmp(ohost, host) == 0) return 1;
+  }
+  return 0;
+}
+
+static int token_ok(const char *auth) {
+  size_t n, want = strlen(T.opt.token);
+  unsigned char diff = 0;
+  if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0) return 0;
+  auth += 7;
+  n = strlen(auth);
+  for (size_t i = 0; i < want; i++) diff |= (unsigned char)(T.opt.token[i] ^ (i < n ? auth[i] : 0));
+  return diff == 0 && n == want;
+}
+
+static void reply_error(http_conn *c, int status, const char *headers, int code, const char *msg) {
+  char body[512];
+  int n = snprintf(body, sizeof body,
+                   "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":%d,\"message\":\"%s\"}}",
+                   code, msg);
+  mcp_debug("http: %d: %s", status, msg);
+  http_respond(c, status, headers, "application/json", body, (size_t)n);
+}
+
+static int revision_index(const char *v) {
+  for (int i = 0; mcp_revisions[i]; i++)
+    if (strcmp(mcp_revisions[i], v) == 0) return i;
+  return -1;
+}
+
+/* The session a request names, or an answer (400/404) and NULL. */
+static hsession *request_session(http_conn *c, const http_request *r) {
+  hsession *hs;
+  if (r->session_id == NULL) {
+    reply_error(c, 400, NULL, -32600, "Bad Request: Mcp-Session-Id header required");
+    return NULL;
+  }
+  if ((hs = session_find(r->session_id)) == NULL) {
+    reply_error(c, 404, NULL, -32001, "Session not found");
+    return NULL;
+  }
+  if (r->protocol_version == NULL) {
+    if (hs->s.revision >= REV_2025_06_18) {
+      reply_error(c, 400, NULL, -32600, "Bad Request: MCP-Protocol-Version header required");
+      return NULL;
+    }
+  } else if (revision_index(r->protocol_version) < 0) {
+    reply_error(c, 400, NULL, -32600, "Bad Request: unsupported MCP-Protocol-Version");
+    return NULL;
+  }
+  return hs;
+}
+
+static int is_initialize(const char *body, size_t len) {
+  json_t *v = json_loadb(body, len, 0, NULL);
+  int yes = json_is_object(v) && json_string_value(json_object_get(v, "method")) &&
+            strcmp(json_string_value(json_object_get(v, "method")), "initialize") == 0;
+  json_decref(v);
+  return yes;
+}
+
+static void on_post(http_conn *c, const http_request *r) {
+  hsession *hs;
+  hstream *st;
+  int fresh = 0;
+  if (!header_has(r->content_type, "application/json")) {
+    reply_error(c, 415, NULL, -32600, "Unsupported Media Type: Content-Type must be application/json");
+    return;
+  }
+  if (!header_has(r->accept, "*/*") &&
+      (!header_has(r->accept, "application/json") || !header_has(r->accept, "text/event-stream"))) {
+    reply_error(c, 406, NULL, -32600,
+                "Not Acceptable: Accept must list application/json and text/event-stream");
+    return;
+  }
+  if (r->session_id == NULL && is_initialize(r->body, r->body_len)) {
+    hs = session_new();
+    fresh = 1;
+  } else if ((hs = request_session(c, r)) == NULL) {
+    return;
+  }
+  st = stream_new(hs, c);
+  http_conn_set_data(c, st);
+  st->in_input = 1;
+  mcp_session_input(&hs->s, r->body, r->body_len, st);
+  st->in_input = 0;
+  if (st->ended && st->mode != SSE) {           /* answered at once */
+    stream_unlink(st);
+    stream_free(st);
+  }
+  if (fresh && hs->s.revision < 0) session_end(hs, "initialize failed");
+  else if (fresh) mcp_info("http: session %.8s started", hs->id);
+}
+
+/* GET: the standalone stream, or a resumption with Last-Event-ID. */
+static void on_get(http_conn *c, const http_request *r) {
+  hsession *hs;
+  hstream *st = NULL;
+  unsigned no = 0, after = 0;
+  char hdr[128];
+  if (!header_has(r->accept, "text/event-stream") && !header_has(r->accept, "*/*")) {
+    reply_error(c, 406, NULL, -32600, "Not Acceptable: Accept must list text/event-stream");
+    return;
+  }
+  if ((hs = request_session(c, r)) == NULL) return;
+  if (r->last_event_id != NULL) {
+    if (sscanf(r->last_event_id, "%u-%u", &no, &after) != 2) {
+      reply_error(c, 400, NULL, -32600, "Bad Request: malformed Last-Event-ID");
+      return;
+    }
+    for (st = hs->streams; st && st->no != no; st = st->next) {}
+    if (st == NULL) {
+      reply_error(c, 404, NULL, -32600, "Stream not found (too old to resume)");
+      return;
+    }
+  } else {
+    st = hs->get;
+    if (st == NULL) {
+      st = stream_new(hs, NULL);
+      st->is_get = 1;
+      st->mode = SSE;
+      hs->get = st;
+    }
+    after = st->delivered;
+  }
+  if (st->conn != NULL) {
+    reply_error(c, 409, NULL, -32600, "Conflict: the stream is already open");
+    return;
+  }
+  st->conn = c;
+  http_conn_set_data(c, st);
+  session_headers(hs, hdr, sizeof hdr);
+  strncat(hdr, "X-Accel-Buffering: no\r\n", sizeof hdr - strlen(hdr) - 1);
+  http_stream_begin(c, 200, hdr, "text/event-stream");
+  for (size_t i = 0; i < st->nevents; i++)
+    if (st->events[i].seq > after) stream_send(st, st->events[i].text, st->events[i].len, st->events[i].seq);
+  if (st->is_get && r->last_event_id == NULL && hs->s.revision >= REV_2025_11_25)
+    stream_event(st, "", 0, "retry: 1000\n");
+  if (st->ended) {
+    st->conn = NULL;
+    http_stream_end(c);
+  }
+}
+
+static void on_delete(http_conn *c, const http_request *r) {
+  hsession *hs = request_session(c, r);
+  if (hs == NULL) return;
+  session_end(hs, "session ended");
+  http_respond(c, 200, NULL, NULL, NULL, 0);
+}
+
+static void on_request(http_conn *c, const http_request *r) {
+  if (r->host == NULL || !host_allowed(r->host)) {
+    reply_error(c, 421, NULL, -32600, "Misdirected Request: Host not allowed");
+    return;
+  }
+  if (r->origin != NULL && !origin_allowed(r->origin)) {
+    reply_error(c, 403, NULL, -32600, "Forbidden: Origin not allowed");
+    return;
+  }
+  if (T.opt.token != NULL && !token_ok(r->authorization)) {
+    reply_error(c, 401, "WWW-Authenticate: Bearer realm=\"luamcp\"\r\n", -32600,
+                "Unauthorized: a valid bearer token is required");
+    return;
+  }
+  if (strcmp(r->path, "/mcp") != 0) {
+    reply_error(c, 404, NULL, -32600, "Not Found: the MCP endpoint is /mcp");
+    return;
+  }
+  if (T.shutting_down) {
+    reply_error(c, 503, NULL, -32600, "Service Unavailable: shutting down");
+    return;
+  }
+  switch (r->method) {
+    case HTTP_POST: on_post(c, r); break;
+    case HTTP_GET: on_get(c, r); break;
+    case HTTP_DELETE: on_delete(c, r); break;
+    default:
+      reply_error(c, 405, "Allow: GET, POST, DELETE\r\n", -32600, "Method Not Allowed");
+  }
+}
+
+/* A connection went away. In these revisions that cancels nothing: the
+ * stream keeps its messages for a resumption. */
+static void on_close(http_conn *c, void *ud) {
+  hstream *st = ud;
+  (void)c;
+  if (st == NULL) return;
+  st->conn = NULL;
+  mcp_debug("http: session %.8s: stream %u lost its connection%s", st->hs->id, st->no,
+            st->ended ? "" : " (the request goes on)");
+  if (st->ended && !st->is_get) stream_retire(st);
+}
+
+int mcp_http_start(uv_loop_t *loop, const mcp_http_options *opt) {
+  http_config cfg = {
+    .max_body = opt->max_body,
+    .max_header = 16384,
+    .max_connections = opt->max_connections,
+    .idle_ms = opt->idle_ms,
+    .header_ms = 10000,
+    .max_pending = 8u << 20,
+    .on_request = on_request,
+    .on_close = on_close,
+  };
+  T.opt = *opt;
+  return http_listen(loop, opt->host, opt->port, &cfg);
+}
+
+int mcp_http_port(void) { return http_port(); }
+
+void mcp_http_shutdown(void (*on_closed)(void)) {
+  T.shutting_down = 1;
+  T.on_closed = on_closed;
+  if (T.sessions == NULL) {
+    T.on_closed = NULL;
+    http_close(on_closed);
+    return;
+  }
+  for (hsession *hs = T.sessions, *next; hs; hs = next) {
+    next = hs->next;
+    session_end(hs, "shutdown");
+  }
+}

@@ -1,0 +1,25 @@
+/* The Streamable HTTP transport (revisions 2025-03-26 .. 2025-11-25). */
+#ifndef MCP_TRANSPORT_HTTP_H
+#define MCP_TRANSPORT_HTTP_H
+
+#include <stddef.h>
+#include <uv.h>
+
+typedef struct {
+  const char *host;
+  int port;
+  const char **allow_origins;    /* extra allowed origins, NULL-terminated */
+  int nallow_origins;
+  const char *token;             /* bearer token required when set */
+  size_t max_body;
+  int max_connections;
+  unsigned idle_ms;
+} mcp_http_options;
+
+int mcp_http_start(uv_loop_t *loop, const mcp_http_options *opt);
+int mcp_http_port(void);
+/* Cancel every call (reason "shutdown"), end every session, close every
+ * connection; on_closed runs when all is gone. */
+void mcp_http_shutdown(void (*on_closed)(void));
+
+#endif
