@@ -64,13 +64,26 @@ describe("command line", function()
     c.bad_lines = {}
   end)
 
-  for _, flag in ipairs { { "--http", "127.0.0.1:0" }, { "--watch" } } do
-    it(flag[1] .. " is not implemented yet: exits 2 and says so", function()
-      local c = H.start{ args = flag }
+  it("--watch is not implemented yet: exits 2 and says so", function()
+    local c = H.start{ args = { "--watch" } }
+    assert.are.equal(2, c:wait_exit())
+    assert.truthy(c:stderr_text():find("not implemented", 1, true), c:stderr_text())
+  end)
+
+  for _, bad in ipairs { "127.0.0.1", ":8080", "127.0.0.1:99999", "127.0.0.1:x" } do
+    it("--http " .. bad .. " is refused with exit 2", function()
+      local c = H.start{ args = { "--http", bad } }
       assert.are.equal(2, c:wait_exit())
-      assert.truthy(c:stderr_text():find("not implemented", 1, true), c:stderr_text())
+      assert.truthy(c:stderr_text():find("bad --http", 1, true), c:stderr_text())
     end)
   end
+
+  it("--http 127.0.0.1:0 listens on a free port and says where", function()
+    local c = H.start{ args = { "--http", "127.0.0.1:0" } }
+    c:expect_stderr("listening on http://127.0.0.1:%d+/mcp")
+    c:kill("sigterm")
+    assert.are.equal(0, c:wait_exit())
+  end)
 
   it("an unknown option is refused with a non-zero exit", function()
     local c = H.start{ args = { "--no-such-option" } }
