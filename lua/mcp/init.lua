@@ -71,6 +71,119 @@ function mcp.tool(t)
   return setmetatable(t, TOOL)
 end
 
+-- Resources, resource templates and prompts (served by mcp.server).
+local uri_template = require "mcp.uri_template"
+
+local RESOURCE, TEMPLATE, PROMPT = {}, {}, {}
+
+local function check_fields(t, where, fields)
+  for k, want in pairs(fields) do
+    if t[k] ~= nil and type(t[k]) ~= want then error(where .. ": " .. k .. " must be a " .. want, 3) end
+  end
+end
+
+-- complete = { arg = function(value, ctx) ... end | { "value", ... } } or function(arg, value, ctx)
+local function check_complete(c, where)
+  if c == nil or type(c) == "function" then return end
+  if type(c) ~= "table" then error(where .. ": complete must be a function or a table", 3) end
+  for k, v in pairs(c) do
+    if type(k) ~= "string" or (type(v) ~= "function" and type(v) ~= "table") then
+      error(where .. ": complete." .. tostring(k) .. " must be a function or a list of values", 3)
+    end
+  end
+end
+
+local resource_fields = { name = "string", title = "string", description = "string",
+                          mimeType = "string", size = "number", annotations = "table", _meta = "table" }
+
+function mcp.resource(t)
+  if type(t) ~= "table" then error("mcp.resource: expects a table", 2) end
+  if type(t.uri) ~= "string" or t.uri == "" then error("mcp.resource: uri must be a non-empty string", 2) end
+  local where = "resource " .. t.uri
+  if type(t.read) ~= "function" then error(where .. ": read must be a function", 2) end
+  check_fields(t, where, resource_fields)
+  if t.name == nil then t.name = t.uri end
+  return setmetatable(t, RESOURCE)
+end
+
+function mcp.resource_template(t)
+  if type(t) ~= "table" then error("mcp.resource_template: expects a table", 2) end
+  if type(t.uriTemplate) ~= "string" or t.uriTemplate == "" then
+    error("mcp.resource_template: uriTemplate must be a non-empty string", 2)
+  end
+  local where = "resource template " .. t.uriTemplate
+  local tpl, err = uri_template.parse(t.uriTemplate)
+  if not tpl then error(where .. ": " .. err, 2) end
+  if type(t.read) ~= "function" then error(where .. ": read must be a function", 2) end
+  check_fields(t, where, resource_fields)
+  check_complete(t.complete, where)
+  if type(t.complete) == "table" then
+    local vars = {}
+    for _, v in ipairs(tpl.vars) do vars[v] = true end
+    for k in pairs(t.complete) do
+      if not vars[k] then error(where .. ": complete." .. k .. " is not a variable of the template", 2) end
+    end
+  end
+  if t.name == nil then t.name = t.uriTemplate end
+  t.template = tpl
+  return setmetatable(t, TEMPLATE)
+end
+
+function mcp.prompt(t)
+  if type(t) ~= "table" then error("mcp.prompt: expects a table", 2) end
+  if type(t.name) ~= "string" or t.name == "" then error("mcp.prompt: name must be a non-empty string", 2) end
+  local where = "prompt " .. t.name
+  if type(t.get) ~= "function" then error(where .. ": get must be a function", 2) end
+  check_fields(t, where, { title = "string", description = "string", arguments = "table", _meta = "table" })
+  local declared = {}
+  for i, a in ipairs(t.arguments or {}) do
+    if type(a) ~= "table" or type(a.name) ~= "string" or a.name == "" then
+      error(where .. ": arguments[" .. i .. "] needs a name", 2)
+    end
+    if declared[a.name] then error(where .. ": argument " .. a.name .. " is declared twice", 2) end
+    declared[a.name] = true
+  end
+  check_complete(t.complete, where)
+  if type(t.complete) == "table" then
+    for k in pairs(t.complete) do
+      if not declared[k] then error(where .. ": complete." .. k .. " is not a declared argument", 2) end
+    end
+  end
+  t.arguments = mcp.array(t.arguments or {})
+  return setmetatable(t, PROMPT)
+end
+
+function mcp.is_resource(t) return getmetatable(t) == RESOURCE end
+function mcp.is_resource_template(t) return getmetatable(t) == TEMPLATE end
+function mcp.is_prompt(t) return getmetatable(t) == PROMPT end
+
+-- Base64 (RFC 4648, with padding) of a byte string.
+local B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+function mcp.base64(s)
+  local out, n = {}, #s
+  for i = 1, n, 3 do
+    local a, b, c = s:byte(i, i + 2)
+    local v = a << 16 | (b or 0) << 8 | (c or 0)
+    local k1, k2, k3, k4 = v >> 18 & 63, v >> 12 & 63, v >> 6 & 63, v & 63
+    out[#out + 1] = B64:sub(k1 + 1, k1 + 1) .. B64:sub(k2 + 1, k2 + 1) ..
+      (b and B64:sub(k3 + 1, k3 + 1) or "=") .. (c and B64:sub(k4 + 1, k4 + 1) or "=")
+  end
+  return table.concat(out)
+end
+
+-- Binary resource contents: read may return mcp.blob(bytes [, mimeType]).
+function mcp.blob(bytes, mimeType)
+  if type(bytes) ~= "string" then error("mcp.blob: expects a string of bytes", 2) end
+  return { blob = mcp.base64(bytes), mimeType = mimeType }
+end
+
+-- Sends notifications/resources/updated {uri} to every session subscribed to
+-- uri; returns how many it went to.
+function mcp.notify_resource_updated(uri)
+  if type(uri) ~= "string" then error("mcp.notify_resource_updated: uri must be a string", 2) end
+  return require("mcp.server").notify_resource_updated(uri)
+end
+
 local PLUGIN = {}
 
 function mcp.plugin(p)
@@ -83,6 +196,19 @@ function mcp.plugin(p)
   for i, tool in ipairs(p.tools) do
     if getmetatable(tool) ~= TOOL then
       error(where .. ": tools[" .. i .. "] is not an mcp.tool{...}", 2)
+    end
+  end
+  p.resources = p.resources or {}
+  for i, r in ipairs(p.resources) do
+    local mt = getmetatable(r)
+    if mt ~= RESOURCE and mt ~= TEMPLATE then
+      error(where .. ": resources[" .. i .. "] is not an mcp.resource{...} or mcp.resource_template{...}", 2)
+    end
+  end
+  p.prompts = p.prompts or {}
+  for i, pr in ipairs(p.prompts) do
+    if getmetatable(pr) ~= PROMPT then
+      error(where .. ": prompts[" .. i .. "] is not an mcp.prompt{...}", 2)
     end
   end
   return setmetatable(p, PLUGIN)

@@ -8,9 +8,58 @@ local schema = require "mcp.schema"
 
 local M = {}
 local tools, tool_list = {}, {}
+local resources, resource_list = {}, {}       -- by uri; in load order
+local templates, template_list = {}, {}       -- by uriTemplate; in load order (the order of matching)
+local prompts, prompt_list = {}, {}           -- by name; in load order
+local completers = 0                          -- prompts and templates with a complete
 
 local function log(level, fmt, ...)
   core.log_stderr(level, string.format(fmt, ...))
+end
+
+-- Duplicate URIs, templates and prompt names: the later plugin is refused whole.
+local function check_unique(plugin)
+  local uris, tpls, names = {}, {}, {}
+  local function dup(kind, key, owner)
+    error(string.format("%s %q is already defined by plugin %q", kind, key, owner), 0)
+  end
+  for _, r in ipairs(plugin.resources) do
+    if mcp.is_resource(r) then
+      if resources[r.uri] then dup("resource", r.uri, resources[r.uri].plugin.name) end
+      if uris[r.uri] then dup("resource", r.uri, plugin.name) end
+      uris[r.uri] = true
+    else
+      local t = r.uriTemplate
+      if templates[t] then dup("resource template", t, templates[t].plugin.name) end
+      if tpls[t] then dup("resource template", t, plugin.name) end
+      tpls[t] = true
+    end
+  end
+  for _, pr in ipairs(plugin.prompts) do
+    if prompts[pr.name] then dup("prompt", pr.name, prompts[pr.name].plugin.name) end
+    if names[pr.name] then dup("prompt", pr.name, plugin.name) end
+    names[pr.name] = true
+  end
+end
+
+local function register_more(plugin)
+  for _, r in ipairs(plugin.resources) do
+    r.plugin = plugin
+    if mcp.is_resource(r) then
+      resources[r.uri] = r
+      resource_list[#resource_list + 1] = r
+    else
+      templates[r.uriTemplate] = r
+      template_list[#template_list + 1] = r
+      if r.complete then completers = completers + 1 end
+    end
+  end
+  for _, pr in ipairs(plugin.prompts) do
+    pr.plugin = plugin
+    prompts[pr.name] = pr
+    prompt_list[#prompt_list + 1] = pr
+    if pr.complete then completers = completers + 1 end
+  end
 end
 
 local function register(plugin, path)
@@ -19,6 +68,8 @@ local function register(plugin, path)
       error(string.format("tool %q is already defined by plugin %q", tool.name, tools[tool.name].plugin.name), 0)
     end
   end
+  check_unique(plugin)
+  register_more(plugin)
   local d = plugin.defaults
   for _, tool in ipairs(plugin.tools) do
     tool.plugin = plugin
@@ -30,7 +81,8 @@ local function register(plugin, path)
       tool.grace or d.grace or core.config.grace,
       plugin.name)
   end
-  log("info", "loaded plugin %s from %s (%d tools)", plugin.name, path, #plugin.tools)
+  log("info", "loaded plugin %s from %s (%d tools, %d resources, %d prompts)", plugin.name, path,
+      #plugin.tools, #plugin.resources, #plugin.prompts)
 end
 
 local function load_file(path)
@@ -38,7 +90,12 @@ local function load_file(path)
   local chunk, err = loadfile(path, "t", env)
   if not chunk then return nil, err end
   local ok, plugin = xpcall(chunk, debug.traceback)
-  if not ok then return nil, plugin end
+  if not ok then
+    plugin = tostring(plugin)
+    -- an error raised in a tail call (return mcp.plugin{...}) has no position
+    if not plugin:find(path, 1, true) then plugin = path .. ": " .. plugin end
+    return nil, plugin
+  end
   if not mcp.is_plugin(plugin) then
     return nil, path .. ": a plugin file must return mcp.plugin{...}"
   end
@@ -64,6 +121,7 @@ function M.load(dirs)
       end
     end
   end
+  M.sync_methods()
 end
 
 local methods = {}
@@ -154,18 +212,357 @@ end
 methods["tools/list"], methods["tools/call"] = methods.tools_list, methods.tools_call
 methods.tools_list, methods.tools_call = nil, nil
 
+---------------------------------------------------------------------------
+-- Resources, prompts and completion.
+
+-- One page of list (cursor: the 1-based index of the page's first item, as
+-- a string): page, nextCursor; or nil, code, message for a bad cursor.
+local function paginate(list, params, entry)
+  local start = 1
+  if params.cursor ~= nil then
+    start = type(params.cursor) == "string" and tonumber(params.cursor:match("^%d+$") or "")
+    if not start or start < 1 or start > #list + 1 then
+      return nil, -32602, "Invalid params: invalid cursor"
+    end
+  end
+  local page, stop = mcp.array(), math.min(#list, start + core.config.page_size - 1)
+  for i = start, stop do page[#page + 1] = entry(list[i]) end
+  return page, stop < #list and tostring(stop + 1) or nil
+end
+
+local function not_found(uri)
+  return nil, -32002, "Resource not found", { uri = uri }
+end
+
+-- The resource or template serving uri: resource, nil; template, params; or nil.
+local function find_resource(uri)
+  local r = resources[uri]
+  if r then return r end
+  for _, t in ipairs(template_list) do
+    local vars = t.template:match(uri)
+    if vars then return t, vars end
+  end
+end
+
+methods["resources/list"] = function(params)
+  local page, next_cursor, msg = paginate(resource_list, params, function(r)
+    return { uri = r.uri, name = r.name, title = r.title, description = r.description,
+             mimeType = r.mimeType, size = r.size, annotations = r.annotations, _meta = r._meta }
+  end)
+  if not page then return nil, next_cursor, msg end
+  return { resources = page, nextCursor = next_cursor }
+end
+
+methods["resources/templates/list"] = function(params)
+  local page, next_cursor, msg = paginate(template_list, params, function(t)
+    return { uriTemplate = t.uriTemplate, name = t.name, title = t.title, description = t.description,
+             mimeType = t.mimeType, annotations = t.annotations, _meta = t._meta }
+  end)
+  if not page then return nil, next_cursor, msg end
+  return { resourceTemplates = page, nextCursor = next_cursor }
+end
+
+-- What read returned, as ReadResourceResult contents; or nil, message.
+local function content_item(item, uri, mimeType)
+  local t = type(item)
+  if t == "string" or t == "number" then return { uri = uri, mimeType = mimeType, text = tostring(item) } end
+  if t ~= "table" then return nil, "read returned a " .. t end
+  local text, blob = item.text, item.blob
+  if text ~= nil and type(text) ~= "string" then return nil, "read returned a non-string text" end
+  if blob ~= nil and type(blob) ~= "string" then return nil, "read returned a non-string blob" end
+  if (text == nil) == (blob == nil) then return nil, "read returned an item without text or blob (or with both)" end
+  return { uri = item.uri or uri, mimeType = item.mimeType or mimeType, text = text, blob = blob,
+           _meta = item._meta }
+end
+
+local function read_result(res, uri, mimeType)
+  local items = res
+  if type(res) == "table" and res.contents ~= nil then
+    items = res.contents
+    if type(items) ~= "table" then return nil, "read returned contents that is not a list" end
+  elseif type(res) ~= "table" or res.text ~= nil or res.blob ~= nil then
+    items = { res }
+  elseif #res == 0 then
+    return nil, "read returned a table without text, blob or contents"
+  end
+  local contents = mcp.array()
+  for _, item in ipairs(items) do
+    local c, err = content_item(item, uri, mimeType)
+    if not c then return nil, err end
+    contents[#contents + 1] = c
+  end
+  return { contents = contents }
+end
+
+-- read runs unprotected, like a tool handler: a Lua error in it becomes a
+-- -32603 internal error with the message (from the C core).
+methods["resources/read"] = function(params, id, session)
+  local uri = params.uri
+  if type(uri) ~= "string" then return nil, -32602, "Invalid params: uri must be a string" end
+  local r, vars = find_resource(uri)
+  if not r then return not_found(uri) end
+  params = nil
+  local ctx = mcp._ctx(id, nil, session)
+  ctx.uri = uri
+  local res, code, msg
+  if vars then res, code, msg = r.read(vars, ctx) else res, code, msg = r.read(ctx) end
+  if res == nil then
+    if math.type(code) == "integer" then return nil, code, msg or "error" end
+    return not_found(uri)               -- nil: there is no such resource
+  end
+  local result, err = read_result(res, uri, r.mimeType)
+  if not result then return nil, -32603, "Internal error: resource " .. uri .. ": " .. err end
+  return result
+end
+
+-- Subscriptions: subs[session][uri] = true.
+local subs = {}
+
+methods["resources/subscribe"] = function(params, _, session)
+  local uri = params.uri
+  if type(uri) ~= "string" then return nil, -32602, "Invalid params: uri must be a string" end
+  if not find_resource(uri) then return not_found(uri) end
+  local set = subs[session]
+  if not set then set = {}; subs[session] = set end
+  set[uri] = true
+  return {}
+end
+
+methods["resources/unsubscribe"] = function(params, _, session)
+  local uri = params.uri
+  if type(uri) ~= "string" then return nil, -32602, "Invalid params: uri must be a string" end
+  local set = subs[session]
+  if set then
+    set[uri] = nil
+    if next(set) == nil then subs[session] = nil end
+  end
+  return {}
+end
+
+function M.notify_resource_updated(uri)
+  local n = 0
+  for session, set in pairs(subs) do
+    if set[uri] then n = n + core.notify(session, "notifications/resources/updated", { uri = uri }) end
+  end
+  return n
+end
+
+methods["prompts/list"] = function(params)
+  local page, next_cursor, msg = paginate(prompt_list, params, function(p)
+    local args = mcp.array()
+    for i, a in ipairs(p.arguments) do
+      args[i] = { name = a.name, title = a.title, description = a.description,
+                  required = a.required and true or nil }
+    end
+    return { name = p.name, title = p.title, description = p.description, arguments = args, _meta = p._meta }
+  end)
+  if not page then return nil, next_cursor, msg end
+  return { prompts = page, nextCursor = next_cursor }
+end
+
+-- A prompt message: a string is a user text message; content may be a string.
+local function message(m)
+  if type(m) == "string" then return { role = "user", content = { type = "text", text = m } } end
+  if type(m) ~= "table" then return nil, "a message is a " .. type(m) end
+  local role = m.role or "user"
+  if role ~= "user" and role ~= "assistant" then return nil, "role must be \"user\" or \"assistant\"" end
+  local content = m.content
+  if type(content) == "string" or type(content) == "number" then
+    content = { type = "text", text = tostring(content) }
+  elseif type(content) == "table" and content.type == nil and type(content.text) == "string" then
+    content = { type = "text", text = content.text, annotations = content.annotations }
+  elseif type(content) ~= "table" or type(content.type) ~= "string" then
+    return nil, "a message needs content (a string or a content object with a type)"
+  end
+  return { role = role, content = content }
+end
+
+local function prompt_result(res)
+  local description, list
+  if type(res) == "string" then
+    list = { res }
+  elseif type(res) == "table" and res.messages ~= nil then
+    description, list = res.description, res.messages
+    if type(list) ~= "table" then return nil, "messages is not a list" end
+  elseif type(res) == "table" and (res.role ~= nil or res.content ~= nil) then
+    list = { res }
+  elseif type(res) == "table" then
+    list = res
+  else
+    return nil, "get returned a " .. type(res)
+  end
+  local messages = mcp.array()
+  for i, m in ipairs(list) do
+    local msg, err = message(m)
+    if not msg then return nil, "messages[" .. i .. "]: " .. err end
+    messages[i] = msg
+  end
+  return { description = description, messages = messages, _meta = type(res) == "table" and res._meta or nil }
+end
+
+-- The checks before get runs: prompt, args; or nil, code, message.
+local function prepare_prompt(params)
+  local name = params.name
+  if type(name) ~= "string" then return nil, -32602, "Invalid params: name must be a string" end
+  local p = prompts[name]
+  if not p then return nil, -32602, "Invalid params: unknown prompt: " .. name end
+  local args = params.arguments
+  if args == nil then args = {} end
+  if type(args) ~= "table" or mcp.is_array(args) then
+    return nil, -32602, "Invalid params: arguments must be an object"
+  end
+  for k, v in pairs(args) do
+    if type(v) ~= "string" then
+      return nil, -32602, "Invalid params: argument " .. tostring(k) .. " must be a string"
+    end
+  end
+  for _, a in ipairs(p.arguments) do
+    if a.required and args[a.name] == nil then
+      return nil, -32602, "Invalid params: missing required argument: " .. a.name
+    end
+  end
+  return p, args
+end
+
+methods["prompts/get"] = function(params, id, session)
+  local p, args, msg = prepare_prompt(params)
+  if not p then return nil, args, msg end
+  params = nil
+  local ctx = mcp._ctx(id, nil, session)
+  ctx.prompt = p.name
+  local res, code, emsg = p.get(args, ctx)
+  if res == nil and math.type(code) == "integer" then return nil, code, emsg or "error" end
+  local result, err = prompt_result(res)
+  if not result then return nil, -32603, "Internal error: prompt " .. p.name .. ": " .. err end
+  return result
+end
+
+-- completion/complete: the completer of a prompt argument or template variable.
+local function completer_of(owner, arg)
+  local c = owner.complete
+  if type(c) == "function" then
+    return function(value, ctx) return c(arg, value, ctx) end
+  end
+  if type(c) == "table" then return c[arg] end
+end
+
+-- A list of values as a completer: the values starting with the typed text.
+local function by_prefix(list, value)
+  local out, low = {}, value:lower()
+  for _, v in ipairs(list) do
+    v = tostring(v)
+    if v:sub(1, #low):lower() == low then out[#out + 1] = v end
+  end
+  return out
+end
+
+local MAX_VALUES = 100
+
+local function completion_result(res)
+  local values, total, has_more = res, nil, nil
+  if type(res) == "table" and res.values ~= nil then
+    values, total, has_more = res.values, res.total, res.hasMore
+  end
+  if values == nil then values = {} end
+  if type(values) ~= "table" then return nil, "complete returned a " .. type(values) end
+  local out = mcp.array()
+  for i, v in ipairs(values) do
+    if i > MAX_VALUES then
+      has_more = true
+      break
+    end
+    out[i] = tostring(v)
+  end
+  if #values > MAX_VALUES and total == nil then total = #values end
+  if total ~= nil and math.type(total) ~= "integer" then total = math.tointeger(total) end
+  return { completion = { values = out, total = total, hasMore = has_more and true or false } }
+end
+
+local function prepare_complete(params)
+  local ref, arg = params.ref, params.argument
+  if type(ref) ~= "table" or type(ref.type) ~= "string" then
+    return nil, -32602, "Invalid params: ref must be an object with a type"
+  end
+  if type(arg) ~= "table" or type(arg.name) ~= "string" or type(arg.value) ~= "string" then
+    return nil, -32602, "Invalid params: argument must be an object with a name and a string value"
+  end
+  local context = params.context
+  local cargs = type(context) == "table" and type(context.arguments) == "table" and context.arguments or {}
+  local owner
+  if ref.type == "ref/prompt" then
+    if type(ref.name) ~= "string" then return nil, -32602, "Invalid params: ref.name must be a string" end
+    owner = prompts[ref.name]
+    if not owner then return nil, -32602, "Invalid params: unknown prompt: " .. ref.name end
+  elseif ref.type == "ref/resource" then
+    if type(ref.uri) ~= "string" then return nil, -32602, "Invalid params: ref.uri must be a string" end
+    owner = templates[ref.uri] or resources[ref.uri]
+    if not owner then return nil, -32602, "Invalid params: unknown resource template: " .. ref.uri end
+  else
+    return nil, -32602, "Invalid params: unknown ref type: " .. ref.type
+  end
+  return true, completer_of(owner, arg.name), arg, cargs
+end
+
+methods["completion/complete"] = function(params, id, session)
+  local ok, fn, arg, cargs = prepare_complete(params)
+  if not ok then return nil, fn, arg end
+  params = nil
+  local res
+  if type(fn) == "function" then
+    local ctx = mcp._ctx(id, nil, session)
+    ctx.arguments = cargs
+    local code, msg
+    res, code, msg = fn(arg.value, ctx)
+    if res == nil and math.type(code) == "integer" then return nil, code, msg or "error" end
+  elseif type(fn) == "table" then
+    res = by_prefix(fn, arg.value)
+  end
+  local result, err = completion_result(res)
+  if not result then return nil, -32603, "Internal error: " .. err end
+  return result
+end
+
 function M.dispatch(method, params, id, session)
   return methods[method](params, id, session)
 end
 
 -- The capabilities initialize declares, from what the plugins offer.
+-- The methods of a capability no plugin offers are left out, so that the
+-- C core answers them -32601 (method not found).
+local optional = {
+  ["resources/list"] = "resources", ["resources/templates/list"] = "resources",
+  ["resources/read"] = "resources", ["resources/subscribe"] = "resources",
+  ["resources/unsubscribe"] = "resources",
+  ["prompts/list"] = "prompts", ["prompts/get"] = "prompts",
+  ["completion/complete"] = "completions",
+}
+local optional_fn = {}
+for m in pairs(optional) do optional_fn[m] = methods[m] end
+
+function M.sync_methods()
+  local caps = M.capabilities()
+  for m, cap in pairs(optional) do
+    methods[m] = caps[cap] and optional_fn[m] or nil
+  end
+end
+
 function M.capabilities()
-  return { logging = {}, tools = { listChanged = false } }
+  local caps = { logging = {} }
+  if #tool_list > 0 then caps.tools = { listChanged = false } end
+  if #resource_list > 0 or #template_list > 0 then
+    caps.resources = { subscribe = true, listChanged = false }
+  end
+  if #prompt_list > 0 then caps.prompts = { listChanged = false } end
+  if completers > 0 then caps.completions = {} end
+  return caps
 end
 
 -- A session ended (its subscriptions go with it).
 function M.session_closed(session)
+  subs[session] = nil
 end
 
+M.sync_methods()
 M.tools = tools
+M.resources, M.templates, M.prompts = resources, templates, prompts
 return M
