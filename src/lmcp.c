@@ -53,6 +53,36 @@ static int l_sleep(lua_State *L) {
   return mcp_call_sleep(L, c, s);
 }
 
+/* The client capability a request to the client needs, if any. */
+static const char *needed_capability(const char *method) {
+  if (strcmp(method, "sampling/createMessage") == 0) return "sampling";
+  if (strcmp(method, "elicitation/create") == 0) return "elicitation";
+  if (strcmp(method, "roots/list") == 0) return "roots";
+  return NULL;
+}
+
+/* request(method [, params [, timeout [, max_total]]]): a request to the
+ * client; yields until the answer. Returns result, or nil, message [, error]. */
+static int l_request(lua_State *L) {
+  const char *method = luaL_checkstring(L, 1);
+  double timeout = luaL_optnumber(L, 3, mcp_cfg.request_timeout);
+  double max_total = luaL_optnumber(L, 4, timeout * 10);
+  const char *cap = needed_capability(method);
+  mcp_call *c = current(L);
+  if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
+  if (timeout <= 0) return luaL_argerror(L, 3, "timeout must be > 0");
+  if (c == NULL) return luaL_error(L, "request: not inside a request");
+  if (L != c->co) return luaL_error(L, "request: call it from the handler's coroutine, not one it created");
+  if (!lua_isyieldable(L) || c->closing) return luaL_error(L, "request: cannot yield here");
+  if (cap != NULL && json_object_get(c->session->client_capabilities, cap) == NULL) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "the client does not offer %s (no %s capability)", cap, cap);
+    return 2;
+  }
+  lua_settop(L, 2);
+  return mcp_call_request(L, c, method, 2, timeout, max_total < timeout ? timeout : max_total);
+}
+
 static int l_progress(lua_State *L) {
   mcp_call *c = current(L);
   double p = luaL_checknumber(L, 1);
@@ -285,6 +315,7 @@ static const luaL_Reg core_funcs[] = {
   {"log", l_log},
   {"on_cancel", l_on_cancel},
   {"notify", l_notify},
+  {"request", l_request},
   {"token", l_token},
   {"log_stderr", l_log_stderr},
   {"set_policy", l_set_policy},
@@ -311,6 +342,8 @@ int luaopen_mcp_core(lua_State *L) {
   lua_setfield(L, -2, "grace");
   lua_pushinteger(L, mcp_cfg.page_size);
   lua_setfield(L, -2, "page_size");
+  lua_pushnumber(L, mcp_cfg.request_timeout);
+  lua_setfield(L, -2, "request_timeout");
   lua_setfield(L, -2, "config");
   lua_pushliteral(L, LUAMCP_VERSION);
   lua_setfield(L, -2, "version");

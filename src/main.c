@@ -17,7 +17,8 @@
 #include "transport_http.h"
 
 mcp_config mcp_cfg = {
-  .timeout = 60, .grace = 2, .max_line = 4u << 20, .memory_limit = 256u << 20, .page_size = 50
+  .timeout = 60, .grace = 2, .max_line = 4u << 20, .memory_limit = 256u << 20, .page_size = 50,
+  .request_timeout = 60
 };
 
 static const char usage[] =

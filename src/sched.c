@@ -344,6 +344,10 @@ static void on_timer(uv_timer_t *t) {
   timer_arm(c);
 }
 
+void mcp_call_wake(mcp_call *c) { queue_push(c); }
+void mcp_call_rearm(mcp_call *c) { timer_arm(c); }
+lua_State *mcp_sched_lua(void) { return S.L; }
+
 static void wait_cancel(mcp_call *c) {
   if (!c->waiting) return;
   c->waiting = 0;
@@ -359,6 +363,11 @@ static void call_finish(mcp_call *c) {
   if (c->oncancel_ref != LUA_NOREF) {
     luaL_unref(S.L, LUA_REGISTRYINDEX, c->oncancel_ref);
     c->oncancel_ref = LUA_NOREF;
+  }
+  if (c->out_id) mcp_out_abandon(c, "request finished");
+  if (c->out_result_ref != LUA_NOREF) {
+    luaL_unref(S.L, LUA_REGISTRYINDEX, c->out_result_ref);
+    c->out_result_ref = LUA_NOREF;
   }
   co_release(c);
   call_token_drop(c);
@@ -469,6 +478,7 @@ static void co_reset(mcp_call *c) {
   c->hard_ns = uv_hrtime() + CLOSE_NS;
   lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
   wait_cancel(c);
+  if (c->out_id) mcp_out_abandon(c, c->req.reason ? c->req.reason : "request aborted");
   /* A dead thread reports its own error again; only a suspended one's
    * status tells about its <close> methods. */
   int suspended = lua_status(c->co) == LUA_YIELD;
@@ -543,7 +553,7 @@ mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, void *stream, const c
   c->stream = stream;
   c->method = strdup(method);
   c->params = json_incref(params);
-  c->co_ref = c->oncancel_ref = c->token_ref = LUA_NOREF;
+  c->co_ref = c->oncancel_ref = c->token_ref = c->out_result_ref = LUA_NOREF;
   c->last_progress = -1e308;
   if (mcp_reqtab_insert(&s->reqs, &c->req) != 0) abort();   /* caller checked */
   c->anext = S.all;

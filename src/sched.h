@@ -38,6 +38,11 @@ struct mcp_call {
   uv_timer_t timer;          /* the earliest of due_ns and wake_ns */
   uint64_t due_ns;           /* hrtime of the timeout, then of the grace end; 0 = none */
   uint64_t wake_ns;          /* hrtime an mcp.sleep ends; 0 = none */
+  long long out_id;          /* id of the request it waits on from the client; 0 = none */
+  uint64_t out_timeout_ns;   /* that request's timeout; progress restarts it */
+  uint64_t out_max_ns;       /* hrtime it may never wait past */
+  int out_result_ref;        /* {ok, result or error message, error object} once answered */
+  mcp_call *out_next;        /* the session's list of calls waiting on the client */
   mcp_call *qprev, *qnext;   /* run queue */
   mcp_call *aprev, *anext;   /* all live calls */
   unsigned waiting : 1;      /* a wait is armed; its callback resumes */
@@ -86,6 +91,23 @@ extern void (*mcp_sched_idle_cb)(void);
  * resume); the core's own allocations outside it never fail on the limit,
  * so that an exhausted state cannot panic the server. */
 void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
+
+/* For outgoing.c: resume c on the next loop turn; re-arm its timer. */
+void mcp_call_wake(mcp_call *c);
+void mcp_call_rearm(mcp_call *c);
+lua_State *mcp_sched_lua(void);
+
+/* Requests to the client (outgoing.c). A call sends one and yields until the
+ * answer, its timeout, or its own cancellation; then the continuation
+ * returns result, or nil and a message (and the error object). */
+int mcp_call_request(lua_State *L, mcp_call *c, const char *method, int params, double timeout,
+                     double max_total);
+/* A response from the client: 1 when it answered a waiting call. */
+int mcp_out_response(mcp_session *s, json_t *msg);
+/* notifications/progress from the client for one of our requests. */
+int mcp_out_progress(mcp_session *s, json_t *token);
+/* The call is stopping while it waits: cancel the request at the client. */
+void mcp_out_abandon(mcp_call *c, const char *reason);
 
 /* Tool policies, registered from Lua when plugins load. */
 int mcp_policy_set(const char *tool, int mode, double timeout, double grace, const char *logger);

@@ -255,6 +255,10 @@ static void on_cancelled(mcp_session *s, json_t *params) {
 static void on_notification(mcp_session *s, const char *method, json_t *params) {
   if (strcmp(method, "notifications/cancelled") == 0) on_cancelled(s, params);
   else if (strcmp(method, "notifications/initialized") == 0) s->ready = 1;
+  else if (strcmp(method, "notifications/progress") == 0) {
+    if (!mcp_out_progress(s, json_object_get(params, "progressToken")))
+      mcp_debug("progress ignored: no request of ours has that token");
+  }
   else mcp_debug("notification %.128s ignored", method);
 }
 
@@ -277,7 +281,8 @@ static void on_message(mcp_session *s, mcp_batch *b, json_t *msg) {
   method = json_object_get(msg, "method");
   if (method == NULL) {
     if (id != NULL && (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
-      mcp_debug("response ignored: no request %.64s was sent", has_key ? key : "(bad id)");
+      if (!mcp_out_response(s, msg))
+        mcp_debug("response ignored: no request %.64s was sent", has_key ? key : "(bad id)");
       if (b == NULL) s->write(s, in_stream, NULL, 0, 1);
       return;
     }

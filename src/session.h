@@ -34,6 +34,8 @@ struct mcp_session {
   void *transport;
   mcp_session *next;             /* all sessions */
   int ncalls;                    /* live calls */
+  long long out_last;            /* last id of a request sent to the client */
+  mcp_call *out_waiters;         /* calls waiting on the client (outgoing.c) */
   void (*on_drained)(mcp_session *s);   /* the last live call ended (optional) */
   unsigned ready : 1;            /* notifications/initialized received */
 };
