@@ -238,6 +238,22 @@ function Ctx.progress(_, progress, total, message) return core.progress(progress
 function Ctx.log(_, level, data) return core.log(level, data) end
 function Ctx.sleep(_, seconds) return core.sleep(seconds) end
 function Ctx.on_cancel(_, fn) return core.on_cancel(fn) end
+
+-- Requests to the client: they yield until the answer and return the result,
+-- or nil and a message (and the JSON-RPC error object when the client sent
+-- one). opts: timeout (seconds, default core.config.request_timeout) and
+-- max_total (progress from the client restarts the timeout, up to this).
+function Ctx.request(_, method, params, opts)
+  opts = opts or {}
+  return core.request(method, params or {}, opts.timeout, opts.max_total)
+end
+function Ctx.sample(self, params, opts) return self:request("sampling/createMessage", params, opts) end
+function Ctx.elicit(self, params, opts) return self:request("elicitation/create", params, opts) end
+function Ctx.roots(self, opts)
+  local result, err, obj = self:request("roots/list", {}, opts)
+  if not result then return nil, err, obj end
+  return result.roots, result
+end
 function Ctx.remaining()
   local d = core.deadline()
   if d == nil then return nil end
