@@ -330,3 +330,34 @@ describe("resources", function()
     end)
   end)
 end)
+
+describe("resource subscriptions over Streamable HTTP", function()
+  local HH = require "spec.http_helper"
+  after_each(HH.cleanup)
+
+  local function start()
+    return HH.start{ plugins = { "spec/fixtures/content" } }
+  end
+
+  it("a notification goes only to the sessions subscribed to the uri", function()
+    local srv = start()
+    local a, b = HH.initialize(srv), HH.initialize(srv)
+    assert.are.same({}, a:rpc("resources/subscribe", { uri = "test://text" }).result)
+    local ga, gb = a:get(), b:get()
+    assert.are.equal("1", H.text(b:call("touch", { uri = "test://text" })))
+    local msg = ga:next_message()
+    assert.are.equal("notifications/resources/updated", msg and msg.method)
+    assert.are.same({ uri = "test://text" }, msg.params)
+    assert.is_nil(gb:next_message(H.QUIET))
+  end)
+
+  it("a session's subscriptions end with it (DELETE)", function()
+    local srv = start()
+    local a, b = HH.initialize(srv), HH.initialize(srv)
+    a:rpc("resources/subscribe", { uri = "test://text" })
+    b:rpc("resources/subscribe", { uri = "test://text" })
+    assert.are.equal("2", H.text(b:call("touch", { uri = "test://text" })))
+    assert.are.equal(200, a:delete().status)
+    assert.are.equal("1", H.text(b:call("touch", { uri = "test://text" })))
+  end)
+end)
