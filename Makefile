@@ -2,22 +2,37 @@
 BUILD ?= build
 BUILD_TYPE ?= RelWithDebInfo
 PLUGINS ?= plugins
+HOST ?= 127.0.0.1
+PORT ?= 8931
 
-.PHONY: all deps build test run bench clean
+.PHONY: all deps configure build build-server test run run-stdio bench clean
 
 all: build
 
 deps:
 	@sh scripts/deps.sh
 
-build: deps
+configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) >/dev/null
-	@cmake --build $(BUILD) -j2
+
+# Quiet unless something fails.
+build: configure
+	@cmake --build $(BUILD) -j2 >$(BUILD)/build.log 2>&1 || { cat $(BUILD)/build.log; exit 1; }
+
+build-server: configure
+	@cmake --build $(BUILD) -j2 --target luamcp >$(BUILD)/build.log 2>&1 || { cat $(BUILD)/build.log; exit 1; }
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure
 
-run: build
+run: build-server
+	@echo "luamcp: serving $(PLUGINS)/ on http://$(HOST):$(PORT)/mcp (Ctrl-C stops it)"
+	@echo "  MCP Inspector:  npx @modelcontextprotocol/inspector  (transport: Streamable HTTP, URL http://$(HOST):$(PORT)/mcp)"
+	@echo "  Claude Code:    claude mcp add --transport http luamcp http://$(HOST):$(PORT)/mcp"
+	@echo "  stdio clients:  $(CURDIR)/$(BUILD)/luamcp --plugins $(CURDIR)/$(PLUGINS)"
+	@$(BUILD)/luamcp --plugins $(PLUGINS) --http $(HOST):$(PORT)
+
+run-stdio: build-server
 	$(BUILD)/luamcp --plugins $(PLUGINS)
 
 bench: build
