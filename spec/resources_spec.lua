@@ -181,7 +181,11 @@ describe("resources", function()
       assert.are.equal("Resource not found", resp.error.message)
     end)
 
-    pending("the -32002 error carries data {uri} (needs the C core to send a 4th return value as error data)")
+    it("the -32002 error carries data {uri}", function()
+      local c = session()
+      local resp = read(c, "test://nothing-here")
+      assert.are.same({ uri = "test://nothing-here" }, resp.error.data)
+    end)
 
     it("read returning nil is answered -32002", function()
       local c = session()

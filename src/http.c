@@ -8,10 +8,11 @@
 #include "http.h"
 #include "log.h"
 
-enum { H_CONTENT_TYPE, H_ACCEPT, H_ORIGIN, H_HOST, H_AUTH, H_SESSION, H_PROTO, H_LAST_EVENT, NH };
+enum { H_CONTENT_TYPE, H_ACCEPT, H_ORIGIN, H_HOST, H_AUTH, H_SESSION, H_PROTO, H_LAST_EVENT,
+       H_EXPECT, NH };
 static const char *const header_names[NH] = {
   "content-type", "accept", "origin", "host", "authorization",
-  "mcp-session-id", "mcp-protocol-version", "last-event-id"
+  "mcp-session-id", "mcp-protocol-version", "last-event-id", "expect"
 };
 
 typedef struct {
@@ -39,6 +40,7 @@ struct http_conn {
   unsigned closing : 1;
   unsigned error : 1;          /* answered an error; close once written */
   unsigned kick : 1;           /* the timer is due at once: parse the next request */
+  unsigned http10 : 1;         /* an HTTP/1.0 peer: no chunked encoding */
   size_t pending;              /* bytes handed to libuv, not yet written */
   void *ud;
   http_conn *prev, *next;
@@ -145,6 +147,7 @@ static void add_head(mcp_buf *b, http_conn *c, int status, const char *headers,
 
 /* The exchange is over: read the next request, or close. */
 static void exchange_done(http_conn *c) {
+  c->header_bytes = 0;
   c->busy = 0;
   c->streaming = 0;
   c->ud = NULL;
@@ -171,10 +174,13 @@ void http_respond(http_conn *c, int status, const char *headers, const char *con
   exchange_done(c);
 }
 
+/* HTTP/1.0 has no chunked encoding: the stream is ended by closing. */
 void http_stream_begin(http_conn *c, int status, const char *headers, const char *content_type) {
   mcp_buf b = MCP_BUF_INIT;
+  if (c->http10) c->keep_alive = 0;
   add_head(&b, c, status, headers, content_type);
-  mcp_buf_adds(&b, "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n");
+  if (c->http10) mcp_buf_adds(&b, "Cache-Control: no-cache\r\n\r\n");
+  else mcp_buf_adds(&b, "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n");
   c->streaming = 1;
   conn_write(c, b.data, b.len);
   mcp_buf_free(&b);
@@ -184,6 +190,7 @@ int http_stream_write(http_conn *c, const char *data, size_t len) {
   mcp_buf b = MCP_BUF_INIT;
   int r;
   if (len == 0) return 0;
+  if (c->http10) return conn_write(c, data, len);
   mcp_buf_printf(&b, "%zx\r\n", len);
   mcp_buf_add(&b, data, len);
   mcp_buf_adds(&b, "\r\n");
@@ -193,7 +200,7 @@ int http_stream_write(http_conn *c, const char *data, size_t len) {
 }
 
 void http_stream_end(http_conn *c) {
-  if (c->streaming) conn_write(c, "0\r\n\r\n", 5);
+  if (c->streaming && !c->http10) conn_write(c, "0\r\n\r\n", 5);
   exchange_done(c);
 }
 
@@ -275,8 +282,12 @@ static int on_header_value(http_parser *p, const char *at, size_t n) {
 
 static int on_headers_complete(http_parser *p) {
   http_conn *c = conn_of(p);
-  uv_timer_stop(&c->timer);
+  uv_timer_start(&c->timer, on_timer, H.cfg.idle_ms, 0);   /* the body must keep coming */
+  c->http10 = p->http_major == 1 && p->http_minor == 0;
   if (p->content_length != ULLONG_MAX && p->content_length > H.cfg.max_body) return -2;
+  if (c->values[H_EXPECT].len > 0 && !c->http10 &&
+      strncasecmp(c->values[H_EXPECT].data, "100-continue", c->values[H_EXPECT].len) == 0)
+    conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
   return 0;
 }
 
@@ -284,12 +295,14 @@ static int on_body(http_parser *p, const char *at, size_t n) {
   http_conn *c = conn_of(p);
   if (c->body.len + n > H.cfg.max_body) return -2;
   mcp_buf_add(&c->body, at, n);
+  uv_timer_start(&c->timer, on_timer, H.cfg.idle_ms, 0);
   return 0;
 }
 
 static int on_message_complete(http_parser *p) {
   http_conn *c = conn_of(p);
   c->ready = 1;
+  uv_timer_stop(&c->timer);
   http_parser_pause(p, 1);     /* one exchange at a time: the rest waits in `in` */
   return 0;
 }
@@ -306,6 +319,7 @@ static void dispatch(http_conn *c) {
   struct http_parser_url u;
   memset(&r, 0, sizeof r);
   r.method = c->parser.method;
+  r.http_minor = c->parser.http_major == 1 ? c->parser.http_minor : 1;
   http_parser_url_init(&u);
   if (http_parser_parse_url(c->url.data, c->url.len, 0, &u) != 0 || !(u.field_set & (1 << UF_PATH)) ||
       u.field_data[UF_PATH].len >= sizeof r.path) {
@@ -350,7 +364,9 @@ static void drive(http_conn *c) {
     }
   }
   if (c->in_off == c->in.len) c->in.len = c->in_off = 0;
-  if (!c->busy && !c->closing && c->in.len == 0) uv_timer_start(&c->timer, on_timer, H.cfg.idle_ms, 0);
+  /* Idle between requests; a request begun keeps the header timer it started. */
+  if (!c->busy && !c->closing && c->in.len == 0 && c->header_bytes == 0)
+    uv_timer_start(&c->timer, on_timer, H.cfg.idle_ms, 0);
 }
 
 static void on_timer(uv_timer_t *t) {
@@ -361,7 +377,7 @@ static void on_timer(uv_timer_t *t) {
     return;
   }
   if (c->busy) return;
-  if (c->in.len > 0 || c->header_bytes > 0) fail(c, 408, "request headers took too long");
+  if (c->in.len > 0 || c->header_bytes > 0) fail(c, 408, "request took too long to arrive");
   else conn_close(c);
 }
 
@@ -388,8 +404,8 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     conn_close(c);
     return;
   }
-  if (!c->busy) {
-    uv_timer_stop(&c->timer);
+  if (!c->busy && c->header_bytes == 0 && c->in.len == (size_t)n + c->in_off) {
+    uv_timer_stop(&c->timer);     /* the idle timer; a started request keeps its header timer */
     c->kick = 0;
   }
   drive(c);

@@ -15,6 +15,7 @@ typedef struct http_conn http_conn;
 /* The parts of a request the MCP transport reads. Valid during on_request. */
 typedef struct {
   int method;                 /* enum http_method */
+  int http_minor;             /* 1 for HTTP/1.1, 0 for HTTP/1.0 */
   char path[256];
   const char *content_type, *accept, *origin, *host, *authorization;
   const char *session_id, *protocol_version, *last_event_id;

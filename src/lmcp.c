@@ -205,6 +205,14 @@ static int l_token(lua_State *L) {
   return 1;
 }
 
+/* set_logger(name): log messages of the running call name this plugin. */
+static int l_set_logger(lua_State *L) {
+  mcp_call *c = current(L);
+  const char *name = luaL_checkstring(L, 1);
+  if (c != NULL) c->logger = mcp_policy_intern(name);
+  return 0;
+}
+
 static int l_log_stderr(lua_State *L) {
   int level = mcp_log_level_parse(luaL_checkstring(L, 1));
   const char *msg = luaL_checkstring(L, 2);
@@ -318,6 +326,7 @@ static const luaL_Reg core_funcs[] = {
   {"request", l_request},
   {"token", l_token},
   {"log_stderr", l_log_stderr},
+  {"set_logger", l_set_logger},
   {"set_policy", l_set_policy},
   {"clear_policies", l_clear_policies},
   {"listdir", l_listdir},

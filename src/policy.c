@@ -21,7 +21,7 @@ static char **loggers;
 static size_t nloggers;
 
 /* Plugin names are few; keep each once, until mcp_policy_clear. */
-static const char *intern(const char *name) {
+const char *mcp_policy_intern(const char *name) {
   for (size_t i = 0; i < nloggers; i++)
     if (strcmp(loggers[i], name) == 0) return loggers[i];
   loggers = realloc(loggers, (nloggers + 1) * sizeof *loggers);
@@ -48,7 +48,7 @@ int mcp_policy_set(const char *tool, int mode, double timeout, double grace, con
   p->mode = mode;
   p->timeout = timeout;
   p->grace = grace;
-  p->logger = logger ? intern(logger) : NULL;
+  p->logger = logger ? mcp_policy_intern(logger) : NULL;
   return 0;
 }
 

@@ -26,6 +26,7 @@ static struct {
   mcp_call *qhead, *qtail;
   mcp_call *all;
   mcp_call *graveyard;              /* finished calls with no timer to close */
+  mcp_call *main_as;                /* the call the main thread acts for (mcp_call_pcall) */
   int live;
   struct { lua_State *co; int ref; } pool[POOL_MAX];
   int npool;
@@ -63,7 +64,8 @@ static inline mcp_call **extra(lua_State *L) { return (mcp_call **)lua_getextras
  * to the call's token. */
 mcp_call *mcp_call_current(lua_State *L) {
   mcp_call *c = *extra(L), **tok;
-  if (c != NULL || L == S.L) return c;
+  if (c != NULL) return c;
+  if (L == S.L) return S.main_as;
   lua_getfield(L, LUA_REGISTRYINDEX, NESTED_KEY);
   lua_pushthread(L);
   lua_rawget(L, -2);
@@ -237,9 +239,16 @@ static void respond_result(mcp_call *c, int nres) {
   char err[256];
   int base = lua_gettop(co) - nres + 1;
   if (nres >= 3 && lua_isnil(co, base) && lua_isinteger(co, base + 1)) {
-    /* stack: nil code message */
+    /* stack: nil code message [data] */
     mcp_rpc_error(b, c->req.key, (int)lua_tointeger(co, base + 1), "%s",
                   luaL_optstring(co, base + 2, "error"));
+    if (nres >= 4 && !lua_isnil(co, base + 3)) {
+      size_t len = b->len - 2;                    /* reopen the error object: drop "}}" */
+      b->len = len;
+      mcp_buf_adds(b, ",\"data\":");
+      if (mcp_json_encode(co, base + 3, b, err, sizeof err) != 0) b->len = len;
+      mcp_buf_adds(b, "}}");
+    }
   } else {
     mcp_rpc_result_open(b, c->req.key);
     if (nres == 0 || mcp_json_encode(co, base, b, err, sizeof err) != 0) {
@@ -347,8 +356,23 @@ static void on_timer(uv_timer_t *t) {
 void mcp_call_wake(mcp_call *c) { queue_push(c); }
 void mcp_call_rearm(mcp_call *c) { timer_arm(c); }
 lua_State *mcp_sched_lua(void) { return S.L; }
+uv_loop_t *mcp_sched_loop(void) { return S.loop; }
+
+int mcp_call_pcall(mcp_call *c, int nargs, int nresults) {
+  mcp_call *saved = S.main_as;
+  int status;
+  S.main_as = c;
+  status = lua_pcall(S.L, nargs, nresults, 0);
+  S.main_as = saved;
+  return status;
+}
 
 static void wait_cancel(mcp_call *c) {
+  if (c->wait_cleanup) {           /* a child process, a file read: detach it */
+    void (*cleanup)(mcp_call *) = c->wait_cleanup;
+    c->wait_cleanup = NULL;
+    cleanup(c);
+  }
   if (!c->waiting) return;
   c->waiting = 0;
   c->wake_ns = 0;

@@ -43,6 +43,11 @@ struct mcp_call {
   uint64_t out_max_ns;       /* hrtime it may never wait past */
   int out_result_ref;        /* {ok, result or error message, error object} once answered */
   mcp_call *out_next;        /* the session's list of calls waiting on the client */
+  /* A wait on something outside the call (a child process, a file read)
+   * registers its cleanup here; whatever ends the wait early (a cancel, an
+   * abort, the end of the call) runs it once, and it detaches wait_data. */
+  void (*wait_cleanup)(mcp_call *c);
+  void *wait_data;
   mcp_call *qprev, *qnext;   /* run queue */
   mcp_call *aprev, *anext;   /* all live calls */
   unsigned waiting : 1;      /* a wait is armed; its callback resumes */
@@ -96,6 +101,11 @@ void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 void mcp_call_wake(mcp_call *c);
 void mcp_call_rearm(mcp_call *c);
 lua_State *mcp_sched_lua(void);
+uv_loop_t *mcp_sched_loop(void);
+/* Call the function below nargs arguments on the main thread, protected,
+ * on behalf of c (mcp.cancelled(), ctx:log, ctx:progress see c). Returns
+ * the lua_pcall status; on error the message is left on the stack. */
+int mcp_call_pcall(mcp_call *c, int nargs, int nresults);
 
 /* Requests to the client (outgoing.c). A call sends one and yields until the
  * answer, its timeout, or its own cancellation; then the continuation
@@ -115,5 +125,7 @@ int mcp_policy_set(const char *tool, int mode, double timeout, double grace, con
 void mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace,
                     const char **logger);
 void mcp_policy_clear(void);
+/* A plugin name kept until mcp_policy_clear (calls point at it). */
+const char *mcp_policy_intern(const char *name);
 
 #endif

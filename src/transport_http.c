@@ -480,7 +480,11 @@ static void on_delete(http_conn *c, const http_request *r) {
 }
 
 static void on_request(http_conn *c, const http_request *r) {
-  if (r->host == NULL || !host_allowed(r->host)) {
+  if (r->host == NULL && r->http_minor >= 1) {
+    reply_error(c, 400, NULL, -32600, "Bad Request: HTTP/1.1 needs a Host header");
+    return;
+  }
+  if (r->host != NULL && !host_allowed(r->host)) {
     reply_error(c, 421, NULL, -32600, "Misdirected Request: Host not allowed");
     return;
   }

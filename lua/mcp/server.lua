@@ -62,7 +62,8 @@ local function register_more(plugin)
   end
 end
 
-local function register(plugin, path)
+local function register(plugin, path, quiet)
+  plugin.file = path
   for _, tool in ipairs(plugin.tools) do
     if tools[tool.name] then
       error(string.format("tool %q is already defined by plugin %q", tool.name, tools[tool.name].plugin.name), 0)
@@ -81,13 +82,58 @@ local function register(plugin, path)
       tool.grace or d.grace or core.config.grace,
       plugin.name)
   end
-  log("info", "loaded plugin %s from %s (%d tools, %d resources, %d prompts)", plugin.name, path,
-      #plugin.tools, #plugin.resources, #plugin.prompts)
+  if not quiet then
+    log("info", "loaded plugin %s from %s (%d tools, %d resources, %d prompts)", plugin.name, path,
+        #plugin.tools, #plugin.resources, #plugin.prompts)
+  end
 end
 
-local function load_file(path)
+-- Empty the registry in place. Calls in flight hold their handler already:
+-- they finish on the code they started with; new calls see the new registry.
+local function reset_registry()
+  for _, t in ipairs { tools, tool_list, resources, resource_list, templates, template_list,
+                       prompts, prompt_list } do
+    for k in pairs(t) do t[k] = nil end
+  end
+  completers = 0
+end
+
+-- A plugin file runs in its own environment. Its helper modules (DIR/lib)
+-- are loaded afresh for each load of the file, so that an edit to a helper
+-- is seen on reload and never left stale in package.loaded.
+local function plugin_require(dir, env)
+  local cache = {}
+  return function(name)
+    if cache[name] ~= nil then return cache[name] end
+    local rel = name:gsub("%.", "/")
+    for _, path in ipairs { dir .. "/lib/" .. rel .. ".lua", dir .. "/lib/" .. rel .. "/init.lua" } do
+      local f = io.open(path, "r")
+      if f then
+        f:close()
+        local chunk = assert(loadfile(path, "t", env))
+        local v = chunk(name, path)
+        if v == nil then v = true end
+        cache[name] = v
+        return v
+      end
+    end
+    return require(name)
+  end
+end
+
+local function read_source(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local src = f:read("a")
+  f:close()
+  return src
+end
+
+-- Run a plugin file: the plugin, or nil and an error with file:line.
+local function load_file(path, dir, source)
   local env = setmetatable({}, { __index = _G })
-  local chunk, err = loadfile(path, "t", env)
+  env.require = plugin_require(dir, env)
+  local chunk, err = load(source, "@" .. path, "t", env)
   if not chunk then return nil, err end
   local ok, plugin = xpcall(chunk, debug.traceback)
   if not ok then
@@ -99,29 +145,136 @@ local function load_file(path)
   if not mcp.is_plugin(plugin) then
     return nil, path .. ": a plugin file must return mcp.plugin{...}"
   end
-  ok, err = pcall(register, plugin, path)
-  if not ok then return nil, path .. ": " .. err end
   return plugin
+end
+
+-- The plugins loaded, one unit per file, in directory then name order.
+local units, dirs_loaded = {}, {}
+
+-- Register every unit; a unit that cannot be registered (a name taken by
+-- another plugin) is reported and left out.
+local function rebuild(list, fresh)
+  reset_registry()
+  local kept = {}
+  for _, u in ipairs(list) do
+    local ok, err = pcall(register, u.plugin, u.path, not fresh[u])
+    if ok then
+      kept[#kept + 1] = u
+    else
+      u.error = u.path .. ": " .. err
+    end
+  end
+  return kept
+end
+
+local function scan(dir)
+  local files, err = core.listdir(dir)
+  if not files then
+    log("warning", "plugins: %s", err)
+    return {}
+  end
+  return files
 end
 
 -- load{dir, ...}: every dir/*.lua, in name order. A broken plugin is logged
 -- and skipped; the others still load.
 function M.load(dirs)
+  dirs_loaded = dirs
+  local list, fresh = {}, {}
   for _, dir in ipairs(dirs) do
-    package.path = dir .. "/lib/?.lua;" .. dir .. "/lib/?/init.lua;" .. package.path
-  end
-  for _, dir in ipairs(dirs) do
-    local files, err = core.listdir(dir)
-    if not files then
-      log("warning", "plugins: %s", err)
-    else
-      for _, name in ipairs(files) do
-        local _, lerr = load_file(dir .. "/" .. name)
-        if lerr then log("error", "plugin not loaded: %s", lerr) end
+    for _, name in ipairs(scan(dir)) do
+      local path = dir .. "/" .. name
+      local source = read_source(path) or ""
+      local plugin, err = load_file(path, dir, source)
+      if plugin then
+        local u = { path = path, dir = dir, plugin = plugin, source = source }
+        list[#list + 1] = u
+        fresh[u] = true
+      else
+        log("error", "plugin not loaded: %s", err)
       end
     end
   end
+  units = rebuild(list, fresh)
+  for _, u in ipairs(list) do
+    if u.error then log("error", "plugin not loaded: %s", u.error) end
+  end
   M.sync_methods()
+end
+
+M.watching = false
+
+local function kinds(plugin, into)
+  if plugin == nil then return end
+  if #plugin.tools > 0 then into.tools = true end
+  if #plugin.resources > 0 then into.resources = true end
+  if #plugin.prompts > 0 then into.prompts = true end
+end
+
+-- Hot reload: look at every plugin file again. A new file is loaded, a
+-- changed one (or one whose DIR/lib changed) reloaded, a deleted one's
+-- tools, resources and prompts removed. A broken edit keeps the last good
+-- version serving; its error (file:line) goes to the log and to clients.
+-- lib_changed: set of dirs whose lib/ changed.
+function M.rescan(lib_changed)
+  lib_changed = lib_changed or {}
+  local by_path = {}
+  for _, u in ipairs(units) do by_path[u.path] = u end
+  local list, fresh, changed, errors = {}, {}, {}, {}
+  for _, dir in ipairs(dirs_loaded) do
+    for _, name in ipairs(scan(dir)) do
+      local path = dir .. "/" .. name
+      local old, source = by_path[path], read_source(path)
+      by_path[path] = nil
+      if source == nil then
+        if old then list[#list + 1] = old end
+      elseif old and old.source == source and not lib_changed[dir] then
+        list[#list + 1] = old
+      else
+        local plugin, err = load_file(path, dir, source)
+        if plugin then
+          local u = { path = path, dir = dir, plugin = plugin, source = source, old = old }
+          list[#list + 1] = u
+          fresh[u] = true
+          kinds(plugin, changed)
+          kinds(old and old.plugin, changed)
+        else
+          errors[#errors + 1] = err
+          if old then list[#list + 1] = old end      -- the last good version goes on
+        end
+      end
+    end
+  end
+  for path, old in pairs(by_path) do                -- deleted files
+    log("info", "plugin %s removed (%s deleted)", old.plugin.name, path)
+    kinds(old.plugin, changed)
+  end
+  local kept = rebuild(list, fresh)
+  for _, u in ipairs(list) do
+    if u.error then
+      errors[#errors + 1] = u.error
+      if u.old then                                 -- a new version clashes: keep the old one
+        u.old.error = nil
+        for i, x in ipairs(list) do if x == u then list[i] = u.old end end
+      end
+    end
+  end
+  if #kept ~= #list then                            -- put the replaced versions back
+    kept = rebuild(list, {})
+    for _, u in ipairs(list) do
+      if u.error then errors[#errors + 1] = u.error end
+    end
+  end
+  units = kept
+  M.sync_methods()
+  for _, err in ipairs(errors) do
+    log("error", "reload: %s", err)
+    core.log("error", "luamcp: plugin not reloaded: " .. err)
+  end
+  if changed.tools then core.notify(nil, "notifications/tools/list_changed") end
+  if changed.resources then core.notify(nil, "notifications/resources/list_changed") end
+  if changed.prompts then core.notify(nil, "notifications/prompts/list_changed") end
+  return #errors == 0
 end
 
 local methods = {}
@@ -302,6 +455,7 @@ methods["resources/read"] = function(params, id, session)
   local r, vars = find_resource(uri)
   if not r then return not_found(uri) end
   params = nil
+  core.set_logger(r.plugin.name)
   local ctx = mcp._ctx(id, nil, session)
   ctx.uri = uri
   local res, code, msg
@@ -428,6 +582,7 @@ methods["prompts/get"] = function(params, id, session)
   local p, args, msg = prepare_prompt(params)
   if not p then return nil, args, msg end
   params = nil
+  core.set_logger(p.plugin.name)
   local ctx = mcp._ctx(id, nil, session)
   ctx.prompt = p.name
   local res, code, emsg = p.get(args, ctx)
@@ -547,19 +702,25 @@ function M.sync_methods()
 end
 
 function M.capabilities()
-  local caps = { logging = {} }
-  if #tool_list > 0 then caps.tools = { listChanged = false } end
-  if #resource_list > 0 or #template_list > 0 then
-    caps.resources = { subscribe = true, listChanged = false }
+  local caps, watch = { logging = {} }, M.watching
+  -- with hot reload, anything may come later: declare it all, with listChanged
+  if #tool_list > 0 or watch then caps.tools = { listChanged = watch } end
+  if #resource_list > 0 or #template_list > 0 or watch then
+    caps.resources = { subscribe = true, listChanged = watch }
   end
-  if #prompt_list > 0 then caps.prompts = { listChanged = false } end
-  if completers > 0 then caps.completions = {} end
+  if #prompt_list > 0 or watch then caps.prompts = { listChanged = watch } end
+  if completers > 0 or watch then caps.completions = {} end
   return caps
 end
 
 -- A session ended (its subscriptions go with it).
 function M.session_closed(session)
   subs[session] = nil
+end
+
+-- What is loaded, in load order (luamcp list): each item's .plugin has .file.
+function M.list()
+  return { tools = tool_list, resources = resource_list, templates = template_list, prompts = prompt_list }
 end
 
 M.sync_methods()

@@ -1,0 +1,693 @@
+-- The plugin author's command line (src/cli.c runs it): luamcp list, check
+-- and new, and the request and the output of luamcp call. Each command takes
+-- the options table cli.c builds ({dirs = {...}, json =, name =, arguments =,
+-- dir =, spec_dir =}) and returns the exit code and the text for stdout;
+-- messages for stderr are written directly.
+local core = require "mcp.core"
+
+local M = {}
+local array_mt, null = core.array_mt, core.null
+
+local function say(fmt, ...) io.stderr:write(string.format(fmt, ...), "\n") end
+
+---------------------------------------------------------------------------
+-- Pretty JSON: two-space indents, object keys sorted, scalars as core.encode
+-- writes them (exact integers, shortest floats).
+
+local function is_array(v) return getmetatable(v) == array_mt end
+
+local function pretty(v, indent, out)
+  if type(v) ~= "table" then
+    out[#out + 1] = v == null and "null" or (core.encode(v) or core.encode(tostring(v)))
+    return
+  end
+  local inner = indent .. "  "
+  if is_array(v) or (#v > 0 and next(v, #v) == nil) then
+    if #v == 0 then out[#out + 1] = "[]"; return end
+    out[#out + 1] = "[\n"
+    for i, item in ipairs(v) do
+      out[#out + 1] = inner
+      pretty(item, inner, out)
+      out[#out + 1] = i < #v and ",\n" or "\n"
+    end
+    out[#out + 1] = indent .. "]"
+    return
+  end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = tostring(k) end
+  if #keys == 0 then out[#out + 1] = "{}"; return end
+  table.sort(keys)
+  out[#out + 1] = "{\n"
+  for i, k in ipairs(keys) do
+    local item = v[k]
+    if item == nil then item = v[tonumber(k)] end
+    out[#out + 1] = inner .. core.encode(k) .. ": "
+    pretty(item, inner, out)
+    out[#out + 1] = i < #keys and ",\n" or "\n"
+  end
+  out[#out + 1] = indent .. "}"
+end
+
+function M.pretty(v)
+  local out = {}
+  pretty(v, "", out)
+  return table.concat(out)
+end
+
+---------------------------------------------------------------------------
+-- list
+
+-- The server with the plugins of dirs loaded (broken ones are logged and skipped).
+function M.load(opts)
+  local server = require "mcp.server"
+  server.load(opts.dirs)
+  return server
+end
+
+local function seconds(s) return s == 0 and "none" or string.format("%gs", s) end
+
+local function policy_of(tool)
+  local d = tool.plugin.defaults or {}
+  return tool.cancel or d.cancel or "cooperative",
+         tool.timeout or d.timeout or core.config.timeout,
+         tool.grace or d.grace or core.config.grace
+end
+
+local function type_of(s)
+  if type(s) ~= "table" then return "any" end
+  local t = s.type
+  if type(t) == "table" then
+    local names = {}
+    for i, n in ipairs(t) do names[i] = tostring(n) end
+    t = table.concat(names, "|")
+  end
+  if t == "array" and type(s.items) == "table" and s.items.type ~= nil then
+    return "array of " .. type_of(s.items)
+  end
+  if t == nil then t = s.enum and "enum" or s.const ~= nil and "const" or "any" end
+  return tostring(t)
+end
+
+local function scalar(v)
+  if type(v) == "string" then return v end
+  return core.encode(v) or tostring(v)
+end
+
+-- What else the schema says, in brackets: [one of: a, b; 1..10; default: 3].
+local function constraints(s)
+  local parts = {}
+  if type(s.enum) == "table" then
+    local vals = {}
+    for i, v in ipairs(s.enum) do vals[i] = scalar(v) end
+    parts[#parts + 1] = "one of: " .. table.concat(vals, ", ")
+  end
+  if s.const ~= nil then parts[#parts + 1] = "const: " .. scalar(s.const) end
+  local lo, hi = s.minimum or s.exclusiveMinimum, s.maximum or s.exclusiveMaximum
+  if lo or hi then
+    parts[#parts + 1] = (lo and scalar(lo) or "") .. ".." .. (hi and scalar(hi) or "")
+  end
+  if s.minLength or s.maxLength then
+    parts[#parts + 1] = "length " .. (s.minLength or 0) .. ".." .. (s.maxLength or "")
+  end
+  if s.minItems or s.maxItems then
+    parts[#parts + 1] = "items " .. (s.minItems or 0) .. ".." .. (s.maxItems or "")
+  end
+  if s.default ~= nil then parts[#parts + 1] = "default: " .. scalar(s.default) end
+  if #parts == 0 then return "" end
+  return " [" .. table.concat(parts, "; ") .. "]"
+end
+
+-- The properties of an object schema, required ones first (in the order of
+-- required), then the others by name; nested objects as prefix.name.
+local function schema_lines(s, prefix, indent, lines)
+  if type(s) ~= "table" or type(s.properties) ~= "table" then return end
+  local req, order, seen = {}, {}, {}
+  if type(s.required) == "table" then
+    for _, name in ipairs(s.required) do
+      req[name] = true
+      if s.properties[name] ~= nil and not seen[name] then
+        order[#order + 1] = name
+        seen[name] = true
+      end
+    end
+  end
+  local rest = {}
+  for name in pairs(s.properties) do
+    if not seen[name] then rest[#rest + 1] = tostring(name) end
+  end
+  table.sort(rest)
+  for _, name in ipairs(rest) do order[#order + 1] = name end
+  for _, name in ipairs(order) do
+    local p = s.properties[name]
+    local desc = type(p) == "table" and type(p.description) == "string" and p.description or nil
+    lines[#lines + 1] = string.format("%s%s%s: %s%s%s%s", indent, prefix, name, type_of(p),
+      req[name] and " (required)" or "", desc and " - " .. desc or "",
+      type(p) == "table" and constraints(p) or "")
+    if type(p) == "table" then
+      schema_lines(p, prefix .. name .. ".", indent, lines)
+      if type(p.items) == "table" then schema_lines(p.items, prefix .. name .. "[].", indent, lines) end
+    end
+  end
+end
+
+local function heading(lines, title, n)
+  if #lines > 0 then lines[#lines + 1] = "" end
+  lines[#lines + 1] = string.format("%s (%d)", title, n)
+end
+
+local function entry(lines, name, title, description, plugin)
+  lines[#lines + 1] = ""
+  lines[#lines + 1] = title and string.format("%s (%s)", name, title) or name
+  if description then
+    for l in tostring(description):gmatch("[^\n]+") do lines[#lines + 1] = "  " .. l end
+  end
+  lines[#lines + 1] = string.format("  plugin: %s (%s)", plugin.name, plugin.file or "?")
+end
+
+-- Every page of a list method, as one list.
+local function all_pages(server, method, field)
+  local fn, items, cursor = server.methods[method], {}, nil
+  if not fn then return setmetatable({}, array_mt) end
+  repeat
+    local res = fn({ cursor = cursor })
+    for _, item in ipairs(res[field]) do items[#items + 1] = item end
+    cursor = res.nextCursor
+  until cursor == nil
+  return setmetatable(items, array_mt)
+end
+
+function M.list(opts)
+  local server = M.load(opts)
+  if opts.json then
+    return 0, M.pretty {
+      tools = all_pages(server, "tools/list", "tools"),
+      resources = all_pages(server, "resources/list", "resources"),
+      resourceTemplates = all_pages(server, "resources/templates/list", "resourceTemplates"),
+      prompts = all_pages(server, "prompts/list", "prompts"),
+    } .. "\n"
+  end
+  local reg, lines = server.list(), {}
+  if #reg.tools > 0 then
+    heading(lines, "Tools", #reg.tools)
+    for _, t in ipairs(reg.tools) do
+      entry(lines, t.name, t.title, t.description, t.plugin)
+      local cancel, timeout, grace = policy_of(t)
+      lines[#lines + 1] = string.format("  policy: timeout %s, cancel %s, grace %s", seconds(timeout),
+                                        cancel, seconds(grace))
+      local input = {}
+      schema_lines(t.inputSchema, "", "    ", input)
+      lines[#lines + 1] = #input > 0 and "  input:" or "  input: none"
+      for _, l in ipairs(input) do lines[#lines + 1] = l end
+      if t.outputSchema then
+        local output = {}
+        schema_lines(t.outputSchema, "", "    ", output)
+        lines[#lines + 1] = "  output: " .. type_of(t.outputSchema)
+        for _, l in ipairs(output) do lines[#lines + 1] = l end
+      end
+    end
+  end
+  if #reg.resources > 0 then
+    heading(lines, "Resources", #reg.resources)
+    for _, r in ipairs(reg.resources) do
+      entry(lines, r.uri, r.name ~= r.uri and (r.title or r.name) or r.title, r.description, r.plugin)
+      if r.mimeType then lines[#lines + 1] = "  mimeType: " .. r.mimeType end
+    end
+  end
+  if #reg.templates > 0 then
+    heading(lines, "Resource templates", #reg.templates)
+    for _, t in ipairs(reg.templates) do
+      entry(lines, t.uriTemplate, t.name ~= t.uriTemplate and (t.title or t.name) or t.title,
+            t.description, t.plugin)
+      if t.mimeType then lines[#lines + 1] = "  mimeType: " .. t.mimeType end
+    end
+  end
+  if #reg.prompts > 0 then
+    heading(lines, "Prompts", #reg.prompts)
+    for _, p in ipairs(reg.prompts) do
+      entry(lines, p.name, p.title, p.description, p.plugin)
+      lines[#lines + 1] = #p.arguments > 0 and "  arguments:" or "  arguments: none"
+      for _, a in ipairs(p.arguments) do
+        lines[#lines + 1] = string.format("    %s%s%s", a.name, a.required and " (required)" or "",
+                                          a.description and " - " .. a.description or "")
+      end
+    end
+  end
+  if #lines == 0 then
+    say("luamcp: no tools, resources or prompts in %s", table.concat(opts.dirs, ", "))
+    return 0, ""
+  end
+  return 0, table.concat(lines, "\n") .. "\n"
+end
+
+---------------------------------------------------------------------------
+-- call: the request cli.c feeds to the session, and what it prints.
+
+function M.call_request(opts)
+  local args = {}
+  if opts.arguments ~= nil then
+    local err
+    args, err = core.decode(opts.arguments)
+    if args == nil then error("arguments are not valid JSON: " .. tostring(err), 0) end
+    if type(args) ~= "table" or is_array(args) then
+      error("arguments must be a JSON object, like '{\"text\": \"hi\"}'", 0)
+    end
+  end
+  return core.encode {
+    jsonrpc = "2.0", id = 1, method = "tools/call",
+    params = { name = opts.name, arguments = args, _meta = { progressToken = "luamcp-call" } },
+  }
+end
+
+-- Text content plainly; structuredContent (which a text item repeats) and
+-- other content as pretty JSON.
+local function render(result)
+  local out = {}
+  local function add(s)
+    out[#out + 1] = s
+    if s:sub(-1) ~= "\n" then out[#out + 1] = "\n" end
+  end
+  local content = type(result.content) == "table" and result.content or {}
+  local structured = result.structuredContent
+  for _, item in ipairs(content) do
+    if type(item) == "table" and item.type == "text" and type(item.text) == "string" then
+      if structured == nil then add(item.text) end
+    else
+      add(M.pretty(item))
+    end
+  end
+  if structured ~= nil then add(M.pretty(structured)) end
+  return table.concat(out)
+end
+
+-- code, stdout text, stderr text
+function M.call_output(response, opts, interrupted)
+  if response == nil then
+    if interrupted then return 130, "", "cancelled\n" end
+    return 1, "", "luamcp: the call ended without a response\n"
+  end
+  local msg, err = core.decode(response)
+  if type(msg) ~= "table" then return 1, "", "luamcp: bad response: " .. tostring(err) .. "\n" end
+  if msg.error ~= nil then
+    local e = msg.error
+    return 1, "", string.format("luamcp: error %s: %s\n", tostring(e.code), tostring(e.message))
+  end
+  local result = msg.result
+  local code = result.isError == true and 1 or 0
+  local errtext = code == 1 and string.format("luamcp: tool %s returned an error\n", opts.name) or ""
+  if opts.json then return code, M.pretty(result) .. "\n", errtext end
+  return code, render(result), errtext
+end
+
+---------------------------------------------------------------------------
+-- check
+
+local KNOWN_TYPES = { object = true, array = true, string = true, integer = true, number = true,
+                      boolean = true, null = true }
+local TOOL_FIELDS = { name = true, title = true, description = true, inputSchema = true,
+                      outputSchema = true, annotations = true, timeout = true, cancel = true,
+                      grace = true, handler = true, _meta = true, icons = true }
+local POLICY_FIELDS = { timeout = true, cancel = true, grace = true }
+local NUMERIC = { "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength",
+                  "maxLength", "minItems", "maxItems" }
+
+local function is_list(t)
+  if type(t) ~= "table" then return false end
+  if is_array(t) then return true end
+  local n = 0
+  for _ in pairs(t) do n = n + 1 end
+  return n == #t
+end
+
+-- Problems of a schema (in the documented subset), each as where: message.
+local function check_schema(s, where, top, add)
+  if type(s) ~= "table" then add(where .. " must be a table (a JSON Schema)"); return end
+  local t = s.type
+  if top and t ~= "object" then
+    add(string.format("%s: type must be \"object\" (got %s)", where, t == nil and "none" or scalar(t)))
+  elseif type(t) == "table" then
+    for _, n in ipairs(t) do
+      if not KNOWN_TYPES[n] then add(string.format("%s.type: unknown type %s", where, scalar(n))) end
+    end
+  elseif t ~= nil and not KNOWN_TYPES[t] then
+    add(string.format("%s.type: unknown type %s (known: object, array, string, integer, number, boolean, null)",
+                      where, scalar(t)))
+  end
+  local props = s.properties
+  if props ~= nil then
+    if type(props) ~= "table" or is_array(props) then
+      add(where .. ".properties must be a table of property schemas")
+      props = nil
+    else
+      local names = {}
+      for k in pairs(props) do names[#names + 1] = k end
+      table.sort(names, function(a, b) return tostring(a) < tostring(b) end)
+      for _, k in ipairs(names) do
+        local p, pw = props[k], where .. ".properties." .. tostring(k)
+        if type(k) ~= "string" then
+          add(where .. ".properties: property names must be strings")
+        elseif type(p) ~= "table" then
+          add(pw .. " must be a table (a JSON Schema), not a " .. type(p))
+        else
+          if type(p.required) == "boolean" then
+            add(pw .. ".required: list required properties in " .. where .. ".required instead")
+            local copy = {}
+            for pk, pv in pairs(p) do copy[pk] = pv end
+            copy.required = nil
+            p = copy
+          end
+          check_schema(p, pw, false, add)
+        end
+      end
+    end
+  end
+  local req = s.required
+  if req ~= nil then
+    if not is_list(req) then
+      add(where .. ".required must be a list of property names")
+    else
+      for _, name in ipairs(req) do
+        if type(name) ~= "string" then
+          add(where .. ".required: " .. scalar(name) .. " is not a property name")
+        elseif props == nil or props[name] == nil then
+          add(string.format("%s.required: %q is not in %s.properties", where, name, where))
+        end
+      end
+    end
+  end
+  if s.items ~= nil then check_schema(s.items, where .. ".items", false, add) end
+  local ap = s.additionalProperties
+  if ap ~= nil and type(ap) ~= "boolean" then
+    check_schema(ap, where .. ".additionalProperties", false, add)
+  end
+  if s.enum ~= nil and (not is_list(s.enum) or #s.enum == 0) then
+    add(where .. ".enum must be a non-empty list of values")
+  end
+  for _, k in ipairs(NUMERIC) do
+    if s[k] ~= nil and type(s[k]) ~= "number" then add(where .. "." .. k .. " must be a number") end
+  end
+end
+
+local function check_policy(t, where, add)
+  if t.timeout ~= nil and (type(t.timeout) ~= "number" or t.timeout < 0) then
+    add(where .. ": timeout must be a number of seconds >= 0 (0 = none)")
+  end
+  if t.grace ~= nil and (type(t.grace) ~= "number" or t.grace < 0) then
+    add(where .. ": grace must be a number of seconds >= 0")
+  end
+  if t.cancel ~= nil and t.cancel ~= "cooperative" and t.cancel ~= "abort" and t.cancel ~= "ignore" then
+    add(where .. ': cancel must be "cooperative", "abort" or "ignore" (got ' .. scalar(t.cancel) .. ")")
+  end
+end
+
+local function read_lines(path)
+  local lines, f = {}, io.open(path, "r")
+  if not f then return lines end
+  for l in f:lines() do lines[#lines + 1] = l end
+  f:close()
+  return lines
+end
+
+-- Lua shortens long chunk names to "...tail": put the path back.
+local function full_path(msg, path)
+  return (msg:gsub("%.%.%.([^:\n]*):(%d+):", function(tail, line)
+    if path:sub(-#tail) == tail then return path .. ":" .. line .. ":" end
+  end))
+end
+
+local function escape(s) return (s:gsub("%p", "%%%0")) end
+
+-- The line of the last line before `before` (or anywhere) matching pattern.
+local function find_line(lines, pattern, before)
+  for i = math.min(before or #lines, #lines), 1, -1 do
+    if lines[i]:find(pattern) then return i end
+  end
+end
+
+local function load_plugin(path, lines, problem)
+  local env = setmetatable({}, { __index = _G })
+  local chunk, err = loadfile(path, "t", env)
+  if not chunk then
+    problem(nil, nil, full_path(tostring(err), path))
+    return nil
+  end
+  local ok, plugin = xpcall(chunk, function(e)
+    return { msg = e, tb = debug.traceback(tostring(e), 2) }
+  end)
+  if not ok then
+    local msg, tb = plugin.msg, full_path(plugin.tb, path)
+    msg = type(msg) == "string" and full_path(msg, path) or
+      string.format("error object is a %s value", type(msg))
+    if msg:find("^[^\n:]+:%d+: ") then
+      problem(nil, nil, msg)       -- has a position: the plugin's, or a module's it required
+    else
+      local line = tonumber(tb:match("\n%s*" .. escape(path) .. ":(%d+):"))
+        or find_line(lines, "mcp%.plugin") or 1
+      problem(line, nil, msg)
+    end
+    return nil
+  end
+  if not require("mcp").is_plugin(plugin) then
+    problem(find_line(lines, "^%s*return") or 1, nil, "a plugin file must return mcp.plugin{...}")
+    return nil
+  end
+  return plugin
+end
+
+-- Where a declaration is: the line naming it before its function, else the
+-- function's first line, else the mcp.plugin line.
+local function decl_line(path, lines, fn, key, value)
+  local info = type(fn) == "function" and debug.getinfo(fn, "S")
+  local at = info and info.source == "@" .. path and info.linedefined or nil
+  local pattern = key .. "%s*=%s*[\"']" .. escape(value) .. "[\"']"
+  return find_line(lines, pattern, at) or at or find_line(lines, "mcp%.plugin") or 1
+end
+
+function M.check(opts)
+  local mcp = require "mcp"
+  local problems, seen = {}, { tool = {}, resource = {}, template = {}, prompt = {} }
+  local n = { plugins = 0, tools = 0, resources = 0, templates = 0, prompts = 0 }
+  for _, dir in ipairs(opts.dirs) do
+    package.path = dir .. "/lib/?.lua;" .. dir .. "/lib/?/init.lua;" .. package.path
+  end
+  for _, dir in ipairs(opts.dirs) do
+    local files, err = core.listdir(dir)
+    if not files then problems[#problems + 1] = err end
+    for _, name in ipairs(files or {}) do
+      local path = dir .. "/" .. name
+      local lines = read_lines(path)
+      local function problem(line, _, msg)
+        problems[#problems + 1] = line and string.format("%s:%d: %s", path, line, msg) or msg
+      end
+      local plugin = load_plugin(path, lines, problem)
+      if plugin then
+        n.plugins = n.plugins + 1
+        local pline = find_line(lines, "mcp%.plugin") or 1
+        for k in pairs(plugin.defaults) do
+          if not POLICY_FIELDS[k] then
+            problem(pline, nil, string.format("plugin %s: defaults.%s is not a policy field (timeout, cancel, grace)",
+                                              plugin.name, tostring(k)))
+          end
+        end
+        local function unique(kind, key, line, label)
+          local first = seen[kind][key]
+          if first then
+            problem(line, nil, string.format("%s %q is already defined at %s", label, key, first))
+          else
+            seen[kind][key] = path .. ":" .. line
+          end
+        end
+        for _, t in ipairs(plugin.tools) do
+          n.tools = n.tools + 1
+          local line = decl_line(path, lines, t.handler, "name", t.name)
+          local where = "tool " .. t.name
+          local function add(msg) problem(line, nil, msg) end
+          if #t.name > 128 or not t.name:find("^[%w_%-%.]+$") then
+            add(string.format('tool %q: a tool name may only use A-Z, a-z, 0-9, "_", "-" and "." (1 to 128 characters)',
+                              t.name))
+          end
+          unique("tool", t.name, line, "tool")
+          local fields = {}
+          for k in pairs(t) do
+            if not TOOL_FIELDS[k] then fields[#fields + 1] = tostring(k) end
+          end
+          table.sort(fields)
+          for _, k in ipairs(fields) do add(string.format("%s: unknown field %q", where, k)) end
+          check_policy(t, where, add)
+          check_schema(t.inputSchema, where .. ": inputSchema", true, add)
+          if t.outputSchema ~= nil then check_schema(t.outputSchema, where .. ": outputSchema", true, add) end
+        end
+        for _, r in ipairs(plugin.resources) do
+          if mcp.is_resource(r) then
+            n.resources = n.resources + 1
+            unique("resource", r.uri, decl_line(path, lines, r.read, "uri", r.uri), "resource")
+          else
+            n.templates = n.templates + 1
+            unique("template", r.uriTemplate, decl_line(path, lines, r.read, "uriTemplate", r.uriTemplate),
+                   "resource template")
+          end
+        end
+        for _, p in ipairs(plugin.prompts) do
+          n.prompts = n.prompts + 1
+          unique("prompt", p.name, decl_line(path, lines, p.get, "name", p.name), "prompt")
+        end
+      end
+    end
+  end
+  local function count(k, one, many) return n[k] .. " " .. (n[k] == 1 and one or many) end
+  local summary = string.format("%s, %s, %s, %s, %s", count("plugins", "plugin", "plugins"),
+    count("tools", "tool", "tools"), count("resources", "resource", "resources"),
+    count("templates", "resource template", "resource templates"), count("prompts", "prompt", "prompts"))
+  if #problems > 0 then
+    return 1, table.concat(problems, "\n") .. string.format("\n%d problem%s (%s)\n", #problems,
+      #problems == 1 and "" or "s", summary)
+  end
+  return 0, "ok: " .. summary .. "\n"
+end
+
+---------------------------------------------------------------------------
+-- new
+
+local KEYWORDS = {}
+for w in ([[and break do else elseif end false for function goto if in local nil not or
+            repeat return then true until while]]):gmatch("%a+") do KEYWORDS[w] = true end
+
+local PLUGIN_TEMPLATE = [==[
+-- The @NAME@ plugin. Try it:
+--   luamcp list --plugins @DIR@
+--   luamcp call @NAME@ '{"n": 5}' --plugins @DIR@      (Ctrl-C cancels it)
+--   luamcp check --plugins @DIR@
+-- and serve it with `luamcp --plugins @DIR@` (stdio) or add `--http 127.0.0.1:8931`.
+local mcp = require "mcp"
+
+return mcp.plugin {
+  name = "@NAME@",
+  -- The policy of every tool here, unless a tool sets its own:
+  --   timeout: seconds before the call is cancelled with reason "timeout" (0 = none);
+  --   cancel:  "cooperative" (the handler sees mcp.cancelled() and stops itself),
+  --            "abort" (stopped at once) or "ignore" (runs to completion);
+  --   grace:   seconds a cancelled cooperative handler may go on before it is aborted.
+  defaults = { timeout = 30, cancel = "cooperative", grace = 2 },
+  tools = {
+    mcp.tool {
+      name = "@NAME@",
+      title = "@NAME@",
+      description = "Counts from 1 to n, one step every delay seconds, reporting progress",
+      -- Arguments are checked against inputSchema before the handler runs.
+      inputSchema = {
+        type = "object",
+        properties = {
+          n = { type = "integer", minimum = 1, maximum = 1000, description = "how far to count" },
+          delay = { type = "number", minimum = 0, maximum = 10, description = "seconds per step (0.1)" },
+        },
+        required = { "n" },
+      },
+      timeout = 60,   -- this tool's own timeout, in seconds
+      handler = function(args, ctx)
+        local delay = args.delay or 0.1
+        -- <close> variables run however the handler ends: returned, raised,
+        -- cancelled, or aborted by force after its grace.
+        local cleanup <close> = setmetatable({}, { __close = function()
+          ctx:log("debug", "cleaned up")
+        end })
+        for i = 1, args.n do
+          -- Cooperative cancellation: stop when the client cancels or the
+          -- timeout passes. (ctx:check() raises instead, unwinding the handler.)
+          if ctx:cancelled() then
+            ctx:log("info", "stopped at " .. i .. ": " .. tostring(ctx.reason))
+            return        -- no response is sent for a cancelled request
+          end
+          ctx:progress(i, args.n, "step " .. i)   -- sent when the client asked for progress
+          ctx:sleep(delay)                         -- yields; wakes at once on a cancel
+        end
+        return mcp.text("counted to " .. args.n)
+      end,
+    },
+  },
+}
+]==]
+
+local SPEC_TEMPLATE = [==[
+-- The spec of the @NAME@ plugin: runs its tool through `luamcp call` and
+-- checks the output and the exit code. From the project's directory:
+--   LUAMCP_BIN=path/to/luamcp busted @SPEC@
+local BIN = os.getenv("LUAMCP_BIN") or "luamcp"
+local PLUGINS = @DIRQ@
+
+local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+-- luamcp call TOOL ARGS --plugins PLUGINS ...: stdout, exit code, stderr.
+local function call(tool, args, ...)
+  local errfile = os.tmpname()
+  local cmd = { quote(BIN), "call", quote(tool), quote(args), "--plugins", quote(PLUGINS) }
+  for _, a in ipairs({ ... }) do cmd[#cmd + 1] = quote(a) end
+  local p = assert(io.popen(table.concat(cmd, " ") .. " 2>" .. quote(errfile)))
+  local out = p:read("a")
+  local _, _, code = p:close()
+  local f = assert(io.open(errfile))
+  local err = f:read("a")
+  f:close()
+  os.remove(errfile)
+  return out, code, err
+end
+
+describe("@NAME@", function()
+  it("counts to n and reports progress", function()
+    local out, code, err = call("@NAME@", '{"n": 3, "delay": 0.01}')
+    assert.are.equal(0, code, err)
+    assert.are.equal("counted to 3\n", out)
+    assert.truthy(err:find("progress: 3/3", 1, true), err)   -- a line per update off a terminal
+  end)
+
+  it("refuses arguments the input schema does not allow", function()
+    local out, code = call("@NAME@", '{"n": 0}')
+    assert.are.equal(1, code)
+    assert.truthy(out:find("Invalid arguments", 1, true), out)
+  end)
+end)
+]==]
+
+local function exists(path)
+  local f = io.open(path, "r")
+  if f then f:close() end
+  return f ~= nil
+end
+
+local function fill(template, vars)
+  return (template:gsub("@(%u+)@", function(k) return vars[k] end))
+end
+
+function M.new(opts)
+  local name = opts.name
+  if not name:find("^[%a_][%w_]*$") or KEYWORDS[name] then
+    say("luamcp: new: %q is not an identifier (letters, digits and _, not starting with a digit)", name)
+    return 2, ""
+  end
+  local dir, spec_dir = opts.dir or "plugins", opts.spec_dir or "spec"
+  local plugin_path = dir .. "/" .. name .. ".lua"
+  local spec_path = spec_dir .. "/" .. name .. "_spec.lua"
+  for _, p in ipairs({ plugin_path, spec_path }) do
+    if exists(p) then
+      say("luamcp: new: %s already exists; not overwriting it", p)
+      return 1, ""
+    end
+  end
+  local vars = { NAME = name, DIR = dir, SPEC = spec_path, DIRQ = string.format("%q", dir) }
+  for _, f in ipairs({ { dir, plugin_path, PLUGIN_TEMPLATE }, { spec_dir, spec_path, SPEC_TEMPLATE } }) do
+    local ok, err = M.mkdir(f[1])
+    if not ok then
+      say("luamcp: new: %s", err)
+      return 1, ""
+    end
+    local file, ferr = io.open(f[2], "w")
+    if not file then
+      say("luamcp: new: %s", ferr)
+      return 1, ""
+    end
+    file:write(fill(f[3], vars))
+    file:close()
+  end
+  return 0, string.format("wrote %s\nwrote %s\ntry: luamcp call %s '{\"n\": 5}' --plugins %s\n",
+                          plugin_path, spec_path, name, dir)
+end
+
+return M

@@ -1,0 +1,526 @@
+/* The plugin author's command line: luamcp list, call, check and new.
+ *
+ * list, check and new are written in Lua (lua/mcp/cli.lua). call runs one
+ * tool in-process through the real path: a session whose writer is this
+ * file is fed initialize and a tools/call with mcp_session_input, so the
+ * request table, the state machine and the scheduler run as they do for a
+ * client; the loop runs until the call is gone. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <uv.h>
+
+#include "config.h"
+#include "json.h"
+#include "lmcp.h"
+#include "log.h"
+#include "sched.h"
+#include "session.h"
+
+#define CALL_KEY "1"                 /* the id of the tools/call */
+#define BAR_WIDTH 30
+
+static const char usage[] =
+  "usage: luamcp list [--plugins DIR]... [--json]\n"
+  "       luamcp call TOOL ['JSON arguments'] [--plugins DIR]... [--json] [--timeout SECONDS]\n"
+  "                  [--grace SECONDS] [--log-level LEVEL] [--memory-limit MB]\n"
+  "       luamcp check [--plugins DIR]...\n"
+  "       luamcp new NAME [--dir DIR] [--spec-dir DIR]\n"
+  "\n"
+  "  list   the tools, resources and prompts of the plugins, with their schemas\n"
+  "  call   run one tool in-process and print its result (Ctrl-C cancels it,\n"
+  "         a second Ctrl-C aborts it); exit 0, 1 on an error result, 130 if interrupted\n"
+  "  check  load every plugin and report problems as file:line: message\n"
+  "  new    write DIR/NAME.lua (default plugins/) and SPEC-DIR/NAME_spec.lua (default spec/)\n"
+  "The server flags (--timeout, --grace, --log-level, --memory-limit, --page-size,\n"
+  "--max-line) apply as they do to the server; DIR defaults to ./plugins.\n";
+
+typedef struct {
+  const char *cmd;
+  const char **dirs;
+  int ndirs;
+  const char *pos[2];            /* TOOL and ARGS, or NAME */
+  int npos;
+  const char *dir, *spec_dir;    /* new */
+  int json;
+  int log_level;                 /* -1: not given */
+} cli_opts;
+
+static int fail_usage(const char *fmt, const char *arg) {
+  fprintf(stderr, "luamcp: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n%s", usage);
+  return 2;
+}
+
+static int parse_number(const char *s, double *out) {
+  char *end;
+  *out = strtod(s, &end);
+  return *s != '\0' && *end == '\0' && *out >= 0;
+}
+
+static int parse_args(int argc, char **argv, cli_opts *o) {
+  double d;
+  o->cmd = argv[1];
+  o->log_level = -1;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int takes = strcmp(a, "--plugins") == 0 || strcmp(a, "--timeout") == 0 ||
+                strcmp(a, "--grace") == 0 || strcmp(a, "--log-level") == 0 ||
+                strcmp(a, "--max-line") == 0 || strcmp(a, "--memory-limit") == 0 ||
+                strcmp(a, "--page-size") == 0 || strcmp(a, "--dir") == 0 ||
+                strcmp(a, "--spec-dir") == 0;
+    if (takes && v == NULL) return fail_usage("%s needs a value", a);
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fputs(usage, stdout);
+      return 0;
+    } else if (strcmp(a, "--plugins") == 0) {
+      o->dirs[o->ndirs++] = v;
+    } else if (strcmp(a, "--json") == 0) {
+      o->json = 1;
+    } else if (strcmp(a, "--dir") == 0) {
+      o->dir = v;
+    } else if (strcmp(a, "--spec-dir") == 0) {
+      o->spec_dir = v;
+    } else if (strcmp(a, "--timeout") == 0) {
+      if (!parse_number(v, &mcp_cfg.timeout)) return fail_usage("bad --timeout: %s", v);
+    } else if (strcmp(a, "--grace") == 0) {
+      if (!parse_number(v, &mcp_cfg.grace)) return fail_usage("bad --grace: %s", v);
+    } else if (strcmp(a, "--log-level") == 0) {
+      if ((o->log_level = mcp_log_level_parse(v)) < 0) return fail_usage("bad --log-level: %s", v);
+    } else if (strcmp(a, "--max-line") == 0) {
+      if (!parse_number(v, &d) || d < 64) return fail_usage("bad --max-line: %s", v);
+      mcp_cfg.max_line = (size_t)d;
+    } else if (strcmp(a, "--memory-limit") == 0) {
+      if (!parse_number(v, &d)) return fail_usage("bad --memory-limit: %s", v);
+      mcp_cfg.memory_limit = (size_t)(d * 1024 * 1024);
+    } else if (strcmp(a, "--page-size") == 0) {
+      if (!parse_number(v, &d) || d < 1) return fail_usage("bad --page-size: %s", v);
+      mcp_cfg.page_size = (int)d;
+    } else if (a[0] == '-' && a[1] != '\0' && !(a[1] == '-' && a[2] == '\0')) {
+      return fail_usage("unknown option: %s", a);
+    } else if (o->npos < 2) {
+      o->pos[o->npos++] = a;
+    } else {
+      return fail_usage("unexpected argument: %s", a);
+    }
+    if (takes) i++;
+  }
+  if (o->ndirs == 0) o->dirs[o->ndirs++] = "plugins";
+  if (strcmp(o->cmd, "call") == 0 ? o->npos < 1 : strcmp(o->cmd, "new") == 0 && o->npos != 1)
+    return fail_usage("%s: missing argument", o->cmd);
+  if (strcmp(o->cmd, "new") == 0 ? 0 : strcmp(o->cmd, "call") != 0 && o->npos > 0)
+    return fail_usage("unexpected argument: %s", o->pos[0]);
+  if (strcmp(o->cmd, "new") == 0 && o->npos > 1)
+    return fail_usage("unexpected argument: %s", o->pos[1]);
+  return -1;
+}
+
+/* The Lua side. */
+
+static int l_panic(lua_State *L) {
+  mcp_log(MCP_LOG_CRITICAL, "Lua panic: %s", lua_tostring(L, -1));
+  return 0;
+}
+
+/* mkdir(path): creates path and its parents; true, or nil, message. */
+static int l_mkdir(lua_State *L) {
+  size_t n;
+  const char *path = luaL_checklstring(L, 1, &n);
+  char *p = strdup(path);
+  int r = 0;
+  if (p == NULL) return luaL_error(L, "out of memory");
+  for (size_t i = 1; i <= n && r == 0; i++) {
+    if (p[i] != '/' && p[i] != '\0') continue;
+    char c = p[i];
+    uv_fs_t req;
+    p[i] = '\0';
+    r = uv_fs_mkdir(NULL, &req, p, 0777, NULL);
+    uv_fs_req_cleanup(&req);
+    if (r == UV_EEXIST) r = 0;
+    p[i] = c;
+  }
+  free(p);
+  if (r < 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", path, uv_strerror(r));
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* stack: -> mcp.cli module */
+static int open_cli(lua_State *L) {
+  const char *luadir = getenv("LUAMCP_LUA_DIR");
+  if (luadir == NULL) luadir = LUAMCP_LUA_DIR;
+  luaL_openlibs(L);
+  luaL_requiref(L, "mcp.core", luaopen_mcp_core, 0);
+  lua_pop(L, 1);
+  lua_getglobal(L, "package");
+  lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;", luadir, luadir);
+  lua_getfield(L, -2, "path");
+  lua_concat(L, 2);
+  lua_setfield(L, -2, "path");
+  lua_pop(L, 1);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "mcp.cli");
+  lua_call(L, 1, 1);
+  lua_pushcfunction(L, l_mkdir);
+  lua_setfield(L, -2, "mkdir");
+  return 1;
+}
+
+/* The options as a Lua table: {dirs = {...}, json =, name =, dir =, spec_dir =}. */
+static void push_opts(lua_State *L, const cli_opts *o) {
+  lua_createtable(L, 0, 6);
+  lua_createtable(L, o->ndirs, 0);
+  for (int i = 0; i < o->ndirs; i++) {
+    lua_pushstring(L, o->dirs[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "dirs");
+  lua_pushboolean(L, o->json);
+  lua_setfield(L, -2, "json");
+  for (int i = 0; i < o->npos; i++) {
+    lua_pushstring(L, o->pos[i]);
+    lua_setfield(L, -2, i == 0 ? "name" : "arguments");
+  }
+  if (o->dir) lua_pushstring(L, o->dir), lua_setfield(L, -2, "dir");
+  if (o->spec_dir) lua_pushstring(L, o->spec_dir), lua_setfield(L, -2, "spec_dir");
+}
+
+/* stdout is set aside, as the server does, so that print() in a plugin goes
+ * to stderr and stdout carries only what the command prints. */
+static FILE *out;
+
+static int set_stdout_aside(void) {
+  int fd;
+  fflush(stdout);
+  fd = dup(1);
+  if (fd < 0 || dup2(2, 1) < 0 || (out = fdopen(fd, "w")) == NULL) {
+    fprintf(stderr, "luamcp: stdout: cannot set aside: %s\n", strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+static lua_State *new_state(void) {
+  lua_State *L = lua_newstate(mcp_sched_alloc, NULL);
+  if (L == NULL) return NULL;
+  lua_atpanic(L, l_panic);
+  *(void **)lua_getextraspace(L) = NULL;   /* new threads copy it: no call */
+  return L;
+}
+
+/* stack: cli opts -> code text */
+static int run_cmd(lua_State *L) {
+  const char *cmd = lua_tostring(L, lua_upvalueindex(1));
+  lua_getfield(L, 1, cmd);
+  lua_pushvalue(L, 2);
+  lua_call(L, 1, 2);
+  return 2;
+}
+
+/* list, check, new: cli[cmd](opts) returns the exit code and what to print. */
+static int run_lua_cmd(const cli_opts *o) {
+  lua_State *L = new_state();
+  int code;
+  if (L == NULL) return 1;
+  lua_pushstring(L, o->cmd);
+  lua_pushcclosure(L, run_cmd, 1);
+  lua_pushcfunction(L, open_cli);
+  if (lua_pcall(L, 0, 1, 0) != LUA_OK) {
+    fprintf(stderr, "luamcp: cannot start: %s\n", lua_tostring(L, -1));
+    lua_close(L);
+    return 1;
+  }
+  push_opts(L, o);
+  if (lua_pcall(L, 2, 2, 0) != LUA_OK) {
+    fprintf(stderr, "luamcp: %s: %s\n", o->cmd, lua_tostring(L, -1));
+    code = 1;
+  } else {
+    size_t n;
+    const char *text = lua_tolstring(L, -1, &n);
+    code = (int)lua_tointeger(L, -2);
+    if (text != NULL) fwrite(text, 1, n, out);
+  }
+  lua_close(L);
+  mcp_policy_clear();
+  return code;
+}
+
+/* call */
+
+static struct {
+  uv_loop_t *loop;
+  lua_State *L;
+  int cli_ref;
+  mcp_session session;
+  uv_signal_t sigint;
+  uv_timer_t ticker;             /* redraws "cancelling..." on a terminal */
+  int closing;                   /* handles still to close */
+  int tty;                       /* stderr is a terminal */
+  int bar;                       /* a progress bar or status line is drawn */
+  int interrupts;
+  uint64_t interrupted_at;
+  char *response;                /* the tools/call response, as JSON text */
+  char *init_error;              /* the initialize error response */
+} C;
+
+static void status_clear(void) {
+  if (C.bar) fputs("\r\033[K", stderr);
+  C.bar = 0;
+}
+
+static void show_progress(json_t *params) {
+  json_t *p = json_object_get(params, "progress"), *t = json_object_get(params, "total");
+  const char *msg = json_string_value(json_object_get(params, "message"));
+  double prog = json_number_value(p), total = json_number_value(t);
+  if (!C.tty) {
+    if (json_is_number(t)) fprintf(stderr, "progress: %g/%g%s%s\n", prog, total, msg ? " " : "", msg ? msg : "");
+    else fprintf(stderr, "progress: %g%s%s\n", prog, msg ? " " : "", msg ? msg : "");
+    return;
+  }
+  status_clear();
+  if (json_is_number(t) && total > 0) {
+    int fill = (int)(prog / total * BAR_WIDTH + 0.5);
+    char bar[BAR_WIDTH + 1];
+    if (fill < 0) fill = 0;
+    if (fill > BAR_WIDTH) fill = BAR_WIDTH;
+    memset(bar, '#', (size_t)fill);
+    memset(bar + fill, '.', (size_t)(BAR_WIDTH - fill));
+    bar[BAR_WIDTH] = '\0';
+    fprintf(stderr, "[%s] %3.0f%% %g/%g %.60s", bar, prog / total * 100, prog, total, msg ? msg : "");
+  } else {
+    fprintf(stderr, "[%g] %.60s", prog, msg ? msg : "");
+  }
+  C.bar = 1;
+}
+
+static void show_log(json_t *params) {
+  const char *level = json_string_value(json_object_get(params, "level"));
+  const char *logger = json_string_value(json_object_get(params, "logger"));
+  json_t *data = json_object_get(params, "data");
+  mcp_buf b = MCP_BUF_INIT;
+  if (json_is_string(data)) mcp_buf_add(&b, json_string_value(data), json_string_length(data));
+  else if (data != NULL) mcp_json_dump(data, &b);
+  status_clear();
+  fprintf(stderr, "[%s] %s%s%.*s\n", level ? level : "?", logger ? logger : "", logger ? ": " : "",
+          (int)b.len, b.data ? b.data : "");
+  mcp_buf_free(&b);
+}
+
+static void show_cancelling(void) {
+  if (!C.tty) return;
+  status_clear();
+  fprintf(stderr, "cancelling... %.1fs (Ctrl-C again to abort)",
+          (double)(uv_hrtime() - C.interrupted_at) / 1e9);
+  C.bar = 1;
+}
+
+static void on_tick(uv_timer_t *t) {
+  (void)t;
+  show_cancelling();
+}
+
+/* The session's writer: notifications are shown as they come; the
+ * response is kept for the end. */
+static void cli_write(mcp_session *s, void *stream, const char *data, size_t len, int last) {
+  char err[128];
+  json_t *msg, *id;
+  const char *method;
+  (void)s; (void)stream; (void)last;
+  if (data == NULL) return;
+  if ((msg = mcp_json_parse(data, len, err, sizeof err)) == NULL) return;
+  method = json_string_value(json_object_get(msg, "method"));
+  id = json_object_get(msg, "id");
+  if (method != NULL && strcmp(method, "notifications/progress") == 0) {
+    show_progress(json_object_get(msg, "params"));
+  } else if (method != NULL && strcmp(method, "notifications/message") == 0) {
+    show_log(json_object_get(msg, "params"));
+  } else if (method == NULL && json_is_integer(id) && json_integer_value(id) == 1) {
+    free(C.response);
+    C.response = strndup(data, len);
+  } else if (method == NULL && json_object_get(msg, "error") != NULL) {
+    free(C.init_error);
+    C.init_error = strndup(data, len);
+  }
+  json_decref(msg);
+}
+
+static void handle_closed(uv_handle_t *h) {
+  (void)h;
+  if (--C.closing == 0) mcp_sched_close();
+}
+
+/* The call is gone: close what keeps the loop alive. */
+static void finish(mcp_session *s) {
+  (void)s;
+  if (C.closing) return;
+  C.closing = 2;
+  uv_close((uv_handle_t *)&C.sigint, handle_closed);
+  uv_close((uv_handle_t *)&C.ticker, handle_closed);
+}
+
+static void feed(const char *text) {
+  mcp_session_input(&C.session, text, strlen(text), NULL);
+}
+
+/* The first Ctrl-C cancels through the state machine, as a client would;
+ * the second fires the grace event so the handler is aborted now (a tool
+ * whose policy ignores cancels is first moved to cleaning up, as shutdown
+ * does). */
+static void on_sigint(uv_signal_t *h, int signum) {
+  mcp_req *r = mcp_reqtab_find(&C.session.reqs, CALL_KEY, strlen(CALL_KEY));
+  (void)h; (void)signum;
+  if (r == NULL) return;
+  if (++C.interrupts == 1) {
+    C.interrupted_at = uv_hrtime();
+    status_clear();
+    fprintf(stderr, "cancelling...%s (Ctrl-C again to abort)\n",
+            r->mode == MCP_CANCEL_IGNORE ? " the tool ignores cancellation" : "");
+    feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+         "\"params\":{\"requestId\":" CALL_KEY ",\"reason\":\"interrupted\"}}");
+    if (C.tty && mcp_reqtab_find(&C.session.reqs, CALL_KEY, strlen(CALL_KEY)) != NULL)
+      uv_timer_start(&C.ticker, on_tick, 100, 100);
+    return;
+  }
+  status_clear();
+  fprintf(stderr, "aborting\n");
+  if (r->state == MCP_REQ_RUNNING) mcp_call_fire((mcp_call *)r, MCP_EV_CLOSE, "interrupted");
+  r = mcp_reqtab_find(&C.session.reqs, CALL_KEY, strlen(CALL_KEY));
+  if (r != NULL) mcp_call_fire((mcp_call *)r, MCP_EV_GRACE, NULL);
+}
+
+/* stack: cli opts -> server module */
+static int load_plugins(lua_State *L) {
+  lua_getfield(L, 1, "load");
+  lua_pushvalue(L, 2);
+  lua_call(L, 1, 1);
+  return 1;
+}
+
+/* stack: cli opts -> the tools/call request as JSON text */
+static int call_request(lua_State *L) {
+  lua_getfield(L, 1, "call_request");
+  lua_pushvalue(L, 2);
+  lua_call(L, 1, 1);
+  return 1;
+}
+
+/* stack: cli response opts interrupted -> code out err */
+static int call_output(lua_State *L) {
+  lua_getfield(L, 1, "call_output");
+  lua_insert(L, 2);
+  lua_call(L, 3, 3);
+  return 3;
+}
+
+static int run_call(const cli_opts *o) {
+  lua_State *L;
+  char *request = NULL;
+  int code = 1;
+  L = C.L = new_state();
+  if (L == NULL) return 1;
+  lua_pushcfunction(L, open_cli);
+  if (lua_pcall(L, 0, 1, 0) != LUA_OK) {
+    fprintf(stderr, "luamcp: cannot start: %s\n", lua_tostring(L, -1));
+    lua_close(L);
+    return 1;
+  }
+  C.cli_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  /* The arguments first: a usage error needs no plugins. */
+  lua_pushcfunction(L, call_request);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, C.cli_ref);
+  push_opts(L, o);
+  if (lua_pcall(L, 2, 1, 0) != LUA_OK || !lua_isstring(L, -1)) {
+    fprintf(stderr, "luamcp: %s\n%s", lua_tostring(L, -1), usage);
+    lua_close(L);
+    return 2;
+  }
+  request = strdup(lua_tostring(L, -1));
+  lua_pop(L, 1);
+  lua_pushcfunction(L, load_plugins);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, C.cli_ref);
+  push_opts(L, o);
+  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+    fprintf(stderr, "luamcp: cannot start: %s\n", lua_tostring(L, -1));
+    free(request);
+    lua_close(L);
+    mcp_policy_clear();
+    return 1;
+  }
+  C.loop = uv_default_loop();
+  C.tty = isatty(2);
+  mcp_sched_init(C.loop, L, luaL_ref(L, LUA_REGISTRYINDEX));
+  mcp_session_init(&C.session, cli_write, NULL);
+  C.session.on_drained = finish;
+  uv_signal_init(C.loop, &C.sigint);
+  uv_signal_start(&C.sigint, on_sigint, SIGINT);
+  uv_timer_init(C.loop, &C.ticker);
+
+  feed("{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+       "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+       "\"clientInfo\":{\"name\":\"luamcp call\",\"version\":\"" LUAMCP_VERSION "\"}}}");
+  feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+  if (o->log_level >= 0) {
+    char set[160];
+    snprintf(set, sizeof set, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"logging/setLevel\","
+             "\"params\":{\"level\":\"%s\"}}", mcp_log_level_name((mcp_log_level)o->log_level));
+    feed(set);
+  }
+  feed(request);
+  free(request);
+  if (C.session.ncalls == 0) finish(&C.session);
+  uv_run(C.loop, UV_RUN_DEFAULT);
+  status_clear();
+
+  if (C.init_error != NULL && C.response == NULL) {
+    fprintf(stderr, "luamcp: %s\n", C.init_error);
+  } else {
+    lua_pushcfunction(L, call_output);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, C.cli_ref);
+    if (C.response) lua_pushstring(L, C.response); else lua_pushnil(L);
+    push_opts(L, o);
+    lua_pushboolean(L, C.interrupts > 0);
+    if (lua_pcall(L, 4, 3, 0) != LUA_OK) {
+      fprintf(stderr, "luamcp: %s\n", lua_tostring(L, -1));
+    } else {
+      size_t n;
+      const char *text = lua_tolstring(L, -2, &n);
+      code = (int)lua_tointeger(L, -3);
+      if (text != NULL) fwrite(text, 1, n, out);
+      if ((text = lua_tolstring(L, -1, &n)) != NULL) fwrite(text, 1, n, stderr);
+    }
+  }
+  mcp_session_close(&C.session);
+  lua_close(L);
+  mcp_policy_clear();
+  mcp_scratch_free();
+  free(C.response);
+  free(C.init_error);
+  if (uv_loop_close(C.loop) != 0) mcp_warn("event loop closed with handles still open");
+  return C.interrupts > 0 ? 130 : code;
+}
+
+int mcp_cli_main(int argc, char **argv) {
+  const char *dirs[argc + 1];
+  cli_opts o = { .dirs = dirs };
+  int r = parse_args(argc, argv, &o);
+  if (r >= 0) return r;
+  /* The server's own lines (plugins loaded, session started) are noise here. */
+  mcp_log_threshold = o.log_level >= 0 ? (mcp_log_level)o.log_level : MCP_LOG_WARNING;
+  signal(SIGPIPE, SIG_IGN);
+  if (strcmp(o.cmd, "new") != 0 && set_stdout_aside() != 0) return 1;
+  if (out == NULL) out = stdout;
+  r = strcmp(o.cmd, "call") == 0 ? run_call(&o) : run_lua_cmd(&o);
+  fflush(out);
+  return r;
+}

@@ -1,0 +1,502 @@
+/* Child processes for handlers (ctx:spawn).
+ *
+ * A call starts a child with uv_spawn (an argv, no shell) and waits; the
+ * child's exit, once its stdout and stderr are closed, resumes it with
+ * {code, signal, stdout, stderr, pid}. Output is captured (up to a limit),
+ * ignored, or handed line by line to a Lua function on the main thread.
+ * Whatever stops the wait early (a cancel, an abort, the end of the call)
+ * runs the cleanup the wait registered: the child is detached from the call,
+ * gets SIGTERM, then SIGKILL after the call's grace, and is reaped by the
+ * loop. The child runs in its own process group, and signals go to the group. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <uv.h>
+
+#include "buf.h"
+#include "log.h"
+#include "sched.h"
+#include "spawn.h"
+
+enum { OUT_CAPTURE, OUT_IGNORE, OUT_LINES };
+
+typedef struct mcp_spawn mcp_spawn;
+
+/* One child. It owns itself: created by mcp_spawn_start, freed in the close
+ * callback of its last handle. The process handle is closed only once the
+ * child is reaped *and* detached from its call, so the memory is never freed
+ * under a caller, and a call that ends first leaves the child to the loop for
+ * at most its grace. */
+struct mcp_spawn {
+  mcp_call *call;            /* the waiting call; NULL once detached */
+  uv_process_t proc;
+  uv_timer_t timer;          /* opts.timeout, then SIGKILL after the grace */
+  uv_pipe_t in;              /* the child's stdin, when opts.stdin was given */
+  uv_write_t write_req;
+  struct {
+    uv_pipe_t pipe;
+    int mode;                /* OUT_* */
+    int fn_ref;              /* the line function (OUT_LINES), or LUA_NOREF */
+    mcp_buf buf;             /* captured output, or the partial line */
+    unsigned on : 1;         /* the pipe is open */
+  } out[2];                  /* stdout, stderr */
+  char *input;               /* opts.stdin */
+  size_t input_len, max_output;
+  double grace, timeout;
+  char *error;               /* why the child was stopped while the call waited */
+  int64_t code;
+  int signal, pid;
+  int open;                  /* handles not closed yet */
+  char name[64];             /* the command, for logs */
+  char key[72];              /* the request's id, for logs after the call is gone */
+  unsigned in_on : 1, exited : 1, done : 1, terminating : 1;
+};
+
+static const char *const out_names[2] = { "stdout", "stderr" };
+
+static void sp_free(mcp_spawn *sp) {
+  mcp_buf_free(&sp->out[0].buf);
+  mcp_buf_free(&sp->out[1].buf);
+  free(sp->input);
+  free(sp->error);
+  free(sp);
+}
+
+static void on_closed(uv_handle_t *h) {
+  mcp_spawn *sp = h->data;
+  if (--sp->open == 0) sp_free(sp);
+}
+
+static void close_handle(mcp_spawn *sp, uv_handle_t *h) {
+  (void)sp;
+  if (!uv_is_closing(h)) uv_close(h, on_closed);
+}
+
+static void close_out(mcp_spawn *sp, int i) {
+  if (!sp->out[i].on) return;
+  sp->out[i].on = 0;
+  close_handle(sp, (uv_handle_t *)&sp->out[i].pipe);
+}
+
+static void close_in(mcp_spawn *sp) {
+  if (!sp->in_on) return;
+  sp->in_on = 0;
+  close_handle(sp, (uv_handle_t *)&sp->in);       /* cancels a pending write */
+}
+
+static void set_error(mcp_spawn *sp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_error(mcp_spawn *sp, const char *fmt, ...) {
+  mcp_buf b = MCP_BUF_INIT;
+  va_list ap;
+  char msg[256];
+  if (sp->error) return;                          /* the first reason stays */
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  mcp_buf_printf(&b, "%s", msg);
+  mcp_buf_addc(&b, '\0');
+  sp->error = b.data;
+}
+
+/* Signal the child's process group (the child itself if that fails). Never
+ * after the child was reaped: its pid may be reused. */
+static void sp_kill(mcp_spawn *sp, int sig) {
+  if (sp->exited) return;
+  if (uv_kill(-sp->pid, sig) != 0) uv_process_kill(&sp->proc, sig);
+}
+
+static void on_kill_timer(uv_timer_t *t) {
+  mcp_spawn *sp = t->data;
+  if (sp->exited) return;
+  mcp_info("request %s: %s (pid %d) outlived its grace of %g s: SIGKILL", sp->key, sp->name,
+           sp->pid, sp->grace);
+  sp_kill(sp, SIGKILL);
+}
+
+/* SIGTERM now, SIGKILL when the grace is over. */
+static void sp_terminate(mcp_spawn *sp, const char *why) {
+  if (sp->exited || sp->terminating) return;
+  sp->terminating = 1;
+  mcp_info("request %s: %s (pid %d) is stopped: %s: SIGTERM", sp->key, sp->name, sp->pid, why);
+  sp_kill(sp, SIGTERM);
+  uv_timer_start(&sp->timer, on_kill_timer, (uint64_t)(sp->grace * 1000.0), 0);
+}
+
+static void unref_fns(mcp_spawn *sp) {
+  lua_State *L = mcp_sched_lua();
+  for (int i = 0; i < 2; i++)
+    if (sp->out[i].fn_ref != LUA_NOREF) {
+      luaL_unref(L, LUA_REGISTRYINDEX, sp->out[i].fn_ref);
+      sp->out[i].fn_ref = LUA_NOREF;
+    }
+}
+
+/*
+ * Detach the child from its call. This is the one way a wait ends: either
+ * the continuation has read the outcome (the child is reaped, done is set),
+ * or the wait's cleanup runs because the call stops waiting early (a
+ * cooperative cancel wakes it, an abort resets the coroutine, shutdown or the
+ * end of a session closes the call). From here on nothing reaches the call:
+ * output is no longer read (the pipes close; a child that still writes gets
+ * SIGPIPE), line functions are released, and the child is stopped if it still
+ * runs. The handles stay open until the child is reaped, since closing a
+ * process handle before its exit would leave a zombie; the exit callback then
+ * closes them, and the last close callback frees the struct. A child that
+ * ignores SIGTERM gets SIGKILL from the timer after the grace, so the loop
+ * (and shutdown) waits at most that long for it.
+ */
+static void sp_detach(mcp_spawn *sp, const char *why) {
+  sp->call = NULL;
+  unref_fns(sp);
+  close_out(sp, 0);
+  close_out(sp, 1);
+  close_in(sp);
+  if (sp->exited) {
+    close_handle(sp, (uv_handle_t *)&sp->timer);
+    close_handle(sp, (uv_handle_t *)&sp->proc);
+  } else {
+    sp_terminate(sp, why);
+  }
+}
+
+/* The cleanup a waiting call runs when its wait ends early. */
+static void spawn_cleanup(mcp_call *c) {
+  mcp_spawn *sp = c->wait_data;
+  char why[200];
+  c->wait_data = NULL;
+  snprintf(why, sizeof why, "cancelled: %s", c->req.reason ? c->req.reason : "request stopped");
+  sp_detach(sp, why);
+}
+
+/* The outcome is complete when the child was reaped and its output pipes are
+ * closed: wake the call. */
+static void sp_check(mcp_spawn *sp) {
+  mcp_call *c = sp->call;
+  if (c == NULL || sp->done || !sp->exited || sp->out[0].on || sp->out[1].on) return;
+  sp->done = 1;
+  close_in(sp);
+  c->waiting = 0;
+  mcp_call_wake(c);
+}
+
+static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal) {
+  mcp_spawn *sp = p->data;
+  sp->exited = 1;
+  sp->code = status;
+  sp->signal = term_signal;
+  uv_timer_stop(&sp->timer);
+  mcp_debug("request %s: %s (pid %d) exited: code %lld, signal %d", sp->key, sp->name, sp->pid,
+            (long long)status, term_signal);
+  if (sp->call == NULL) {                         /* detached: nothing waits for output */
+    close_handle(sp, (uv_handle_t *)&sp->timer);
+    close_handle(sp, (uv_handle_t *)&sp->proc);
+    return;
+  }
+  if (sp->terminating) {                          /* stopped: do not wait for a grandchild's EOF */
+    close_out(sp, 0);
+    close_out(sp, 1);
+  }
+  sp_check(sp);
+}
+
+static void on_timeout(uv_timer_t *t) {
+  mcp_spawn *sp = t->data;
+  set_error(sp, "timeout: %s ran longer than %g s", sp->name, sp->timeout);
+  sp_terminate(sp, "timeout");
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+  static char chunk[65536];           /* one loop thread: read at once after alloc */
+  (void)h; (void)hint;
+  buf->base = chunk;
+  buf->len = sizeof chunk;
+}
+
+/* Hand line (without its newline) to the stream's function, on the main
+ * thread, on behalf of the call. Returns 0 when the call went away. */
+static int emit_line(mcp_spawn *sp, int i, const char *line, size_t len) {
+  lua_State *L = mcp_sched_lua();
+  lua_rawgeti(L, LUA_REGISTRYINDEX, sp->out[i].fn_ref);
+  lua_pushlstring(L, line, len);
+  if (mcp_call_pcall(sp->call, 1, 0) != LUA_OK) {
+    mcp_warn("request %s: the %s function of %s failed: %s", sp->key, out_names[i], sp->name,
+             lua_tostring(L, -1));
+    lua_pop(L, 1);
+  }
+  return sp->call != NULL;            /* a function may end the call (its session closes) */
+}
+
+static void emit_lines(mcp_spawn *sp, int i) {
+  mcp_buf *b = &sp->out[i].buf;
+  size_t start = 0;
+  char *nl;
+  while ((nl = memchr(b->data + start, '\n', b->len - start)) != NULL) {
+    size_t end = (size_t)(nl - b->data);
+    if (!emit_line(sp, i, b->data + start, end - start)) return;
+    start = end + 1;
+  }
+  memmove(b->data, b->data + start, b->len - start);
+  b->len -= start;
+}
+
+/* Past the limit: stop reading that stream and stop the child. */
+static void overflow(mcp_spawn *sp, int i) {
+  set_error(sp, "%s of %s exceeded %zu bytes%s", out_names[i], sp->name, sp->max_output,
+            sp->out[i].mode == OUT_LINES ? " in one line" : "");
+  close_out(sp, i);
+  sp_terminate(sp, "too much output");
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  mcp_spawn *sp = s->data;
+  int i = s == (uv_stream_t *)&sp->out[0].pipe ? 0 : 1;
+  mcp_buf *b = &sp->out[i].buf;
+  if (n == 0) return;
+  if (n < 0) {                                    /* EOF, or the pipe broke */
+    if (sp->call && sp->out[i].mode == OUT_LINES && b->len > 0) {
+      size_t len = b->len;
+      b->len = 0;
+      if (!emit_line(sp, i, b->data, len)) return;
+    }
+    close_out(sp, i);
+    sp_check(sp);
+    return;
+  }
+  if (sp->call == NULL) return;
+  if (sp->out[i].mode == OUT_CAPTURE && b->len + (size_t)n > sp->max_output) {
+    overflow(sp, i);
+    return;
+  }
+  mcp_buf_add(b, buf->base, (size_t)n);
+  if (sp->out[i].mode != OUT_LINES) return;
+  emit_lines(sp, i);
+  if (sp->call && b->len > sp->max_output) overflow(sp, i);
+}
+
+static void on_written(uv_write_t *w, int status) {
+  mcp_spawn *sp = w->data;
+  (void)status;                       /* EPIPE: the child did not read it all; fine */
+  close_in(sp);
+}
+
+/* The continuation: the outcome, or why there is none. */
+static int spawn_k(lua_State *L, int status, lua_KContext ctx) {
+  mcp_call *c = mcp_call_current(L);
+  mcp_spawn *sp = c->wait_cleanup == spawn_cleanup ? c->wait_data : NULL;
+  (void)status; (void)ctx;
+  if (sp == NULL || !sp->done) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "cancelled: %s", c->req.reason ? c->req.reason : "request stopped");
+    return 2;
+  }
+  /* stack: -> [nil error] result */
+  if (sp->error) {
+    lua_pushnil(L);
+    lua_pushstring(L, sp->error);
+  }
+  lua_createtable(L, 0, 5);
+  lua_pushinteger(L, (lua_Integer)sp->code);
+  lua_setfield(L, -2, "code");
+  lua_pushinteger(L, sp->signal);
+  lua_setfield(L, -2, "signal");
+  lua_pushinteger(L, sp->pid);
+  lua_setfield(L, -2, "pid");
+  for (int i = 0; i < 2; i++)
+    if (sp->out[i].mode == OUT_CAPTURE) {
+      lua_pushlstring(L, sp->out[i].buf.data ? sp->out[i].buf.data : "", sp->out[i].buf.len);
+      lua_setfield(L, -2, out_names[i]);
+    }
+  c->wait_cleanup = NULL;
+  c->wait_data = NULL;
+  sp_detach(sp, NULL);                /* reaped: this only closes the handles */
+  return sp->error ? 3 : 1;
+}
+
+/* Options. */
+
+static int out_mode(lua_State *L, int opts, const char *name) {
+  int t = lua_getfield(L, opts, name), mode = -1;
+  if (t == LUA_TNIL) mode = OUT_CAPTURE;
+  else if (t == LUA_TFUNCTION) mode = OUT_LINES;
+  else if (t == LUA_TSTRING && strcmp(lua_tostring(L, -1), "capture") == 0) mode = OUT_CAPTURE;
+  else if (t == LUA_TSTRING && strcmp(lua_tostring(L, -1), "ignore") == 0) mode = OUT_IGNORE;
+  if (mode < 0)
+    return luaL_error(L, "spawn: opts.%s must be \"capture\", \"ignore\" or a function", name);
+  if (mode != OUT_LINES) lua_pop(L, 1);           /* a function stays for luaL_ref */
+  return mode;
+}
+
+/* A string (numbers are converted) kept alive in the anchor table at index
+ * anchor for as long as the stack lives. */
+static const char *anchored(lua_State *L, int anchor, int idx, const char *what) {
+  const char *s;
+  if (lua_type(L, idx) != LUA_TSTRING && lua_type(L, idx) != LUA_TNUMBER)
+    luaL_error(L, "spawn: %s must be a string", what);
+  lua_pushvalue(L, idx);
+  s = lua_tostring(L, -1);
+  lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
+  return s;
+}
+
+int mcp_spawn_start(lua_State *L, mcp_call *c) {
+  const char *file = luaL_checkstring(L, 1);
+  const char *cwd = NULL, **argv, **envp = NULL, *input = NULL;
+  size_t nargs = 0, input_len = 0, max_output = MCP_SPAWN_MAX_OUTPUT;
+  double timeout = 0;
+  int modes[2], refs[2], anchor, r;
+  uv_process_options_t o;
+  uv_stdio_container_t stdio[3];
+  mcp_spawn *sp;
+
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    nargs = lua_rawlen(L, 2);
+  }
+  if (!lua_isnoneornil(L, 3)) luaL_checktype(L, 3, LUA_TTABLE);
+  else {
+    lua_settop(L, 2);
+    lua_newtable(L);
+  }
+  lua_settop(L, 3);
+  if (c->signalled) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "cancelled: %s", c->req.reason ? c->req.reason : "request stopped");
+    return 2;
+  }
+  lua_newtable(L);                                /* stack: cmd args opts anchor */
+  anchor = lua_gettop(L);
+
+  argv = lua_newuserdatauv(L, (nargs + 2) * sizeof *argv, 0);
+  argv[0] = file;
+  for (size_t i = 1; i <= nargs; i++) {
+    char what[32];
+    snprintf(what, sizeof what, "args[%zu]", i);
+    lua_rawgeti(L, 2, (lua_Integer)i);
+    argv[i] = anchored(L, anchor, -1, what);
+    lua_pop(L, 1);
+  }
+  argv[nargs + 1] = NULL;
+
+  if (lua_getfield(L, 3, "cwd") != LUA_TNIL) cwd = anchored(L, anchor, -1, "opts.cwd");
+  lua_pop(L, 1);
+  if (lua_getfield(L, 3, "stdin") != LUA_TNIL) {
+    if (lua_type(L, -1) != LUA_TSTRING) return luaL_error(L, "spawn: opts.stdin must be a string");
+    input = lua_tolstring(L, -1, &input_len);
+  }
+  lua_pop(L, 1);                                  /* input stays alive in opts */
+  if (lua_getfield(L, 3, "timeout") != LUA_TNIL) {
+    if (!lua_isnumber(L, -1) || (timeout = lua_tonumber(L, -1)) < 0)
+      return luaL_error(L, "spawn: opts.timeout must be a number of seconds >= 0");
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, 3, "max_output") != LUA_TNIL) {
+    if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1)
+      return luaL_error(L, "spawn: opts.max_output must be an integer >= 1");
+    max_output = (size_t)lua_tointeger(L, -1);
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, 3, "env") != LUA_TNIL) {
+    size_t n = 0, k = 0;
+    int env = lua_gettop(L);
+    luaL_checktype(L, env, LUA_TTABLE);
+    for (lua_pushnil(L); lua_next(L, env); lua_pop(L, 1)) n++;
+    envp = lua_newuserdatauv(L, (n + 1) * sizeof *envp, 0);
+    lua_rawseti(L, anchor, 0);                    /* anchor[0] = the array */
+    for (lua_pushnil(L); lua_next(L, env); lua_pop(L, 1)) {
+      if (lua_type(L, -2) != LUA_TSTRING || strchr(lua_tostring(L, -2), '=') != NULL ||
+          (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER))
+        return luaL_error(L, "spawn: opts.env must map names (without '=') to strings");
+      lua_pushfstring(L, "%s=%s", lua_tostring(L, -2), lua_tostring(L, -1));
+      envp[k++] = lua_tostring(L, -1);
+      lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
+    }
+    envp[k] = NULL;
+  }
+  lua_pop(L, 1);
+  modes[0] = out_mode(L, 3, "stdout");            /* a function is left on the stack */
+  modes[1] = out_mode(L, 3, "stderr");
+  for (int i = 1; i >= 0; i--)                    /* stderr's function is on top */
+    refs[i] = modes[i] == OUT_LINES ? luaL_ref(L, LUA_REGISTRYINDEX) : LUA_NOREF;
+
+  /* Nothing below raises until the child is attached. */
+  sp = calloc(1, sizeof *sp);
+  if (sp == NULL) abort();
+  sp->max_output = max_output;
+  sp->grace = c->grace;
+  sp->timeout = timeout;
+  snprintf(sp->name, sizeof sp->name, "%s", file);
+  snprintf(sp->key, sizeof sp->key, "%.64s", c->req.key);
+  for (int i = 0; i < 2; i++) {
+    sp->out[i].mode = modes[i];
+    sp->out[i].fn_ref = refs[i];
+  }
+  if (input != NULL && input_len > 0) {
+    sp->input = malloc(input_len);
+    if (sp->input == NULL) abort();
+    memcpy(sp->input, input, input_len);
+    sp->input_len = input_len;
+  }
+
+  memset(&o, 0, sizeof o);
+  o.exit_cb = on_exit_cb;
+  o.file = file;
+  o.args = (char **)argv;
+  o.env = (char **)envp;
+  o.cwd = cwd;
+  o.flags = UV_PROCESS_DETACHED;                  /* its own process group, signalled as one */
+  o.stdio = stdio;
+  o.stdio_count = 3;
+  memset(stdio, 0, sizeof stdio);
+  stdio[0].flags = UV_IGNORE;                     /* /dev/null, never the protocol's stdin */
+  if (input != NULL) {
+    uv_pipe_init(mcp_sched_loop(), &sp->in, 0);
+    sp->in.data = sp;
+    sp->in_on = 1;
+    sp->open++;
+    stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
+    stdio[0].data.stream = (uv_stream_t *)&sp->in;
+  }
+  for (int i = 0; i < 2; i++) {
+    stdio[i + 1].flags = UV_IGNORE;
+    if (modes[i] == OUT_IGNORE) continue;
+    uv_pipe_init(mcp_sched_loop(), &sp->out[i].pipe, 0);
+    sp->out[i].pipe.data = sp;
+    sp->out[i].on = 1;
+    sp->open++;
+    stdio[i + 1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+    stdio[i + 1].data.stream = (uv_stream_t *)&sp->out[i].pipe;
+  }
+  uv_timer_init(mcp_sched_loop(), &sp->timer);
+  sp->timer.data = sp;
+  sp->proc.data = sp;
+  sp->open += 2;                                  /* timer and process */
+  r = uv_spawn(mcp_sched_loop(), &sp->proc, &o);
+  if (r != 0) {
+    sp->exited = 1;                               /* nothing to reap */
+    sp_detach(sp, NULL);
+    lua_pushnil(L);
+    lua_pushfstring(L, "spawn %s: %s", file, uv_strerror(r));
+    lua_pushstring(L, uv_err_name(r));
+    return 3;
+  }
+  sp->pid = sp->proc.pid;
+  mcp_debug("request %s: spawned %s (pid %d)", sp->key, sp->name, sp->pid);
+  for (int i = 0; i < 2; i++)
+    if (sp->out[i].on) uv_read_start((uv_stream_t *)&sp->out[i].pipe, on_alloc, on_read);
+  if (sp->in_on) {
+    uv_buf_t b = uv_buf_init(sp->input, (unsigned)sp->input_len);
+    sp->write_req.data = sp;
+    if (sp->input_len == 0 || uv_write(&sp->write_req, (uv_stream_t *)&sp->in, &b, 1, on_written) != 0)
+      close_in(sp);
+  }
+  if (timeout > 0) uv_timer_start(&sp->timer, on_timeout, (uint64_t)(timeout * 1000.0), 0);
+  sp->call = c;
+  c->wait_data = sp;
+  c->wait_cleanup = spawn_cleanup;
+  c->waiting = 1;
+  return lua_yieldk(L, 0, 0, spawn_k);
+}
