@@ -9,12 +9,14 @@
 #include <uv.h>
 
 #include "buf.h"
+#include "cli.h"
 #include "config.h"
 #include "lmcp.h"
 #include "log.h"
 #include "sched.h"
 #include "stdio_transport.h"
 #include "transport_http.h"
+#include "watch.h"
 
 mcp_config mcp_cfg = {
   .timeout = 60, .grace = 2, .max_line = 4u << 20, .memory_limit = 256u << 20, .page_size = 50,
@@ -43,7 +45,7 @@ static const char usage[] =
   "  --max-body BYTES     largest POST body (4194304)\n"
   "  --max-connections N  concurrent connections (256)\n"
   "  --idle-timeout SEC   close idle keep-alive connections (60)\n"
-  "  --watch              hot reload (not implemented yet)\n";
+  "  --watch              reload plugins when their files change\n";
 
 static int l_panic(lua_State *L) {
   mcp_log(MCP_LOG_CRITICAL, "Lua panic: %s", lua_tostring(L, -1));
@@ -57,9 +59,10 @@ static int shutting_down;
 static mcp_http_options http_opt = {
   .max_body = 4u << 20, .max_connections = 256, .idle_ms = 60000
 };
-static int use_http;
+static int use_http, use_watch;
 
 static void closed(void) {
+  if (use_watch) mcp_watch_close();
   uv_close((uv_handle_t *)&sigterm, NULL);
   uv_close((uv_handle_t *)&sigint, NULL);
   mcp_sched_close();
@@ -126,6 +129,8 @@ static int load_server(lua_State *Ls) {
   lua_getglobal(Ls, "require");
   lua_pushliteral(Ls, "mcp.server");
   lua_call(Ls, 1, 1);                          /* stack: server */
+  lua_pushboolean(Ls, use_watch);
+  lua_setfield(Ls, -2, "watching");
   lua_getfield(Ls, -1, "load");
   lua_createtable(Ls, ndirs, 0);
   for (int i = 0; i < ndirs; i++) {
@@ -137,6 +142,9 @@ static int load_server(lua_State *Ls) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && (strcmp(argv[1], "list") == 0 || strcmp(argv[1], "call") == 0 ||
+                   strcmp(argv[1], "check") == 0 || strcmp(argv[1], "new") == 0))
+    return mcp_cli_main(argc, argv);            /* the plugin author's commands: cli.c */
   const char *dirs[argc + 1], *allow[argc + 1];
   int nallow = 0;
   int ndirs = 0, status = 0;
@@ -205,7 +213,7 @@ int main(int argc, char **argv) {
       if (!parse_number(v, &d) || d <= 0) return fail_usage("bad --idle-timeout: %s", v);
       http_opt.idle_ms = (unsigned)(d * 1000);
     } else if (strcmp(a, "--watch") == 0) {
-      return fail_usage("%s: hot reload is not implemented yet", a);
+      use_watch = 1;
     } else {
       return fail_usage("unknown option: %s", a);
     }
@@ -234,6 +242,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   mcp_sched_init(loop, L, luaL_ref(L, LUA_REGISTRYINDEX));
+  if (use_watch && mcp_watch_start(loop, dirs, ndirs, 100, mcp_sched_rescan) != 0) {
+    lua_close(L);
+    return 1;
+  }
   uv_signal_init(loop, &sigterm);
   uv_signal_init(loop, &sigint);
   uv_signal_start(&sigterm, on_signal, SIGTERM);

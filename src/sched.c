@@ -698,6 +698,32 @@ void mcp_sched_session_closed(mcp_session *s) {
   }
 }
 
+/* server.rescan{[dir] = true, ...}: hot reload, protected. */
+static int call_rescan(lua_State *L) {
+  const char **dirs = lua_touserdata(L, 1);
+  int n = (int)lua_tointeger(L, 2);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, S.server_ref);
+  lua_getfield(L, -1, "rescan");
+  lua_createtable(L, 0, n);
+  for (int i = 0; i < n; i++) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, dirs[i]);
+  }
+  lua_call(L, 1, 0);
+  return 0;
+}
+
+void mcp_sched_rescan(const char **lib_dirs, int n) {
+  lua_pushcfunction(S.L, call_rescan);
+  lua_pushlightuserdata(S.L, (void *)lib_dirs);
+  lua_pushinteger(S.L, n);
+  if (lua_pcall(S.L, 2, 0, 0) != LUA_OK) {
+    mcp_error("reload: %s", lua_tostring(S.L, -1));
+    lua_pop(S.L, 1);
+  }
+  lua_gc(S.L, LUA_GCSTEP, 0);    /* old plugin versions become garbage: collect a step */
+}
+
 int mcp_sched_has_method(const char *method) {
   int found;
   lua_rawgeti(S.L, LUA_REGISTRYINDEX, S.methods_ref);

@@ -73,6 +73,9 @@ mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, void *stream, const c
                          size_t keylen, const char *method, json_t *params);
 /* Append the server's capabilities object, as the plugins make them. */
 void mcp_sched_capabilities(mcp_buf *b);
+/* Hot reload: Lua looks at every plugin file again (lib_dirs: dirs whose
+ * lib/ changed). */
+void mcp_sched_rescan(const char **lib_dirs, int n);
 /* Tell Lua a session ended (subscriptions and the like go with it). */
 void mcp_sched_session_closed(mcp_session *s);
 /* Feed an event to the state machine and perform its actions. */

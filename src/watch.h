@@ -1,0 +1,16 @@
+/* Hot reload: libuv fs events on the plugins directories and their lib/,
+ * debounced, so that an editor's write-rename-write counts once. */
+#ifndef MCP_WATCH_H
+#define MCP_WATCH_H
+
+#include <uv.h>
+
+/* on_change(lib_dirs, n): after a quiet period, the dirs whose lib/ changed
+ * (n may be 0: only plugin files changed). */
+typedef void (*mcp_watch_cb)(const char **lib_dirs, int n);
+
+int mcp_watch_start(uv_loop_t *loop, const char **dirs, int ndirs, unsigned debounce_ms,
+                    mcp_watch_cb on_change);
+void mcp_watch_close(void);
+
+#endif
