@@ -578,6 +578,30 @@ describe("Streamable HTTP", function()
     end)
   end)
 
+  describe("cancellation of a request that sent nothing", function()
+    it("its POST is answered with a stream that ends without a response, and the connection goes on", function()
+      local srv = start()
+      local s = HH.initialize(srv, "2025-11-25")
+      local c = HH.connect(srv)
+      local body = cjson.encode(s:req("tools/call", { name = "quiet", arguments = { seconds = 3 } }))
+      local h = s:headers()
+      h[#h + 1] = { "Content-Length", tostring(#body) }
+      c:send(HH.request_text{ method = "POST", headers = h, body = body })
+      local id = s.last_id
+      H.pump(0.1)
+      local n = s:notify("notifications/cancelled", { requestId = id }):wait_done()
+      assert.equal(202, n.status)
+      local r = c:response(2)
+      assert.truthy(r, "the cancelled request's POST got no answer")
+      r:wait_done(2)
+      assert.equal(200, r.status, r:describe())
+      assert.is_true(r.done, "its answer did not end")
+      assert.equal(0, #responses_in(r), r.body)
+      assert.same({}, s:rpc("ping", nil, { conn = c }).result)
+      srv:expect_stderr("quiet stopped " .. id, 2)
+    end)
+  end)
+
   describe("batches", function()
     it("under 2025-03-26 a POSTed batch is answered with one JSON array", function()
       local srv = start()
@@ -593,6 +617,23 @@ describe("Streamable HTTP", function()
       for _, m in ipairs(arr) do by_id[m.id] = m end
       assert.same({}, by_id[1].result)
       assert.equal("b", text_of(by_id[2]))
+    end)
+
+    it("under 2025-03-26 a batch whose call notifies first is an SSE stream with the array last", function()
+      local srv = start()
+      local s = HH.initialize(srv, "2025-03-26")
+      local r = s:post('[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"steps","arguments":{"n":2}}},' ..
+                       '{"jsonrpc":"2.0","id":2,"method":"ping"}]'):wait_done()
+      assert.equal(200, r.status, r:describe())
+      assert.truthy(r:is_sse(), r:describe())
+      assert.is_true(r.terminated)
+      assert.same({ "step 1", "step 2" }, log_texts(r))
+      local last = r.events[#r.events].msg
+      assert.equal(2, #last, r.body)
+      local by_id = {}
+      for _, m in ipairs(last) do by_id[m.id] = m end
+      assert.equal("done 2", text_of(by_id[1]))
+      assert.same({}, by_id[2].result)
     end)
 
     it("under 2025-03-26 a batch of notifications only is accepted with 202", function()
