@@ -11,6 +11,7 @@ typedef struct {
   size_t memory_limit;   /* Lua state limit, bytes; 0 = none */
   int page_size;         /* items per list page */
   double request_timeout;  /* default timeout of a request to the client, seconds */
+  int test_clock;          /* accept notifications/luamcp/advance (tests only) */
 } mcp_config;
 
 extern mcp_config mcp_cfg;

@@ -81,7 +81,7 @@ int mcp_call_request(lua_State *L, mcp_call *c, const char *method, int params, 
                      double max_total) {
   mcp_buf *b;
   char err[128];
-  uint64_t now = uv_hrtime();
+  uint64_t now = mcp_clock_ns();
   if (c->signalled) {
     lua_pushnil(L);
     lua_pushstring(L, c->req.reason ? c->req.reason : "cancelled");
@@ -180,7 +180,7 @@ int mcp_out_response(mcp_session *s, json_t *msg) {
 
 int mcp_out_progress(mcp_session *s, json_t *token) {
   mcp_call *c = find_waiter(s, token);
-  uint64_t now = uv_hrtime();
+  uint64_t now = mcp_clock_ns();
   if (c == NULL || !c->waiting) return 0;
   c->wake_ns = now + c->out_timeout_ns;
   if (c->wake_ns > c->out_max_ns) c->wake_ns = c->out_max_ns;

@@ -34,6 +34,12 @@ static struct {
 
 void (*mcp_sched_idle_cb)(void);
 
+/* The clock of deadlines, waits and mcp.now(): real time, plus what a test
+ * advanced it by (--test-clock). Time slices always use real time. */
+static uint64_t clock_offset;
+
+uint64_t mcp_clock_ns(void) { return uv_hrtime() + clock_offset; }
+
 static size_t mem_used;
 static int mem_enforced;          /* inside a resume */
 
@@ -200,20 +206,19 @@ static void hook(lua_State *L, lua_Debug *ar) {
     luaL_error(L, "request aborted: %s", c->req.reason ? c->req.reason : "cancelled");
     return;
   }
-  uint64_t now = uv_hrtime();
   if (c->closing) {
-    if (now > c->hard_ns) {
+    if (mcp_clock_ns() > c->hard_ns) {
       c->tainted = 1;
       luaL_error(L, "cleanup after abort took longer than 1 s");
     }
     return;
   }
-  if (now < c->slice_end_ns) return;
+  if (uv_hrtime() < c->slice_end_ns) return;      /* slices are real CPU time */
   if (L == c->co && lua_isyieldable(L)) {
     lua_yield(L, 0);
     return;
   }
-  if (c->hard_ns != 0 && now >= c->hard_ns) {
+  if (c->hard_ns != 0 && mcp_clock_ns() >= c->hard_ns) {
     c->killing = c->tainted = 1;
     lua_sethook(L, hook, LUA_MASKCOUNT, 1);
     if (L != c->co) lua_sethook(c->co, hook, LUA_MASKCOUNT, 1);
@@ -329,13 +334,13 @@ static void timer_arm(mcp_call *c) {
     c->timer.data = c;
     c->timer_on = 1;
   }
-  now = uv_hrtime();
+  now = mcp_clock_ns();
   uv_timer_start(&c->timer, on_timer, due > now ? (due - now + 999999) / 1000000 : 0, 0);
 }
 
 static void on_timer(uv_timer_t *t) {
   mcp_call *c = t->data;
-  uint64_t now = uv_hrtime();
+  uint64_t now = mcp_clock_ns();
   if (c->wake_ns && now >= c->wake_ns) {
     c->wake_ns = 0;
     c->waiting = 0;
@@ -351,6 +356,23 @@ static void on_timer(uv_timer_t *t) {
     return;                          /* the call may be finished */
   }
   timer_arm(c);
+}
+
+/* Move the clock forward: every timer now due fires, in deadline order per call. */
+void mcp_sched_advance(double seconds) {
+  int n = 0, i;
+  mcp_call **v;
+  clock_offset += (uint64_t)(seconds * 1e9);
+  for (mcp_call *c = S.all; c; c = c->anext) n++;
+  if (n == 0) return;
+  v = malloc((size_t)n * sizeof *v);
+  if (v == NULL) abort();
+  n = 0;
+  for (mcp_call *c = S.all; c; c = c->anext)
+    if (c->timer_on) v[n++] = c;
+  for (i = 0; i < n; i++)
+    if (!v[i]->finished) on_timer(&v[i]->timer);   /* checks what is due, re-arms the rest */
+  free(v);
 }
 
 void mcp_call_wake(mcp_call *c) { queue_push(c); }
@@ -499,7 +521,7 @@ static void run_oncancel(mcp_call *c) {
 static void co_reset(mcp_call *c) {
   c->killing = 0;
   c->closing = 1;
-  c->hard_ns = uv_hrtime() + CLOSE_NS;
+  c->hard_ns = mcp_clock_ns() + CLOSE_NS;
   lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
   wait_cancel(c);
   if (c->out_id) mcp_out_abandon(c, c->req.reason ? c->req.reason : "request aborted");
@@ -537,7 +559,7 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
   }
   if (act & MCP_ACT_GRACE) {
     uint64_t ms = (uint64_t)(c->grace * 1000.0);
-    c->hard_ns = c->due_ns = uv_hrtime() + ms * 1000000ull;
+    c->hard_ns = c->due_ns = mcp_clock_ns() + ms * 1000000ull;
     timer_arm(c);
   }
   if (act & MCP_ACT_ABORT) call_abort(c);
@@ -586,7 +608,7 @@ mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, void *stream, const c
   S.live++;
   if (c->timeout > 0) {
     uint64_t ms = (uint64_t)(c->timeout * 1000.0);
-    c->deadline_ns = c->due_ns = uv_hrtime() + ms * 1000000ull;
+    c->deadline_ns = c->due_ns = mcp_clock_ns() + ms * 1000000ull;
     if (mode != MCP_CANCEL_IGNORE) c->hard_ns = c->deadline_ns;
     timer_arm(c);
   }
@@ -610,7 +632,7 @@ static int sleep_k(lua_State *L, int status, lua_KContext ctx) {
 int mcp_call_sleep(lua_State *L, mcp_call *c, double seconds) {
   if (c->signalled) return sleep_k(L, LUA_OK, 0);
   if (seconds > 0) {
-    c->wake_ns = uv_hrtime() + (uint64_t)(seconds * 1e9);
+    c->wake_ns = mcp_clock_ns() + (uint64_t)(seconds * 1e9);
     c->waiting = 1;
     timer_arm(c);
   }

@@ -100,6 +100,10 @@ extern void (*mcp_sched_idle_cb)(void);
  * so that an exhausted state cannot panic the server. */
 void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 
+/* The clock of deadlines and waits (ns); --test-clock lets a client move it. */
+uint64_t mcp_clock_ns(void);
+void mcp_sched_advance(double seconds);
+
 /* For outgoing.c: resume c on the next loop turn; re-arm its timer. */
 void mcp_call_wake(mcp_call *c);
 void mcp_call_rearm(mcp_call *c);

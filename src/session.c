@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "json.h"
 #include "rpc.h"
 #include "sched.h"
@@ -258,6 +259,11 @@ static void on_notification(mcp_session *s, const char *method, json_t *params) 
   else if (strcmp(method, "notifications/progress") == 0) {
     if (!mcp_out_progress(s, json_object_get(params, "progressToken")))
       mcp_debug("progress ignored: no request of ours has that token");
+  }
+  else if (strcmp(method, "notifications/luamcp/advance") == 0 && mcp_cfg.test_clock) {
+    double seconds = json_number_value(json_object_get(params, "seconds"));
+    mcp_debug("test clock: advanced by %g s", seconds);
+    if (seconds > 0) mcp_sched_advance(seconds);
   }
   else mcp_debug("notification %.128s ignored", method);
 }

@@ -1,0 +1,63 @@
+-- require "mcp.test": the helper plugin authors use from busted. These specs
+-- use it the way a plugin author would.
+package.path = "lua/?.lua;" .. package.path
+local T = require "mcp.test"
+local H = require "spec.helper"
+
+describe("mcp.test", function()
+  local srv
+  after_each(function() if srv then srv:stop() srv = nil end end)
+
+  local function start()
+    srv = T.start { plugins = { "spec/fixtures/mcptest", "spec/fixtures/plugins" }, bin = H.binary() }
+    return srv
+  end
+
+  it("calls a tool and returns its result", function()
+    start()
+    assert.are.equal("hello", T.text(srv:call("echo", { text = "hello" })))
+  end)
+
+  it("moves the server's clock: a 50 s sleep ends when the clock is advanced, at once", function()
+    start()
+    local c = srv:start("nap", { seconds = 50 })
+    srv:pump(0.1)
+    local t0 = H.now()
+    srv:advance(50)
+    local r = assert(c:result(5))
+    local ok, dt = T.text(r):match("^slept (%a+) ([%d.]+)$")
+    assert.are.equal("true", ok, T.text(r))
+    assert.is_true(tonumber(dt) >= 50 and tonumber(dt) < 52, T.text(r))
+    assert.is_true(H.now() - t0 < 2, "it waited in real time")
+  end)
+
+  it("advancing past a tool's timeout gives the timeout result", function()
+    start()
+    local c = srv:start("slow")
+    srv:pump(0.1)
+    srv:advance(30)
+    local r = assert(c:result(5))
+    assert.is_true(r.isError)
+    assert.truthy(T.text(r):find("timed out after 30 seconds", 1, true), T.text(r))
+    assert.truthy(c:wait_log("woke: timeout"))
+  end)
+
+  it("reads progress and logs, and a cancelled call gets no response", function()
+    start()
+    local c = srv:start("steps", { n = 10 })
+    assert.is_true(c:wait_progress(1))
+    srv:advance(1)
+    assert.is_true(c:wait_progress(2))
+    assert.are.equal(2, c.progress[2].progress)
+    c:cancel("enough")
+    assert.truthy(c:wait_log("stopped at 3"))
+    assert.is_nil(c:wait(0.3))
+  end)
+
+  it("stop ends the server with exit code 0", function()
+    start()
+    srv:start("slow")
+    assert.are.equal(0, srv:stop())
+    srv = nil
+  end)
+end)
