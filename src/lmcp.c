@@ -29,7 +29,7 @@ static int l_reason(lua_State *L) {
 }
 
 static int l_now(lua_State *L) {
-  lua_pushnumber(L, (double)uv_hrtime() / 1e9);
+  lua_pushnumber(L, (double)mcp_clock_ns() / 1e9);
   return 1;
 }
 

@@ -45,7 +45,9 @@ static const char usage[] =
   "  --max-body BYTES     largest POST body (4194304)\n"
   "  --max-connections N  concurrent connections (256)\n"
   "  --idle-timeout SEC   close idle keep-alive connections (60)\n"
-  "  --watch              reload plugins when their files change\n";
+  "  --watch              reload plugins when their files change\n"
+  "  --test-clock         let clients move the clock (notifications/luamcp/advance):\n"
+  "                       for plugin tests only\n";
 
 static int l_panic(lua_State *L) {
   mcp_log(MCP_LOG_CRITICAL, "Lua panic: %s", lua_tostring(L, -1));
@@ -214,6 +216,8 @@ int main(int argc, char **argv) {
       http_opt.idle_ms = (unsigned)(d * 1000);
     } else if (strcmp(a, "--watch") == 0) {
       use_watch = 1;
+    } else if (strcmp(a, "--test-clock") == 0) {
+      mcp_cfg.test_clock = 1;
     } else {
       return fail_usage("unknown option: %s", a);
     }
