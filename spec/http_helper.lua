@@ -243,7 +243,8 @@ function Conn:_parse()
       if not e then return end
       local size_text = self.buf:sub(1, e - 1)
       self.buf = self.buf:sub(e + 2)
-      local size = tonumber(size_text:match("^%x+"), 16)
+      local hex = size_text:match("^%x+")
+      local size = hex and tonumber(hex, 16)
       if not size then
         r.chunk_error = "bad chunk size " .. size_text
         self:_finish(r)

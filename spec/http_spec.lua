@@ -463,6 +463,30 @@ describe("Streamable HTTP", function()
       assert.equal(1, #responses_in(r))
     end)
 
+    it("resuming a stream that has sent no event yet (Last-Event-ID N-0) gives a well-formed SSE answer or 404", function()
+      local srv = start()
+      local s = HH.initialize(srv, "2025-11-25")
+      local c = HH.connect(srv)
+      local body = cjson.encode(s:req("tools/call", { name = "quiet", arguments = { seconds = 0.3 } }))
+      local h = s:headers()
+      h[#h + 1] = { "Content-Length", tostring(#body) }
+      c:send(HH.request_text{ method = "POST", headers = h, body = body })
+      H.pump(0.05)
+      c:drop()                         -- before its answer: the stream has no event id yet
+      H.pump(0.05)
+      -- streams of this session: 1 initialize, 2 initialized, 3 this call
+      local g, gc = s:get({ last_event_id = "3-0" })
+      if g.status == 404 then return end
+      assert.equal(200, g.status, g:describe())
+      assert.truthy(g:is_sse(), g:describe())
+      g:wait_done(3)
+      assert.is_nil(g.chunk_error, "the stream is corrupt; bytes received:\n" .. gc.raw)
+      assert.is_true(g.terminated, "the stream did not end; bytes received:\n" .. gc.raw)
+      local resps = responses_in(g)
+      assert.equal(1, #resps, gc.raw)
+      assert.equal("quiet 0.3", text_of(resps[1]))
+    end)
+
     it("an unknown Last-Event-ID is 404", function()
       local srv = start()
       local s = HH.initialize(srv, "2025-11-25")
