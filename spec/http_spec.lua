@@ -487,6 +487,49 @@ describe("Streamable HTTP", function()
       assert.equal("quiet 0.3", text_of(resps[1]))
     end)
 
+    it("a stream longer than the replay buffer resumes to its response, events in order", function()
+      local srv = start()
+      local s = HH.initialize(srv, "2025-11-25")
+      local r, c = s:post(s:req("tools/call", { name = "steps", arguments = { n = 300 },
+                                                _meta = { progressToken = 1 } }), { fresh = true })
+      local id = s.last_id
+      local prime = r:next_event()
+      assert.truthy(prime and prime.id)
+      c:drop()
+      srv:expect_stderr("steps done " .. id)
+      local g = s:get({ last_event_id = prime.id }):wait_done()
+      assert.equal(200, g.status, g:describe())
+      assert.is_true(g.terminated)
+      assert.truthy(#g.events > 0 and #g.events <= 601)
+      local prev = select(2, id_parts(prime.id))
+      for _, ev in ipairs(g.events) do
+        local _, seq = id_parts(ev.id)
+        assert.truthy(seq > prev, "events out of order")
+        prev = seq
+      end
+      local resps = responses_in(g)
+      assert.equal(1, #resps)
+      assert.equal("done 300", text_of(resps[1]))
+      assert.equal(resps[1], g.events[#g.events].msg)
+    end)
+
+    it("old ended streams are forgotten (404) while the latest still resume", function()
+      local srv = start()
+      local s = HH.initialize(srv, "2025-11-25")
+      local firsts = {}
+      for i = 1, 20 do
+        local _, r = s:call("steps", { n = 1 })
+        assert.is_true(r.terminated)
+        firsts[i] = r.events[1].id
+      end
+      local old = s:get({ last_event_id = firsts[1] }):wait_done()
+      assert.equal(404, old.status, old:describe())
+      local new = s:get({ last_event_id = firsts[20] }):wait_done()
+      assert.equal(200, new.status, new:describe())
+      assert.is_true(new.terminated)
+      assert.equal("done 1", text_of(responses_in(new)[1]))
+    end)
+
     it("an unknown Last-Event-ID is 404", function()
       local srv = start()
       local s = HH.initialize(srv, "2025-11-25")
