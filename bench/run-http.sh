@@ -29,10 +29,10 @@ for sc in $HTTP_SCENARIOS; do
     http_enabled $srv || continue
     limit=120
     case $sc in
-      echo)      args="--scenario echo --conns $HTTP_CONNS --depth 1 --seconds $HTTP_SECONDS" ;;
-      pipelined) args="--scenario echo --conns $HTTP_CONNS --depth $HTTP_DEPTH --seconds $HTTP_SECONDS" ;;
+      echo)      args="--scenario echo --conns $HTTP_CONNS --depth 1 --seconds $HTTP_SECONDS --warmup-seconds $HTTP_WARMUP" ;;
+      pipelined) args="--scenario echo --conns $HTTP_CONNS --depth $HTTP_DEPTH --seconds $HTTP_SECONDS --warmup-seconds $HTTP_WARMUP" ;;
       latency)   args="--scenario latency --count 10000 --warmup 1000 --max-seconds 10" ;;
-      soak)      args="--scenario soak --conns $HTTP_CONNS --depth 1 --seconds $SOAK_SECONDS --sample-ms 500"
+      soak)      args="--scenario soak --conns $HTTP_CONNS --depth 1 --seconds $SOAK_SECONDS --sample-ms 500 --warmup-seconds $HTTP_WARMUP"
                  limit=$(awk -v s="$SOAK_SECONDS" 'BEGIN { printf "%d", s + 90 }') ;;
       *) note "unknown HTTP scenario $sc"; continue ;;
     esac
@@ -63,7 +63,7 @@ hget() { # server scenario key -> value, or empty
   fi
   echo "ceiling:      bench/http-ceiling.c (epoll, canned JSON answer with Content-Length, keep-alive)"
   [ "$PIN" = 1 ] && echo "pinning:      driver on cpu 0, server on cpu 1" || echo "pinning:      none"
-  echo "load:         $HTTP_CONNS keep-alive connections; echo rounds of ${HTTP_SECONDS}s (median of 3); soak ${SOAK_SECONDS}s"
+  echo "load:         $HTTP_CONNS keep-alive connections; ${HTTP_WARMUP}s warm-up, then echo rounds of ${HTTP_SECONDS}s (median of 3); soak ${SOAK_SECONDS}s"
   echo
   printf '%-40s %9s %9s %10s %9s %8s %8s  %s\n' \
     scenario luamcp ts-sse ts-statels ceiling l/ts-sse l/ceil target

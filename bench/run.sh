@@ -21,7 +21,8 @@
 #   BENCH_HTTP_SCENARIOS which HTTP scenarios (default: "echo pipelined latency soak")
 #   BENCH_HTTP_CONNS     keep-alive connections of the HTTP load (default 8)
 #   BENCH_HTTP_DEPTH     requests in flight per connection when pipelined (default 8)
-#   BENCH_HTTP_SECONDS   length of one HTTP echo round (default 2; 3 rounds after a 1 s warm-up)
+#   BENCH_HTTP_SECONDS   length of one HTTP echo round (default 2; the median of 3 rounds)
+#   BENCH_HTTP_WARMUP    seconds of load before measuring (default 2: Node's JIT needs it)
 #   BENCH_SOAK_SECONDS   length of the HTTP memory soak (default 15)
 #   BENCH_HTTP_PORT      first TCP port on 127.0.0.1 to use (default 28930; each
 #                        server run takes the next one)
@@ -49,6 +50,7 @@ HTTP_SCENARIOS=${BENCH_HTTP_SCENARIOS:-echo pipelined latency soak}
 HTTP_CONNS=${BENCH_HTTP_CONNS:-8}
 HTTP_DEPTH=${BENCH_HTTP_DEPTH:-8}
 HTTP_SECONDS=${BENCH_HTTP_SECONDS:-2}
+HTTP_WARMUP=${BENCH_HTTP_WARMUP:-2}
 SOAK_SECONDS=${BENCH_SOAK_SECONDS:-15}
 HTTP_PORT=${BENCH_HTTP_PORT:-28930}
 DRV_PIN=""; SRV_PIN=""
