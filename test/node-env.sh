@@ -54,8 +54,8 @@ do_install() {
   [ -f "$CACHE/package.json" ] || printf '{ "private": true }\n' >"$CACHE/package.json"
   # Retries kept short: an unreachable registry fails in seconds, not minutes.
   if ! "$NPM" install --prefix "$CACHE" --no-audit --no-fund --no-update-notifier \
-         --loglevel=error --fetch-retries=2 --fetch-retry-mintimeout=2000 \
-         --fetch-retry-maxtimeout=10000 --fetch-timeout=120000 "$NODE_SPEC" "$CONF_SPEC" "$SDK_SPEC" "$ZOD_SPEC" >"$LOG" 2>&1; then
+         --loglevel=error --fetch-retries=1 --fetch-retry-mintimeout=2000 \
+         --fetch-retry-maxtimeout=5000 --fetch-timeout=120000 "$NODE_SPEC" "$CONF_SPEC" "$SDK_SPEC" "$ZOD_SPEC" >"$LOG" 2>&1; then
     say "npm install failed (is the npm registry reachable?); its output:"
     sed 's/^/  npm: /' "$LOG" | tail -n 30 >&2
     say "(set LUAMCP_SKIP_NODE=1 to skip the tests that need Node 22 and the MCP packages)"

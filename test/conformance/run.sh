@@ -66,6 +66,7 @@ else
 fi
 
 SERVER_PID=""
+SERVER_RC=0
 stop_server() {
   [ -n "$SERVER_PID" ] || return 0
   if kill -0 "$SERVER_PID" 2>/dev/null; then
@@ -78,6 +79,7 @@ stop_server() {
     fi
   fi
   wait "$SERVER_PID" 2>/dev/null
+  SERVER_RC=$?
   SERVER_PID=""
 }
 trap 'stop_server' EXIT
@@ -143,6 +145,11 @@ for suite in $SUITES; do
     STATUS=1
   fi
   stop_server
+  if [ "$SERVER_RC" != 0 ]; then
+    note "$suite: the server exited with status $SERVER_RC after SIGTERM (want 0); its log ends:"
+    tail -n 20 "$SLOG" | sed 's/^/  /' >&2
+    STATUS=1
+  fi
   [ "$VERBOSE" = 1 ] && { echo "--- server log ($suite)"; cat "$SLOG"; }
   "$NODE" "$UTIL" summary "$suite" "$DIR/results" "$CLOG"
   SUM_RC=$?

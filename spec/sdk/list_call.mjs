@@ -1,0 +1,16 @@
+// tools/list, then tools/call echo.
+import { connect, report, run } from "./common.mjs";
+
+run(async () => {
+  const { client } = await connect();
+  const listed = await client.listTools();
+  const result = await client.callTool({ name: "echo", arguments: { text: "hi from the sdk" } });
+  const unknown = await client.callTool({ name: "no_such_tool", arguments: {} })
+    .then((r) => ({ result: r }), (e) => ({ error: { code: e.code, message: e.message } }));
+  await report({
+    server: client.getServerVersion(),
+    tools: listed.tools,
+    result,
+    unknown,
+  }, client);
+});
