@@ -64,10 +64,9 @@ describe("command line", function()
     c.bad_lines = {}
   end)
 
-  it("--watch is not implemented yet: exits 2 and says so", function()
+  it("--watch says which directories it watches", function()
     local c = H.start{ args = { "--watch" } }
-    assert.are.equal(2, c:wait_exit())
-    assert.truthy(c:stderr_text():find("not implemented", 1, true), c:stderr_text())
+    c:expect_stderr("watching .*spec/fixtures/plugins for changes")
   end)
 
   for _, bad in ipairs { "127.0.0.1", ":8080", "127.0.0.1:99999", "127.0.0.1:x" } do

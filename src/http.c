@@ -285,8 +285,8 @@ static int on_headers_complete(http_parser *p) {
   uv_timer_start(&c->timer, on_timer, H.cfg.idle_ms, 0);   /* the body must keep coming */
   c->http10 = p->http_major == 1 && p->http_minor == 0;
   if (p->content_length != ULLONG_MAX && p->content_length > H.cfg.max_body) return -2;
-  if (c->values[H_EXPECT].len > 0 && !c->http10 &&
-      strncasecmp(c->values[H_EXPECT].data, "100-continue", c->values[H_EXPECT].len) == 0)
+  if (c->values[H_EXPECT].len == 12 && !c->http10 &&
+      strncasecmp(c->values[H_EXPECT].data, "100-continue", 12) == 0)
     conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
   return 0;
 }

@@ -457,6 +457,7 @@ static void on_get(http_conn *c, const http_request *r) {
     reply_error(c, 409, NULL, -32600, "Conflict: the stream is already open");
     return;
   }
+  if (st->mode == UNDECIDED) st->mode = SSE;   /* resumed before it sent anything */
   st->conn = c;
   http_conn_set_data(c, st);
   session_headers(hs, hdr, sizeof hdr);
