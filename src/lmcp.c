@@ -6,12 +6,14 @@
 #include <uv.h>
 
 #include "config.h"
+#include "fsread.h"
 #include "json.h"
 #include "lmcp.h"
 #include "log.h"
 #include "rpc.h"
 #include "sched.h"
 #include "session.h"
+#include "spawn.h"
 
 static mcp_call *current(lua_State *L) { return mcp_call_current(L); }
 
@@ -51,6 +53,50 @@ static int l_sleep(lua_State *L) {
     return luaL_error(L, "mcp.sleep: cannot yield here (inside a non-yieldable C call "
                          "such as a table.sort comparator, or a <close> after an abort)");
   return mcp_call_sleep(L, c, s);
+}
+
+/* The running call, when the caller may wait in it; raises otherwise. */
+static mcp_call *waitable(lua_State *L, const char *what) {
+  mcp_call *c = current(L);
+  if (c == NULL)
+    luaL_error(L, "%s: not inside a request (a plugin's top level cannot wait)", what);
+  else if (L != c->co)
+    luaL_error(L, "%s: call it from the handler's coroutine, not one it created", what);
+  else if (!lua_isyieldable(L) || c->closing)
+    luaL_error(L, "%s: cannot yield here", what);
+  return c;
+}
+
+/* spawn(cmd [, args [, opts]]): see spawn.h. */
+static int l_spawn(lua_State *L) {
+  luaL_checkstring(L, 1);
+  return mcp_spawn_start(L, waitable(L, "spawn"));
+}
+
+/* read_file(path [, opts]): opts.max_bytes (default 64 MiB). */
+static int l_read_file(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  lua_Integer max = (lua_Integer)MCP_FSREAD_MAX_BYTES;
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    if (lua_getfield(L, 2, "max_bytes") != LUA_TNIL) {
+      if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0)
+        return luaL_argerror(L, 2, "max_bytes must be an integer >= 0");
+      max = lua_tointeger(L, -1);
+    }
+    lua_pop(L, 1);
+  }
+  return mcp_fsread_file(L, waitable(L, "read_file"), path, (size_t)max);
+}
+
+static int l_list_dir(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  return mcp_fsread_dir(L, waitable(L, "list_dir"), path);
+}
+
+static int l_realpath(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  return mcp_fsread_realpath(L, waitable(L, "realpath"), path);
 }
 
 /* The client capability a request to the client needs, if any. */
@@ -324,6 +370,10 @@ static const luaL_Reg core_funcs[] = {
   {"on_cancel", l_on_cancel},
   {"notify", l_notify},
   {"request", l_request},
+  {"spawn", l_spawn},
+  {"read_file", l_read_file},
+  {"list_dir", l_list_dir},
+  {"realpath", l_realpath},
   {"token", l_token},
   {"log_stderr", l_log_stderr},
   {"set_logger", l_set_logger},

@@ -3,6 +3,7 @@
  * poll a regular file, so files are read with uv_fs_read and written with
  * plain blocking writes. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,7 +218,7 @@ int mcp_stdio_start(uv_loop_t *loop, void (*on_eof)(void)) {
   /* stdout is the protocol: keep it for the transport alone, and point fd 1
    * at stderr so that print(), io.write and C libraries cannot corrupt it. */
   fflush(stdout);
-  T.out_fd = dup(1);
+  T.out_fd = fcntl(1, F_DUPFD_CLOEXEC, 3);       /* children must not inherit it */
   if (T.out_fd < 0 || dup2(2, 1) < 0) {
     mcp_error("stdout: cannot set aside: %s", strerror(errno));
     return UV_EBADF;

@@ -14,6 +14,11 @@ mcp.cancelled = core.cancelled
 mcp.sleep = core.sleep
 mcp.encode = core.encode
 mcp.decode = core.decode
+-- Yielding: a child process, whole-file reads and directory listings (README).
+mcp.spawn = core.spawn
+mcp.read_file = core.read_file
+mcp.list_dir = core.list_dir
+mcp.realpath = core.realpath
 
 -- Mark a table as a JSON array (an empty table is an object otherwise).
 function mcp.array(t)
@@ -238,6 +243,10 @@ function Ctx.progress(_, progress, total, message) return core.progress(progress
 function Ctx.log(_, level, data) return core.log(level, data) end
 function Ctx.sleep(_, seconds) return core.sleep(seconds) end
 function Ctx.on_cancel(_, fn) return core.on_cancel(fn) end
+function Ctx.spawn(_, cmd, args, opts) return core.spawn(cmd, args, opts) end
+function Ctx.read_file(_, path, opts) return core.read_file(path, opts) end
+function Ctx.list_dir(_, path) return core.list_dir(path) end
+function Ctx.realpath(_, path) return core.realpath(path) end
 
 -- Requests to the client: they yield until the answer and return the result,
 -- or nil and a message (and the JSON-RPC error object when the client sent
