@@ -65,8 +65,10 @@ static int parse_number(const char *s, double *out) {
   return *s != '\0' && *end == '\0' && *out >= 0;
 }
 
+/* -1 when the command may run, else the exit status. */
 static int parse_args(int argc, char **argv, cli_opts *o) {
   double d;
+  int min = 0, max = 0;                 /* positional arguments */
   o->cmd = argv[1];
   o->log_level = -1;
   for (int i = 2; i < argc; i++) {
@@ -113,12 +115,10 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
     if (takes) i++;
   }
   if (o->ndirs == 0) o->dirs[o->ndirs++] = "plugins";
-  if (strcmp(o->cmd, "call") == 0 ? o->npos < 1 : strcmp(o->cmd, "new") == 0 && o->npos != 1)
-    return fail_usage("%s: missing argument", o->cmd);
-  if (strcmp(o->cmd, "new") == 0 ? 0 : strcmp(o->cmd, "call") != 0 && o->npos > 0)
-    return fail_usage("unexpected argument: %s", o->pos[0]);
-  if (strcmp(o->cmd, "new") == 0 && o->npos > 1)
-    return fail_usage("unexpected argument: %s", o->pos[1]);
+  if (strcmp(o->cmd, "call") == 0) min = 1, max = 2;
+  else if (strcmp(o->cmd, "new") == 0) min = max = 1;
+  if (o->npos < min) return fail_usage("%s: missing argument", o->cmd);
+  if (o->npos > max) return fail_usage("unexpected argument: %s", o->pos[max]);
   return -1;
 }
 
@@ -384,8 +384,8 @@ static void on_sigint(uv_signal_t *h, int signum) {
   if (++C.interrupts == 1) {
     C.interrupted_at = uv_hrtime();
     status_clear();
-    fprintf(stderr, "cancelling...%s (Ctrl-C again to abort)\n",
-            r->mode == MCP_CANCEL_IGNORE ? " the tool ignores cancellation" : "");
+    fprintf(stderr, "cancelling... (%sCtrl-C again to abort)\n",
+            r->mode == MCP_CANCEL_IGNORE ? "the tool ignores cancels; " : "");
     feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
          "\"params\":{\"requestId\":" CALL_KEY ",\"reason\":\"interrupted\"}}");
     if (C.tty && mcp_reqtab_find(&C.session.reqs, CALL_KEY, strlen(CALL_KEY)) != NULL)
@@ -393,7 +393,7 @@ static void on_sigint(uv_signal_t *h, int signum) {
     return;
   }
   status_clear();
-  fprintf(stderr, "aborting\n");
+  fprintf(stderr, "aborting...\n");
   if (r->state == MCP_REQ_RUNNING) mcp_call_fire((mcp_call *)r, MCP_EV_CLOSE, "interrupted");
   r = mcp_reqtab_find(&C.session.reqs, CALL_KEY, strlen(CALL_KEY));
   if (r != NULL) mcp_call_fire((mcp_call *)r, MCP_EV_GRACE, NULL);
@@ -489,7 +489,7 @@ static int run_call(const cli_opts *o) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, C.cli_ref);
     if (C.response) lua_pushstring(L, C.response); else lua_pushnil(L);
     push_opts(L, o);
-    lua_pushboolean(L, C.interrupts > 0);
+    lua_pushinteger(L, C.interrupts);
     if (lua_pcall(L, 4, 3, 0) != LUA_OK) {
       fprintf(stderr, "luamcp: %s\n", lua_tostring(L, -1));
     } else {

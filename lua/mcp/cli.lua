@@ -279,10 +279,11 @@ local function render(result)
   return table.concat(out)
 end
 
--- code, stdout text, stderr text
-function M.call_output(response, opts, interrupted)
+-- code, stdout text, stderr text; interrupts: how many Ctrl-C there were.
+function M.call_output(response, opts, interrupts)
   if response == nil then
-    if interrupted then return 130, "", "cancelled\n" end
+    if interrupts > 1 then return 130, "", "aborted\n" end
+    if interrupts > 0 then return 130, "", "cancelled\n" end
     return 1, "", "luamcp: the call ended without a response\n"
   end
   local msg, err = core.decode(response)
@@ -349,7 +350,7 @@ local function check_schema(s, where, top, add)
           add(pw .. " must be a table (a JSON Schema), not a " .. type(p))
         else
           if type(p.required) == "boolean" then
-            add(pw .. ".required: list required properties in " .. where .. ".required instead")
+            add(pw .. ".required: list the required properties in " .. where .. ".required instead")
             local copy = {}
             for pk, pv in pairs(p) do copy[pk] = pv end
             copy.required = nil
@@ -369,7 +370,7 @@ local function check_schema(s, where, top, add)
         if type(name) ~= "string" then
           add(where .. ".required: " .. scalar(name) .. " is not a property name")
         elseif props == nil or props[name] == nil then
-          add(string.format("%s.required: %q is not in %s.properties", where, name, where))
+          add(string.format("%s.required: %q is not one of its properties", where, name))
         end
       end
     end
@@ -389,13 +390,13 @@ end
 
 local function check_policy(t, where, add)
   if t.timeout ~= nil and (type(t.timeout) ~= "number" or t.timeout < 0) then
-    add(where .. ": timeout must be a number of seconds >= 0 (0 = none)")
+    add(where .. ": timeout must be a number of seconds >= 0 (0 = none)", "timeout")
   end
   if t.grace ~= nil and (type(t.grace) ~= "number" or t.grace < 0) then
-    add(where .. ": grace must be a number of seconds >= 0")
+    add(where .. ": grace must be a number of seconds >= 0", "grace")
   end
   if t.cancel ~= nil and t.cancel ~= "cooperative" and t.cancel ~= "abort" and t.cancel ~= "ignore" then
-    add(where .. ': cancel must be "cooperative", "abort" or "ignore" (got ' .. scalar(t.cancel) .. ")")
+    add(where .. ': cancel must be "cooperative", "abort" or "ignore" (got ' .. scalar(t.cancel) .. ")", "cancel")
   end
 end
 
@@ -462,6 +463,29 @@ local function decl_line(path, lines, fn, key, value)
   return find_line(lines, pattern, at) or at or find_line(lines, "mcp%.plugin") or 1
 end
 
+-- The line of a field inside a declaration that starts at line `from`: each
+-- key of the dotted path keys in turn ("inputSchema.properties.n.type"), up to
+-- the handler's first line; from itself when a key is not found.
+local function locate(lines, from, fn, path, keys)
+  if not keys then return from end
+  local info = type(fn) == "function" and debug.getinfo(fn, "S")
+  local stop = info and info.source == "@" .. path and info.linedefined > from and info.linedefined or #lines
+  local at, path_keys = from, {}
+  for key in keys:gmatch("[^%.]+") do path_keys[#path_keys + 1] = key end
+  for k, key in ipairs(path_keys) do
+    local found
+    -- a schema's required list, not a property's (mistaken) required = true
+    local list = key == "required" and path_keys[k - 2] ~= "properties"
+    for i = at, stop do
+      local pattern = "%f[%w_]" .. escape(key) .. "%s*=" .. (list and "%s*{" or "")
+      if lines[i] and lines[i]:find(pattern) then found = i; break end
+    end
+    if not found then break end
+    at = found
+  end
+  return at
+end
+
 function M.check(opts)
   local mcp = require "mcp"
   local problems, seen = {}, { tool = {}, resource = {}, template = {}, prompt = {} }
@@ -484,7 +508,8 @@ function M.check(opts)
         local pline = find_line(lines, "mcp%.plugin") or 1
         for k in pairs(plugin.defaults) do
           if not POLICY_FIELDS[k] then
-            problem(pline, nil, string.format("plugin %s: defaults.%s is not a policy field (timeout, cancel, grace)",
+            problem(locate(lines, pline, nil, path, "defaults." .. tostring(k)), nil,
+                    string.format("plugin %s: defaults.%s is not a policy field (timeout, cancel, grace)",
                                               plugin.name, tostring(k)))
           end
         end
@@ -500,7 +525,11 @@ function M.check(opts)
           n.tools = n.tools + 1
           local line = decl_line(path, lines, t.handler, "name", t.name)
           local where = "tool " .. t.name
-          local function add(msg) problem(line, nil, msg) end
+          local function add(msg, keys) problem(locate(lines, line, t.handler, path, keys), nil, msg) end
+          local function add_schema(msg)
+            local keys = msg:match("^([%w_%.]+)")
+            add(where .. ": " .. msg, keys)
+          end
           if #t.name > 128 or not t.name:find("^[%w_%-%.]+$") then
             add(string.format('tool %q: a tool name may only use A-Z, a-z, 0-9, "_", "-" and "." (1 to 128 characters)',
                               t.name))
@@ -511,10 +540,10 @@ function M.check(opts)
             if not TOOL_FIELDS[k] then fields[#fields + 1] = tostring(k) end
           end
           table.sort(fields)
-          for _, k in ipairs(fields) do add(string.format("%s: unknown field %q", where, k)) end
+          for _, k in ipairs(fields) do add(string.format("%s: unknown field %q", where, k), k) end
           check_policy(t, where, add)
-          check_schema(t.inputSchema, where .. ": inputSchema", true, add)
-          if t.outputSchema ~= nil then check_schema(t.outputSchema, where .. ": outputSchema", true, add) end
+          check_schema(t.inputSchema, "inputSchema", true, add_schema)
+          if t.outputSchema ~= nil then check_schema(t.outputSchema, "outputSchema", true, add_schema) end
         end
         for _, r in ipairs(plugin.resources) do
           if mcp.is_resource(r) then

@@ -1,0 +1,438 @@
+-- The plugin author's commands: luamcp list, call, check and new.
+local H = require "spec.helper"
+local uv = require "luv"
+local cjson = require "cjson"
+
+local OK = "spec/fixtures/cli/ok"
+local BROKEN = "spec/fixtures/cli/broken"
+
+local sanitizer_patterns = {
+  "ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "SUMMARY: UndefinedBehaviorSanitizer",
+}
+
+-- Run a command to its end. opts: cwd, env (added to the environment), bin,
+-- on_stderr(line, r) called for each stderr line (r.proc may be signalled),
+-- timeout. Returns r: code, signal, out (stdout text), err (stderr text), lines.
+local function run(args, opts)
+  opts = opts or {}
+  local r = { out = "", lines = {}, err_buf = "" }
+  local stdout, stderr = uv.new_pipe(false), uv.new_pipe(false)
+  local env
+  if opts.env then
+    local base = uv.os_environ()
+    for k, v in pairs(opts.env) do base[k] = v end
+    env = {}
+    for k, v in pairs(base) do env[#env + 1] = k .. "=" .. v end
+  end
+  local proc, pid = uv.spawn(opts.bin or H.binary(), {
+    args = args, stdio = { nil, stdout, stderr }, cwd = opts.cwd or H.root, env = env,
+  }, function(code, signal) r.code, r.signal, r.exited = code, signal, true end)
+  assert(proc, pid)
+  r.proc, r.started = proc, H.now()
+  stdout:read_start(function(err, data)
+    if err or not data then r.out_eof = true; return end
+    r.out = r.out .. data
+  end)
+  stderr:read_start(function(err, data)
+    if err or not data then r.err_eof = true; return end
+    r.err_buf = r.err_buf .. data
+    while true do
+      local nl = r.err_buf:find("\n", 1, true)
+      if not nl then break end
+      local line = r.err_buf:sub(1, nl - 1)
+      r.err_buf = r.err_buf:sub(nl + 1)
+      r.lines[#r.lines + 1] = line
+      if H.verbose then io.stderr:write("  [", pid, " err] ", line, "\n") end
+      if opts.on_stderr then opts.on_stderr(line, r) end
+    end
+  end)
+  local done = H.run_until(function() return r.exited and r.out_eof and r.err_eof end, opts.timeout or H.WAIT)
+  if not done and not r.exited then proc:kill("sigkill") end
+  H.run_until(function() return r.exited end, 5)
+  for _, h in ipairs({ stdout, stderr, proc }) do
+    if not h:is_closing() then h:close() end
+  end
+  uv.run("nowait")
+  r.elapsed = H.now() - r.started
+  r.err = table.concat(r.lines, "\n") .. (r.err_buf ~= "" and "\n" .. r.err_buf or "")
+  for _, l in ipairs(r.lines) do
+    for _, p in ipairs(sanitizer_patterns) do
+      if l:find(p, 1, true) then error("sanitizer report on stderr:\n" .. r.err, 2) end
+    end
+  end
+  assert(done, "the command did not end: " .. table.concat(args, " ") .. "\nstderr:\n" .. r.err)
+  return r
+end
+
+local function has(text, piece) return text:find(piece, 1, true) ~= nil end
+
+local function assert_has(text, piece)
+  if not has(text, piece) then
+    error(("expected to find %q in:\n%s"):format(piece, text), 2)
+  end
+end
+
+describe("luamcp list", function()
+  it("shows tools with title, description, policy and input schema, then resources and prompts", function()
+    local r = run({ "list", "--plugins", OK })
+    assert.are.equal(0, r.code, r.err)
+    assert_has(r.out, "Tools (10)\n\ngreet (Greeter)\n  Greets someone\n" ..
+      "  plugin: clitools (" .. OK .. "/tools.lua)\n" ..
+      "  policy: timeout 60s, cancel cooperative, grace 5s\n" ..
+      "  input:\n" ..
+      "    name: string (required) - who to greet\n" ..
+      "    options: object\n" ..
+      "    options.suffix: string - appended\n" ..
+      "    style: string [one of: plain, loud]\n" ..
+      "    times: integer [1..3; default: 1]\n")
+    assert_has(r.out, "fail\n  An error result\n")
+    assert_has(r.out, "  input: none\n")
+    assert_has(r.out, "slow\n  Times out after 0.3 s\n  plugin: clitools (" .. OK ..
+      "/tools.lua)\n  policy: timeout 0.3s, cancel cooperative, grace 5s\n")
+    assert_has(r.out, "ignorer\n  Ignores cancels by policy\n  plugin: clitools (" .. OK ..
+      "/tools.lua)\n  policy: timeout 60s, cancel ignore, grace 5s\n")
+    assert_has(r.out, "Resources (1)\n\ncli://readme (readme)\n  A resource\n")
+    assert_has(r.out, "  mimeType: text/plain\n")
+    assert_has(r.out, "Prompts (1)\n\nask\n  A prompt\n")
+    assert_has(r.out, "  arguments:\n    question (required) - what to ask\n    tone\n")
+  end)
+
+  it("shows the server's --timeout and --grace as the default policy", function()
+    local r = run({ "list", "--plugins", OK, "--timeout", "0", "--grace", "1.5" })
+    assert.are.equal(0, r.code, r.err)
+    assert_has(r.out, "greet (Greeter)\n  Greets someone\n  plugin: clitools (" .. OK ..
+      "/tools.lua)\n  policy: timeout none, cancel cooperative, grace 5s\n")
+  end)
+
+  it("--json prints the raw lists", function()
+    local r = run({ "list", "--plugins", OK, "--json" })
+    assert.are.equal(0, r.code, r.err)
+    local lists = cjson.decode(r.out)
+    assert.are.equal(10, #lists.tools)
+    assert.are.equal("greet", lists.tools[1].name)
+    assert.are.equal("Greeter", lists.tools[1].title)
+    assert.are.same({ "name" }, lists.tools[1].inputSchema.required)
+    assert.are.equal("cli://readme", lists.resources[1].uri)
+    assert.are.same({}, lists.resourceTemplates)
+    assert.are.equal("ask", lists.prompts[1].name)
+  end)
+
+  it("says so when there is nothing, and exits 0", function()
+    local r = run({ "list", "--plugins", "spec/fixtures/nonexistent" })
+    assert.are.equal(0, r.code)
+    assert.are.equal("", r.out)
+    assert_has(r.err, "no tools, resources or prompts")
+  end)
+
+  it("refuses unknown options with exit 2", function()
+    local r = run({ "list", "--bogus" })
+    assert.are.equal(2, r.code)
+    assert_has(r.err, "unknown option: --bogus")
+  end)
+end)
+
+describe("luamcp call", function()
+  it("prints a text result plainly and exits 0", function()
+    local r = run({ "call", "greet", '{"name": "ann", "options": {"suffix": "!"}}', "--plugins", OK })
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal("hello ann!\n", r.out)
+  end)
+
+  it("shows progress on stderr, a line per update when stderr is not a terminal, and logs", function()
+    local r = run({ "call", "progress", '{"n": 3}', "--plugins", OK })
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal("did 3 steps\n", r.out)
+    assert_has(r.err, "progress: 1/3 step 1\nprogress: 2/3 step 2\nprogress: 3/3 step 3\n")
+    assert_has(r.err, "[info] clitools: progressed")
+  end)
+
+  it("prints structuredContent as pretty JSON, and the whole result with --json", function()
+    local r = run({ "call", "structured", "--plugins", OK })
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal('{\n  "answer": 42,\n  "list": [\n    "a",\n    "b"\n  ],\n  "ratio": 0.1\n}\n', r.out)
+    r = run({ "call", "structured", "--plugins", OK, "--json" })
+    assert.are.equal(0, r.code, r.err)
+    local result = cjson.decode(r.out)
+    assert.are.equal(42, result.structuredContent.answer)
+    assert.are.equal("text", result.content[1].type)
+  end)
+
+  it("keeps stdout for the result: print() in a handler goes to stderr", function()
+    local r = run({ "call", "printer", "--plugins", OK })
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal("clean\n", r.out)
+    assert_has(r.err, "noise from print")
+  end)
+
+  it("exits 1 on an isError result", function()
+    local r = run({ "call", "fail", "--plugins", OK })
+    assert.are.equal(1, r.code)
+    assert.are.equal("it did not work\n", r.out)
+    assert_has(r.err, "tool fail returned an error")
+  end)
+
+  it("exits 1 on a Lua error, with the message and the traceback", function()
+    local r = run({ "call", "boom", "--plugins", OK })
+    assert.are.equal(1, r.code)
+    assert_has(r.out, "tools.lua:")
+    assert_has(r.out, "boom goes the handler")
+    assert_has(r.err, "stack traceback")
+  end)
+
+  it("exits 1 on arguments the input schema refuses", function()
+    local r = run({ "call", "greet", '{"name": 7}', "--plugins", OK })
+    assert.are.equal(1, r.code)
+    assert_has(r.out, "Invalid arguments")
+  end)
+
+  it("exits 1 on a JSON-RPC error (unknown tool)", function()
+    local r = run({ "call", "nope", "--plugins", OK })
+    assert.are.equal(1, r.code)
+    assert.are.equal("", r.out)
+    assert_has(r.err, "error -32602: Unknown tool: nope")
+  end)
+
+  it("times out by the tool's policy, running its cleanup, and exits 1", function()
+    local r = run({ "call", "slow", "--plugins", OK })
+    assert.are.equal(1, r.code)
+    assert.are.equal('Tool "slow" timed out after 0.3 seconds\n', r.out)
+    assert_has(r.err, "fixture: slow cleanup")
+    assert.is_true(r.elapsed < 5)
+  end)
+
+  it("takes --timeout like the server", function()
+    local r = run({ "call", "wait", "{}", "--plugins", OK, "--timeout", "0.2" })
+    assert.are.equal(1, r.code)
+    assert.are.equal('Tool "wait" timed out after 0.2 seconds\n', r.out)
+    assert_has(r.err, "fixture: wait stopped: timeout")
+    assert_has(r.err, "fixture: wait cleanup")
+  end)
+
+  it("exits 2 on usage errors", function()
+    for _, args in ipairs({
+      { "call" },
+      { "call", "greet", "{not json", "--plugins", OK },
+      { "call", "greet", "[1, 2]", "--plugins", OK },
+      { "call", "greet", "{}", "extra", "--plugins", OK },
+      { "call", "greet", "--timeout", "soon", "--plugins", OK },
+    }) do
+      local r = run(args)
+      assert.are.equal(2, r.code, table.concat(args, " ") .. "\n" .. r.err)
+      assert.are.equal("", r.out)
+    end
+  end)
+
+  it("Ctrl-C cancels through the state machine: cancelling..., the cleanup runs, exit 130", function()
+    local sent = false
+    local r = run({ "call", "wait", '{"seconds": 30}', "--plugins", OK, "--log-level", "info" }, {
+      on_stderr = function(line, r)
+        if line == "fixture: wait started" and not sent then
+          sent = true
+          r.proc:kill("sigint")
+        end
+      end,
+    })
+    assert.is_true(sent, r.err)
+    assert.are.equal(130, r.code, r.err)
+    assert.are.equal("", r.out)
+    assert_has(r.err, "cancelling...")
+    assert_has(r.err, "request 1 cancelled: interrupted")
+    assert_has(r.err, "fixture: wait stopped: interrupted")
+    assert_has(r.err, "fixture: wait cleanup")
+    assert_has(r.err, "\ncancelled")
+    assert.is_true(r.elapsed < 10)
+  end)
+
+  it("a second Ctrl-C aborts a handler that ignores the cancel", function()
+    local phase, cancelling_at = 0, nil
+    local r = run({ "call", "stubborn", "--plugins", OK }, {
+      on_stderr = function(line, r)
+        if line == "fixture: stubborn started" and phase == 0 then
+          phase = 1
+          r.proc:kill("sigint")
+        elseif has(line, "cancelling...") and phase == 1 then
+          phase = 2
+          cancelling_at = #r.lines
+          -- the handler goes on after the first Ctrl-C (its grace is 60 s)
+          local t = uv.new_timer()
+          t:start(300, 0, function()
+            t:close()
+            if not r.exited then r.proc:kill("sigint") end
+          end)
+        end
+      end,
+    })
+    assert.are.equal(2, phase, r.err)
+    assert.are.equal(130, r.code, r.err)
+    for i = 1, cancelling_at do
+      assert.is_nil(r.lines[i]:find("stubborn cleanup", 1, true), "cleanup ran before the second Ctrl-C")
+    end
+    assert_has(r.err, "aborting...")
+    assert_has(r.err, "fixture: stubborn cleanup")
+    assert_has(r.err, "\naborted")
+    assert.is_true(r.elapsed < 10)
+  end)
+
+  it("a second Ctrl-C aborts a tool whose policy ignores cancels", function()
+    local phase = 0
+    local r = run({ "call", "ignorer", "--plugins", OK }, {
+      on_stderr = function(line, r)
+        if line == "fixture: ignorer started" and phase == 0 then
+          phase = 1
+          r.proc:kill("sigint")
+        elseif has(line, "cancelling...") and phase == 1 then
+          phase = 2
+          assert_has(line, "the tool ignores cancels")
+          local t = uv.new_timer()
+          t:start(300, 0, function()
+            t:close()
+            if not r.exited then r.proc:kill("sigint") end
+          end)
+        end
+      end,
+    })
+    assert.are.equal(2, phase, r.err)
+    assert.are.equal(130, r.code, r.err)
+    assert_has(r.err, "fixture: ignorer cleanup")
+    assert.is_true(r.elapsed < 10)
+  end)
+end)
+
+describe("luamcp check", function()
+  it("accepts good plugins with a one-line summary and exit 0", function()
+    local r = run({ "check", "--plugins", OK })
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal("ok: 1 plugin, 10 tools, 1 resource, 0 resource templates, 1 prompt\n", r.out)
+  end)
+
+  it("reports each problem of broken plugins as file:line: message and exits 1", function()
+    local r = run({ "check", "--plugins", BROKEN })
+    assert.are.equal(1, r.code, r.err)
+    local expected = {
+      "a_syntax.lua:5: '}' expected near '2'",
+      'b_schema.lua:12: tool schema_mistakes: inputSchema.properties.a.type: unknown type strnig',
+      "b_schema.lua:13: tool schema_mistakes: inputSchema.properties.b.required: list the required properties in inputSchema.required instead",
+      "b_schema.lua:14: tool schema_mistakes: inputSchema.properties.c must be a table (a JSON Schema), not a string",
+      'b_schema.lua:16: tool schema_mistakes: inputSchema.required: "missing" is not one of its properties',
+      'b_schema.lua:22: tool not_an_object: inputSchema: type must be "object" (got array)',
+      'b_schema.lua:26: tool "bad name!": a tool name may only use',
+      'b_schema.lua:27: tool bad name!: unknown field "timout"',
+      "c_dup.lua:6: plugin c_dup: defaults.timout is not a policy field",
+      'c_dup.lua:9: tool "schema_mistakes" is already defined at ' .. BROKEN .. "/b_schema.lua:8",
+      'd_policy.lua:4: tool bad_policy: cancel must be "cooperative", "abort" or "ignore"',
+      "e_not_plugin.lua:4: a plugin file must return mcp.plugin{...}",
+      "f_raises.lua:4: error object is a table value",
+    }
+    local lines = {}
+    for l in r.out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.are.equal(#expected + 1, #lines, r.out)
+    for i, e in ipairs(expected) do
+      assert.are.equal(BROKEN .. "/" .. e, lines[i]:sub(1, #BROKEN + 1 + #e))
+    end
+    assert.are.equal("13 problems (3 plugins, 5 tools, 0 resources, 0 resource templates, 0 prompts)",
+                     lines[#lines])
+  end)
+
+  it("finds the line of a load error with no position, and full paths however long", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    dir = dir .. "/a/directory/name/long/enough/that/lua/would/shorten/it/in/messages"
+    assert(os.execute("mkdir -p '" .. dir .. "'"))
+    local f = assert(io.open(dir .. "/sleeps.lua", "w"))
+    f:write('local mcp = require "mcp"\n\nmcp.sleep(1)\nreturn mcp.plugin { name = "x" }\n')
+    f:close()
+    f = assert(io.open(dir .. "/tail.lua", "w"))
+    f:write('local mcp = require "mcp"\n\nreturn mcp.plugin {\n  name = "",\n}\n')
+    f:close()
+    local r = run({ "check", "--plugins", dir })
+    os.execute("rm -rf '" .. dir:match("^(.-)/a/directory") .. "'")
+    assert.are.equal(1, r.code, r.err)
+    assert_has(r.out, dir .. "/sleeps.lua:3: mcp.sleep: not inside a request")
+    assert_has(r.out, dir .. "/tail.lua:3: mcp.plugin: name must be a non-empty string")
+  end)
+
+  it("reports a tool defined twice", function()
+    local r = run({ "check", "--plugins", OK, "--plugins", OK })
+    assert.are.equal(1, r.code)
+    assert_has(r.out, OK .. '/tools.lua:24: tool "greet" is already defined at ' .. OK .. "/tools.lua:24")
+    assert_has(r.out, OK .. '/tools.lua:120: resource "cli://readme" is already defined at')
+    assert_has(r.out, OK .. '/tools.lua:126: prompt "ask" is already defined at')
+  end)
+end)
+
+describe("luamcp new", function()
+  local tmp
+  before_each(function()
+    tmp = os.tmpname()
+    os.remove(tmp)
+    assert(uv.fs_mkdir(tmp, 448))
+  end)
+  after_each(function()
+    if tmp then os.execute("rm -rf '" .. tmp .. "'") end
+  end)
+
+  local function read(path)
+    local f = io.open(path)
+    if not f then return nil end
+    local s = f:read("a")
+    f:close()
+    return s
+  end
+
+  it("writes a plugin that check accepts and a spec that passes", function()
+    local r = run({ "new", "demo" }, { cwd = tmp })
+    assert.are.equal(0, r.code, r.err)
+    assert_has(r.out, "wrote plugins/demo.lua\nwrote spec/demo_spec.lua\n")
+    local plugin = read(tmp .. "/plugins/demo.lua")
+    assert_has(plugin, 'name = "demo"')
+    assert_has(plugin, "inputSchema")
+    assert_has(plugin, "ctx:progress")
+    assert_has(plugin, "ctx:cancelled()")
+    assert_has(plugin, "timeout")
+    assert_has(read(tmp .. "/spec/demo_spec.lua"), "luamcp call")
+
+    r = run({ "check" }, { cwd = tmp })
+    assert.are.equal(0, r.code, r.out .. r.err)
+    assert.are.equal("ok: 1 plugin, 1 tool, 0 resources, 0 resource templates, 0 prompts\n", r.out)
+
+    r = run({ "call", "demo", '{"n": 2, "delay": 0}' }, { cwd = tmp })
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal("counted to 2\n", r.out)
+
+    local busted = uv.fs_stat("/usr/bin/busted") and "/usr/bin/busted" or "busted"
+    r = run({ busted, "spec/demo_spec.lua" }, {
+      bin = "lua5.4", cwd = tmp, env = { LUAMCP_BIN = H.binary() }, timeout = 60,
+    })
+    assert.are.equal(0, r.code, r.out .. r.err)
+    assert_has(r.out, "2 successes / 0 failures / 0 errors")
+  end)
+
+  it("takes --dir and --spec-dir", function()
+    local r = run({ "new", "other", "--dir", "src/tools", "--spec-dir", "test" }, { cwd = tmp })
+    assert.are.equal(0, r.code, r.err)
+    assert.truthy(read(tmp .. "/src/tools/other.lua"))
+    assert_has(read(tmp .. "/test/other_spec.lua"), 'local PLUGINS = "src/tools"')
+  end)
+
+  it("refuses to overwrite an existing file", function()
+    assert(uv.fs_mkdir(tmp .. "/spec", 448))
+    local f = assert(io.open(tmp .. "/spec/demo_spec.lua", "w"))
+    f:write("mine\n")
+    f:close()
+    local r = run({ "new", "demo" }, { cwd = tmp })
+    assert.are.equal(1, r.code)
+    assert_has(r.err, "spec/demo_spec.lua already exists")
+    assert.are.equal("mine\n", read(tmp .. "/spec/demo_spec.lua"))
+    assert.is_nil(read(tmp .. "/plugins/demo.lua"))
+  end)
+
+  it("wants an identifier", function()
+    for _, name in ipairs({ "9lives", "has-dash", "end", "a.b" }) do
+      local r = run({ "new", name }, { cwd = tmp })
+      assert.are.equal(2, r.code, name)
+      assert_has(r.err, "is not an identifier")
+    end
+    local r = run({ "new" }, { cwd = tmp })
+    assert.are.equal(2, r.code)
+  end)
+end)
