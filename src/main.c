@@ -29,6 +29,7 @@ static const char usage[] =
   "              [--page-size N] [--http HOST:PORT [--allow-origin ORIGIN]...\n"
   "              [--token TOKEN] [--max-body BYTES] [--max-connections N]\n"
   "              [--idle-timeout SECONDS]] [--watch] [--version] [--help]\n"
+  "       luamcp list|call|check|new ...   (see luamcp list --help)\n"
   "\n"
   "Serves the Lua plugins in each DIR (default ./plugins) over MCP on stdio,\n"
   "or on Streamable HTTP at http://HOST:PORT/mcp.\n"
