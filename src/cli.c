@@ -158,17 +158,7 @@ static int l_mkdir(lua_State *L) {
 
 /* stack: -> mcp.cli module */
 static int open_cli(lua_State *L) {
-  const char *luadir = getenv("LUAMCP_LUA_DIR");
-  if (luadir == NULL) luadir = LUAMCP_LUA_DIR;
-  luaL_openlibs(L);
-  luaL_requiref(L, "mcp.core", luaopen_mcp_core, 0);
-  lua_pop(L, 1);
-  lua_getglobal(L, "package");
-  lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;", luadir, luadir);
-  lua_getfield(L, -2, "path");
-  lua_concat(L, 2);
-  lua_setfield(L, -2, "path");
-  lua_pop(L, 1);
+  mcp_lua_open(L);
   lua_getglobal(L, "require");
   lua_pushliteral(L, "mcp.cli");
   lua_call(L, 1, 1);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include <lauxlib.h>
+#include <lualib.h>
 #include <uv.h>
 
 #include "config.h"
@@ -384,6 +385,22 @@ static const luaL_Reg core_funcs[] = {
   {"decode", l_decode},
   {NULL, NULL}
 };
+
+/* The standard libraries, mcp.core, and lua/ (LUAMCP_LUA_DIR, or the
+ * source tree's) on package.path. Raises on error: call it protected. */
+void mcp_lua_open(lua_State *L) {
+  const char *luadir = getenv("LUAMCP_LUA_DIR");
+  if (luadir == NULL) luadir = LUAMCP_LUA_DIR;
+  luaL_openlibs(L);
+  luaL_requiref(L, "mcp.core", luaopen_mcp_core, 0);
+  lua_pop(L, 1);
+  lua_getglobal(L, "package");                 /* stack: package */
+  lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;", luadir, luadir);
+  lua_getfield(L, -2, "path");
+  lua_concat(L, 2);
+  lua_setfield(L, -2, "path");
+  lua_pop(L, 1);
+}
 
 int luaopen_mcp_core(lua_State *L) {
   mcp_json_open(L);

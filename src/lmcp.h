@@ -5,5 +5,6 @@
 #include <lua.h>
 
 int luaopen_mcp_core(lua_State *L);
+void mcp_lua_open(lua_State *L);
 
 #endif

@@ -118,17 +118,7 @@ static int parse_number(const char *s, double *out) {
 static int load_server(lua_State *Ls) {
   const char **dirs = lua_touserdata(Ls, 1);
   int ndirs = (int)lua_tointeger(Ls, 2);
-  const char *luadir = getenv("LUAMCP_LUA_DIR");
-  if (luadir == NULL) luadir = LUAMCP_LUA_DIR;
-  luaL_openlibs(Ls);
-  luaL_requiref(Ls, "mcp.core", luaopen_mcp_core, 0);
-  lua_pop(Ls, 1);
-  lua_getglobal(Ls, "package");
-  lua_pushfstring(Ls, "%s/?.lua;%s/?/init.lua;", luadir, luadir);
-  lua_getfield(Ls, -2, "path");
-  lua_concat(Ls, 2);
-  lua_setfield(Ls, -2, "path");
-  lua_pop(Ls, 1);
+  mcp_lua_open(Ls);
   lua_getglobal(Ls, "require");
   lua_pushliteral(Ls, "mcp.server");
   lua_call(Ls, 1, 1);                          /* stack: server */
