@@ -26,11 +26,11 @@ test: build
 	@cd $(BUILD) && ctest --output-on-failure
 
 run: build-server
-	@echo "luamcp: serving $(PLUGINS)/ on http://$(HOST):$(PORT)/mcp (Ctrl-C stops it)"
+	@echo "luamcp: serving $(PLUGINS)/ on http://$(HOST):$(PORT)/mcp, reloading on edits (Ctrl-C stops it)"
 	@echo "  MCP Inspector:  npx @modelcontextprotocol/inspector  (transport: Streamable HTTP, URL http://$(HOST):$(PORT)/mcp)"
 	@echo "  Claude Code:    claude mcp add --transport http luamcp http://$(HOST):$(PORT)/mcp"
 	@echo "  stdio clients:  $(CURDIR)/$(BUILD)/luamcp --plugins $(CURDIR)/$(PLUGINS)"
-	@$(BUILD)/luamcp --plugins $(PLUGINS) --http $(HOST):$(PORT)
+	@$(BUILD)/luamcp --plugins $(PLUGINS) --http $(HOST):$(PORT) --watch
 
 run-stdio: build-server
 	$(BUILD)/luamcp --plugins $(PLUGINS)
