@@ -19,6 +19,7 @@ typedef struct {
   char path[256];
   const char *content_type, *accept, *origin, *host, *authorization;
   const char *session_id, *protocol_version, *last_event_id;
+  const char *mcp_method, *mcp_name;   /* 2026-07-28 request metadata headers */
   const char *body;
   size_t body_len;
 } http_request;

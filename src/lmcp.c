@@ -121,6 +121,11 @@ static int l_request(lua_State *L) {
   if (c == NULL) return luaL_error(L, "request: not inside a request");
   if (L != c->co) return luaL_error(L, "request: call it from the handler's coroutine, not one it created");
   if (!lua_isyieldable(L) || c->closing) return luaL_error(L, "request: cannot yield here");
+  if (c->session->modern) {        /* 2026-07-28: no requests to the client (MRTR instead) */
+    lua_pushnil(L);
+    lua_pushliteral(L, "requests to the client are not available to a 2026-07-28 request");
+    return 2;
+  }
   if (cap != NULL && json_object_get(c->session->client_capabilities, cap) == NULL) {
     lua_pushnil(L);
     lua_pushfstring(L, "the client does not offer %s (no %s capability)", cap, cap);

@@ -772,7 +772,7 @@ void mcp_sched_close_all(mcp_session *s, const char *reason) {
   if (v == NULL) abort();
   n = 0;
   for (mcp_call *c = S.all; c; c = c->anext)
-    if (s == NULL || c->session == s) v[n++] = c;
+    if (s == NULL || c->session == s || c->session->parent == s) v[n++] = c;
   for (i = 0; i < n; i++) mcp_call_fire(v[i], MCP_EV_CLOSE, reason);
   free(v);
 }

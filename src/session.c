@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "json.h"
+#include "rev2026.h"
 #include "rpc.h"
 #include "sched.h"
 #include "session.h"
@@ -238,6 +239,7 @@ static void on_cancelled(mcp_session *s, json_t *params) {
     return;
   }
   req = mcp_reqtab_find(&s->reqs, key, strlen(key));
+  if (req == NULL) req = mcp_rev2026_find(s, key, strlen(key));   /* stateless requests (stdio) */
   if (req != NULL) {
     mcp_call_fire((mcp_call *)req, MCP_EV_CANCEL, reason ? reason : "(no reason given)");
     return;
@@ -317,6 +319,8 @@ static void on_message(mcp_session *s, mcp_batch *b, json_t *msg) {
                                   : "Invalid Request: id must be a string or an integer");
     return;
   }
+  /* 2026-07-28: a request naming its revision in _meta is served statelessly. */
+  if (b == NULL && mcp_rev2026_request(s, msg, key, in_stream)) return;
   on_request(s, b, key, json_string_value(method), params);
 }
 

@@ -37,7 +37,9 @@ struct mcp_session {
   long long out_last;            /* last id of a request sent to the client */
   mcp_call *out_waiters;         /* calls waiting on the client (outgoing.c) */
   void (*on_drained)(mcp_session *s);   /* the last live call ended (optional) */
+  mcp_session *parent;           /* a stateless request's transport session (rev2026.c) */
   unsigned ready : 1;            /* notifications/initialized received */
+  unsigned modern : 1;           /* one stateless 2026-07-28 request (rev2026.c) */
 };
 
 extern mcp_session *mcp_sessions;

@@ -4,7 +4,13 @@
  *
  * In these revisions a dropped connection is not a cancellation: the call
  * runs on, its messages go to the stream's replay buffer, and a client that
- * comes back with GET and Last-Event-ID gets what it missed. */
+ * comes back with GET and Last-Event-ID gets what it missed.
+ *
+ * 2026-07-28 requests (rev2026.c) are stateless: POST only, no session ids,
+ * no event ids or replay, the request metadata headers checked against the
+ * body, and a response stream closed before its answer cancels the request.
+ * They are read on one session of their own, `stateless`, which owns their
+ * streams; each request then runs in an ephemeral session of rev2026.c. */
 #define _GNU_SOURCE          /* strcasestr */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +22,8 @@
 
 #include "http.h"
 #include "log.h"
+#include "rev2026.h"
+#include "rpc.h"
 #include "sched.h"
 #include "session.h"
 #include "transport_http.h"
@@ -62,12 +70,14 @@ struct hsession {
   unsigned next_no;
   hstream *get;
   unsigned ended : 1;
+  unsigned modern : 1;              /* the session of stateless 2026-07-28 requests */
   hsession *next;
 };
 
 static struct {
   mcp_http_options opt;
   hsession *sessions;
+  hsession *stateless;              /* created on the first 2026-07-28 request */
   void (*on_closed)(void);
   int shutting_down;
 } T;
@@ -103,7 +113,8 @@ static void stream_unlink(hstream *st) {
 static void stream_retire(hstream *st) {
   hsession *hs = st->hs;
   int kept = 0;
-  if (st->mode != SSE) {
+  if (hs->modern && st->in_input) return;    /* on_post_modern frees it */
+  if (st->mode != SSE || hs->modern) {
     stream_unlink(st);
     stream_free(st);
     return;
@@ -154,6 +165,14 @@ static void stream_send(hstream *st, const char *text, size_t len, unsigned seq)
 static void stream_event(hstream *st, const char *data, size_t len, const char *extra) {
   mcp_buf b = MCP_BUF_INIT;
   st->seq++;
+  if (st->hs->modern) {             /* 2026-07-28: no event ids, no resumption */
+    mcp_buf_printf(&b, "%sdata: ", extra ? extra : "");
+    mcp_buf_add(&b, data, len);
+    mcp_buf_adds(&b, "\n\n");
+    stream_send(st, b.data, b.len, st->seq);
+    mcp_buf_free(&b);
+    return;
+  }
   mcp_buf_printf(&b, "id: %u-%u\n%sdata: ", st->no, st->seq, extra ? extra : "");
   mcp_buf_add(&b, data, len);
   mcp_buf_adds(&b, "\n\n");
@@ -238,6 +257,7 @@ static void session_free(hsession *hs) {
     stream_free(st);
   }
   mcp_session_close(&hs->s);
+  if (T.stateless == hs) T.stateless = NULL;
   free(hs);
   if (T.shutting_down && T.sessions == NULL && T.on_closed) {
     void (*cb)(void) = T.on_closed;
@@ -266,7 +286,7 @@ static hsession *session_new(void) {
 
 static hsession *session_find(const char *id) {
   for (hsession *hs = T.sessions; hs; hs = hs->next)
-    if (!hs->ended && strcmp(hs->id, id) == 0) return hs;
+    if (!hs->ended && !hs->modern && strcmp(hs->id, id) == 0) return hs;
   return NULL;
 }
 
@@ -389,6 +409,184 @@ static int is_initialize(const char *body, size_t len) {
   return yes;
 }
 
+/* 2026-07-28. */
+
+static int is_modern_version(const char *v) { return v != NULL && strcmp(v, MCP_REV_2026) == 0; }
+
+static void reply_rpc(http_conn *c, int status, const char *key, int code, const char *fmt,
+                      const char *a, const char *b) {
+  mcp_buf out = MCP_BUF_INIT;
+  char msg[700];
+  snprintf(msg, sizeof msg, fmt, a, b);
+  mcp_rpc_error(&out, key, code, "%s", msg);
+  mcp_debug("http: %d: %s", status, msg);
+  http_respond(c, status, NULL, "application/json", out.data, out.len);
+  mcp_buf_free(&out);
+}
+
+/* Mcp-Name: plain, or "=?base64?...?=" (decoded into out). 0 when malformed. */
+static int header_value(const char *v, char *out, size_t cap) {
+  size_t n = strlen(v), o = 0;
+  unsigned acc = 0;
+  int bits = 0;
+  if (n < 11 || strncmp(v, "=?base64?", 9) != 0 || strcmp(v + n - 2, "?=") != 0) {
+    if (n >= cap) return 0;
+    memcpy(out, v, n + 1);
+    return 1;
+  }
+  for (size_t i = 9; i < n - 2; i++) {
+    int d;
+    char ch = v[i];
+    if (ch >= 'A' && ch <= 'Z') d = ch - 'A';
+    else if (ch >= 'a' && ch <= 'z') d = ch - 'a' + 26;
+    else if (ch >= '0' && ch <= '9') d = ch - '0' + 52;
+    else if (ch == '+') d = 62;
+    else if (ch == '/') d = 63;
+    else if (ch == '=') break;
+    else return 0;
+    acc = (acc << 6) | (unsigned)d;
+    if ((bits += 6) >= 8) {
+      bits -= 8;
+      if (o + 1 >= cap) return 0;
+      out[o++] = (char)((acc >> bits) & 0xff);
+    }
+  }
+  out[o] = '\0';
+  return strlen(out) == o;        /* no NUL inside */
+}
+
+/* The request metadata headers against the body (400 with -32020). */
+static int check_headers(http_conn *c, const http_request *r, json_t *msg, const char *key) {
+  const char *method = json_string_value(json_object_get(msg, "method"));
+  const char *version = mcp_rev2026_version(msg);
+  json_t *params = json_object_get(msg, "params");
+  const char *field = NULL, *want = NULL;
+  char name[1024];
+  if (r->protocol_version == NULL) {
+    reply_rpc(c, 400, key, MCP_RPC_HEADER_MISMATCH,
+              "Header mismatch: MCP-Protocol-Version header required%s%s", "", "");
+    return 0;
+  }
+  if (version == NULL ? strcmp(method, "server/discover") != 0
+                      : strcmp(version, r->protocol_version) != 0) {
+    reply_rpc(c, 400, key, MCP_RPC_HEADER_MISMATCH,
+              "Header mismatch: MCP-Protocol-Version header value '%.64s' does not match body "
+              "value '%.64s'", r->protocol_version, version ? version : "(none)");
+    return 0;
+  }
+  if (r->mcp_method == NULL) {
+    reply_rpc(c, 400, key, MCP_RPC_HEADER_MISMATCH,
+              "Header mismatch: Mcp-Method header required%s%s", "", "");
+    return 0;
+  }
+  if (strcmp(r->mcp_method, method) != 0) {
+    reply_rpc(c, 400, key, MCP_RPC_HEADER_MISMATCH,
+              "Header mismatch: Mcp-Method header value '%.128s' does not match body value '%.128s'",
+              r->mcp_method, method);
+    return 0;
+  }
+  if (strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0) field = "name";
+  else if (strcmp(method, "resources/read") == 0) field = "uri";
+  if (field == NULL) return 1;
+  want = json_string_value(json_object_get(params, field));
+  if (r->mcp_name == NULL) {
+    reply_rpc(c, 400, key, MCP_RPC_HEADER_MISMATCH,
+              "Header mismatch: Mcp-Name header required for %s%s", method, "");
+    return 0;
+  }
+  if (!header_value(r->mcp_name, name, sizeof name)) {
+    reply_rpc(c, 400, key, MCP_RPC_HEADER_MISMATCH,
+              "Header mismatch: malformed Mcp-Name header%s%s", "", "");
+    return 0;
+  }
+  if (want == NULL || strcmp(name, want) != 0) {
+    reply_rpc(c, 400, key, MCP_RPC_HEADER_MISMATCH,
+              "Header mismatch: Mcp-Name header value '%.128s' does not match body value '%.128s'",
+              name, want ? want : "(none)");
+    return 0;
+  }
+  return 1;
+}
+
+static hsession *stateless_session(void) {
+  if (T.stateless == NULL) {
+    T.stateless = session_new();
+    T.stateless->modern = 1;
+  }
+  return T.stateless;
+}
+
+/* POST of a 2026-07-28 client: one request (or notification), no session. */
+static void on_post_modern(http_conn *c, const http_request *r) {
+  json_t *msg = json_loadb(r->body, r->body_len, 0, NULL), *id;
+  char *key = NULL;
+  mcp_buf out = MCP_BUF_INIT;
+  hsession *hs;
+  hstream *st;
+  int status;
+  if (!json_is_object(msg)) {
+    reply_rpc(c, 400, NULL, json_is_array(msg) ? MCP_RPC_INVALID_REQUEST : MCP_RPC_PARSE,
+              "%s%s", json_is_array(msg) ? "Invalid Request: batches are not supported in 2026-07-28"
+                                         : "Parse error: the body must be one JSON object", "");
+    goto done;
+  }
+  id = json_object_get(msg, "id");
+  if (!json_is_string(json_object_get(msg, "method"))) {
+    reply_rpc(c, 400, NULL, MCP_RPC_INVALID_REQUEST,
+              "Invalid Request: a 2026-07-28 client sends only requests and notifications%s%s", "", "");
+    goto done;
+  }
+  if (id == NULL) {                 /* no notification is defined over HTTP in this revision */
+    mcp_debug("http: 2026-07-28 notification %.128s ignored",
+              json_string_value(json_object_get(msg, "method")));
+    http_respond(c, 202, NULL, NULL, NULL, 0);
+    goto done;
+  }
+  if (!json_is_string(id) && !json_is_integer(id)) {
+    reply_rpc(c, 400, NULL, MCP_RPC_INVALID_REQUEST,
+              "Invalid Request: id must be a string or an integer%s%s", "", "");
+    goto done;
+  }
+  key = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+  if (key == NULL || strlen(key) > 511) {
+    reply_rpc(c, 400, NULL, MCP_RPC_INVALID_REQUEST, "Invalid Request: id too long%s%s", "", "");
+    goto done;
+  }
+  if (!check_headers(c, r, msg, key)) goto done;
+  if ((status = mcp_rev2026_check(msg, key, &out)) != 0) {
+    mcp_debug("http: %d: %.*s", status, (int)out.len, out.data);
+    http_respond(c, status, NULL, "application/json", out.data, out.len);
+    goto done;
+  }
+  hs = stateless_session();
+  st = stream_new(hs, c);
+  http_conn_set_data(c, st);
+  st->in_input = 1;
+  mcp_session_input(&hs->s, r->body, r->body_len, st);
+  st->in_input = 0;
+  if (st->ended) {                  /* answered at once */
+    stream_unlink(st);
+    stream_free(st);
+  }
+done:
+  free(key);
+  mcp_buf_free(&out);
+  json_decref(msg);
+}
+
+/* A POST of a 2026-07-28 client: the header says so, or (with no session)
+ * the body's _meta does. */
+static int is_modern_post(const http_request *r) {
+  json_t *v;
+  int yes;
+  if (is_modern_version(r->protocol_version)) return 1;
+  if (r->session_id != NULL) return 0;
+  v = json_loadb(r->body, r->body_len, 0, NULL);
+  yes = json_is_object(v) && mcp_rev2026_version(v) != NULL;
+  json_decref(v);
+  return yes;
+}
+
 static void on_post(http_conn *c, const http_request *r) {
   hsession *hs;
   hstream *st;
@@ -401,6 +599,10 @@ static void on_post(http_conn *c, const http_request *r) {
       (!header_has(r->accept, "application/json") || !header_has(r->accept, "text/event-stream"))) {
     reply_error(c, 406, NULL, -32600,
                 "Not Acceptable: Accept must list application/json and text/event-stream");
+    return;
+  }
+  if (is_modern_post(r)) {
+    on_post_modern(c, r);
     return;
   }
   if (r->session_id == NULL && is_initialize(r->body, r->body_len)) {
@@ -506,6 +708,11 @@ static void on_request(http_conn *c, const http_request *r) {
     reply_error(c, 503, NULL, -32600, "Service Unavailable: shutting down");
     return;
   }
+  if (r->method != HTTP_POST && is_modern_version(r->protocol_version)) {
+    reply_error(c, 405, "Allow: POST\r\n", -32600,
+                "Method Not Allowed: a 2026-07-28 client sends every message with POST");
+    return;
+  }
   switch (r->method) {
     case HTTP_POST: on_post(c, r); break;
     case HTTP_GET: on_get(c, r); break;
@@ -522,6 +729,10 @@ static void on_close(http_conn *c, void *ud) {
   (void)c;
   if (st == NULL) return;
   st->conn = NULL;
+  if (st->hs->modern) {             /* 2026-07-28: closing the stream cancels the request */
+    if (!st->ended) mcp_rev2026_stream_closed(&st->hs->s, st, "client disconnected");
+    return;
+  }
   mcp_debug("http: session %.8s: stream %u lost its connection%s", st->hs->id, st->no,
             st->ended ? "" : " (the request goes on)");
   if (st->ended && !st->is_get) stream_retire(st);

@@ -1,0 +1,268 @@
+-- Protocol revision 2026-07-28 (stateless) beside the session revisions, in
+-- one process: server/discover, the per-request protocol version in _meta,
+-- the HTTP request metadata headers, and a closed response stream as the
+-- cancellation of its request (2026-07-28 only).
+local H = require "spec.helper"
+local HH = require "spec.http_helper"
+local cjson = H.cjson
+
+local FIX = "spec/fixtures/rev2026"
+local V = "2026-07-28"
+
+local function meta(extra)
+  local m = {
+    ["io.modelcontextprotocol/protocolVersion"] = V,
+    ["io.modelcontextprotocol/clientCapabilities"] = {},
+    ["io.modelcontextprotocol/clientInfo"] = { name = "spec", version = "1" },
+  }
+  for k, v in pairs(extra or {}) do m[k] = v end
+  return m
+end
+
+-- params with _meta; cjson writes {} for the empty capabilities table.
+local function params(p, extra)
+  p = p or {}
+  p._meta = meta(extra)
+  return p
+end
+
+local function proc_state(pid)
+  local f = io.open("/proc/" .. pid .. "/stat")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s and s:match("^%d+ %b() (%a)")
+end
+
+---------------------------------------------------------------------------
+-- Streamable HTTP
+
+-- POST one message as a 2026-07-28 client on a fresh connection. headers:
+-- overrides (false drops one). Returns the response (head read) and the conn;
+-- with nowait, only the conn (a JSON answer has no head before the answer).
+local function post(srv, msg, headers, nowait)
+  local c = HH.connect(srv)
+  local h = {
+    ["Accept"] = HH.ACCEPT, ["Content-Type"] = "application/json",
+    ["MCP-Protocol-Version"] = V, ["Mcp-Method"] = msg.method,
+  }
+  local p = msg.params or {}
+  if msg.method == "tools/call" or msg.method == "prompts/get" then h["Mcp-Name"] = p.name end
+  if msg.method == "resources/read" then h["Mcp-Name"] = p.uri end
+  for k, v in pairs(headers or {}) do
+    for hk in pairs(h) do if hk:lower() == k:lower() then h[hk] = nil end end
+    h[k] = v
+  end
+  for k, v in pairs(h) do if v == false then h[k] = nil end end
+  c:request{ method = "POST", headers = h, body = cjson.encode(msg) }
+  if nowait then return nil, c end
+  local r, why = c:response()
+  assert(r, "no response: " .. tostring(why) .. "\nstderr:\n" .. srv:stderr_text())
+  return r, c
+end
+
+local function req(id, method, p) return { jsonrpc = "2.0", id = id, method = method, params = p } end
+
+local function rpc(srv, id, method, p, headers)
+  local r = post(srv, req(id, method, p), headers)
+  r:wait_done()
+  return r, HH.rpc_response(r)
+end
+
+describe("2026-07-28 over Streamable HTTP", function()
+  local srv
+  before_each(function() srv = HH.start{ plugins = { FIX }, args = { "--log-level", "debug" } } end)
+  after_each(function() HH.cleanup() end)
+
+  it("answers server/discover without initialize, and no session is minted", function()
+    local r, resp = rpc(srv, 1, "server/discover", params())
+    assert.are.equal(200, r.status, r:describe())
+    assert.is_nil(r:header("mcp-session-id"))
+    local res = resp.result
+    assert.are.equal("complete", res.resultType)
+    assert.are.equal(V, res.supportedVersions[1])
+    assert.truthy(table.concat(res.supportedVersions, " "):find("2025-11-25", 1, true))
+    assert.is_table(res.capabilities.tools)
+    assert.is_nil(res.capabilities.tools.listChanged)
+    assert.are.equal("luamcp", res._meta["io.modelcontextprotocol/serverInfo"].name)
+    assert.is_number(res.ttlMs)
+    assert.is_string(res.cacheScope)
+  end)
+
+  it("serves a tools/call statelessly, with resultType, ignoring Mcp-Session-Id", function()
+    local r, resp = rpc(srv, 1, "tools/call", params{ name = "echo", arguments = { text = "hi" } },
+                        { ["Mcp-Session-Id"] = "0123456789abcdef0123456789abcdef" })
+    assert.are.equal(200, r.status, r:describe())
+    assert.is_nil(r:header("mcp-session-id"))
+    assert.are.equal("complete", resp.result.resultType)
+    assert.are.equal("hi", resp.result.content[1].text)
+    local _, list = rpc(srv, 2, "tools/list", params())
+    assert.are.equal("complete", list.result.resultType)
+    assert.are.equal(0, list.result.ttlMs)
+    assert.is_table(list.result.tools)
+  end)
+
+  it("rejects an unsupported version with 400 and -32022 listing the supported ones", function()
+    local r, resp = rpc(srv, 1, "tools/list",
+                        { _meta = { ["io.modelcontextprotocol/protocolVersion"] = "2099-01-01" } },
+                        { ["MCP-Protocol-Version"] = "2099-01-01" })
+    assert.are.equal(400, r.status, r:describe())
+    assert.are.equal(-32022, resp.error.code)
+    assert.are.equal(V, resp.error.data.supported[1])
+    assert.are.equal("2099-01-01", resp.error.data.requested)
+    assert.are.equal(1, resp.id)
+  end)
+
+  it("checks MCP-Protocol-Version, Mcp-Method and Mcp-Name against the body (-32020)", function()
+    local call = params{ name = "echo", arguments = { text = "x" } }
+    local cases = {
+      { ["Mcp-Method"] = false },
+      { ["Mcp-Method"] = "tools/list" },
+      { ["Mcp-Name"] = false },
+      { ["Mcp-Name"] = "other" },
+      { ["MCP-Protocol-Version"] = false },
+    }
+    for i, h in ipairs(cases) do
+      local r, resp = rpc(srv, i, "tools/call", call, h)
+      assert.are.equal(400, r.status, r:describe())
+      assert.are.equal(-32020, resp.error.code, r.body)
+    end
+    -- the body says another version than the header
+    local r, resp = rpc(srv, 9, "tools/list",
+                        { _meta = { ["io.modelcontextprotocol/protocolVersion"] = "2025-11-25" } })
+    assert.are.equal(400, r.status, r:describe())
+    assert.are.equal(-32020, resp.error.code)
+    -- a base64 Mcp-Name is decoded before the comparison ("echo")
+    local r2, resp2 = rpc(srv, 10, "tools/call", call, { ["Mcp-Name"] = "=?base64?ZWNobw==?=" })
+    assert.are.equal(200, r2.status, r2:describe())
+    assert.are.equal("x", resp2.result.content[1].text)
+  end)
+
+  it("answers an unknown or removed method with 404 and -32601", function()
+    for i, m in ipairs{ "no/such", "ping", "logging/setLevel", "initialize" } do
+      local r, resp = rpc(srv, i, m, params())
+      assert.are.equal(404, r.status, r:describe())
+      assert.are.equal(-32601, resp.error.code)
+    end
+  end)
+
+  it("refuses GET and DELETE with 405 for a 2026-07-28 client", function()
+    for _, m in ipairs{ "GET", "DELETE" } do
+      local c = HH.connect(srv)
+      local r = c:exchange{ method = m, headers = { ["Accept"] = "text/event-stream",
+                                                    ["MCP-Protocol-Version"] = V } }
+      assert.are.equal(405, r.status, r:describe())
+      assert.are.equal("POST", r:header("allow"))
+    end
+  end)
+
+  it("sends logs only to a request that asked for them, on its own SSE stream", function()
+    local r = post(srv, req(1, "tools/call", params({ name = "slow", arguments = { seconds = 0.1 } },
+                                                    { ["io.modelcontextprotocol/logLevel"] = "info" })))
+    r:wait_done()
+    assert.is_true(r:is_sse(), r:describe())
+    assert.are.equal("no", r:header("x-accel-buffering"))
+    local msgs = r:messages()
+    assert.are.equal("notifications/message", msgs[1].method)
+    for _, e in ipairs(r.events) do assert.is_nil(e.id) end       -- no resumption
+    assert.are.equal("complete", msgs[#msgs].result.resultType)
+    local r2, resp2 = rpc(srv, 2, "tools/call", params{ name = "slow", arguments = { seconds = 0.1 } })
+    assert.is_false(r2:is_sse())
+    assert.are.equal("slept 2", resp2.result.content[1].text)
+  end)
+
+  it("cancels a request whose connection closes: the handler sees mcp.cancelled()", function()
+    local _, c = post(srv, req(41, "tools/call", params{ name = "slow", arguments = { seconds = 20 } }),
+                      nil, true)
+    assert.truthy(srv:wait_stderr("fixture: slow started 41"))
+    c:close()
+    assert.truthy(srv:wait_stderr("fixture: slow cancelled 41 reason=client disconnected"),
+                  srv:stderr_text())
+  end)
+
+  it("kills the child process of a request whose connection closes", function()
+    local _, c = post(srv, req(42, "tools/call", params{ name = "sleeper", arguments = {} }), nil, true)
+    local line = srv:wait_stderr("spawned sleep %(pid %d+%)")
+    assert.truthy(line, srv:stderr_text())
+    local pid = tonumber(line:match("pid (%d+)"))
+    assert.is_not_nil(proc_state(pid))
+    c:drop()
+    assert.truthy(srv:wait_stderr("fixture: sleeper spawn returned 42 .* cancelled=true"), srv:stderr_text())
+    assert.is_true(H.run_until(function() return proc_state(pid) == nil end, H.WAIT), "pid still there")
+  end)
+
+  it("serves a 2025-11-25 session and 2026-07-28 requests side by side, each by its rules", function()
+    local s = HH.initialize(srv, "2025-11-25")
+    -- the session's request survives a dropped connection
+    local c1 = HH.connect(srv)
+    local body = cjson.encode(s:req("tools/call", { name = "slow", arguments = { seconds = 0.5 } }, 7))
+    local h = s:headers()
+    h[#h + 1] = { "Content-Length", tostring(#body) }
+    c1:send(HH.request_text{ method = "POST", headers = h, body = body })
+    assert.truthy(srv:wait_stderr("fixture: slow started 7"))
+    -- a 2026-07-28 request with the same id, on its own connection
+    local _, c2 = post(srv, req(7, "tools/call", params{ name = "slow", arguments = { seconds = 20 } }),
+                       nil, true)
+    assert.truthy(H.run_until(function() return srv:count_stderr("fixture: slow started 7", true) == 2 end))
+    c1:drop()
+    c2:drop()
+    assert.truthy(srv:wait_stderr("fixture: slow cancelled 7 reason=client disconnected"))
+    assert.truthy(srv:wait_stderr("fixture: slow finished 7"), srv:stderr_text())
+    assert.are.equal(1, srv:count_stderr("fixture: slow cancelled 7", true))
+    -- the session goes on, legacy rules (no resultType), and a modern request too
+    local resp = s:rpc("tools/call", { name = "echo", arguments = { text = "old" } })
+    assert.are.equal("old", resp.result.content[1].text)
+    assert.is_nil(resp.result.resultType)
+    local _, modern = rpc(srv, 8, "tools/call", params{ name = "echo", arguments = { text = "new" } })
+    assert.are.equal("complete", modern.result.resultType)
+  end)
+
+  it("sends no request to a 2026-07-28 client", function()
+    local _, resp = rpc(srv, 1, "tools/call", params{ name = "ask", arguments = {} })
+    assert.truthy(resp.result.content[1].text:find("not available", 1, true), cjson.encode(resp))
+  end)
+end)
+
+---------------------------------------------------------------------------
+-- stdio
+
+describe("2026-07-28 over stdio", function()
+  after_each(function() H.cleanup() end)
+
+  it("answers discover and stateless requests without initialize", function()
+    local c = H.start{ plugins = { FIX } }
+    local d = c:request("server/discover", params())
+    assert.are.equal("complete", d.result.resultType)
+    assert.are.equal(V, d.result.supportedVersions[1])
+    local r = c:request("tools/call", params{ name = "echo", arguments = { text = "hi" } })
+    assert.are.equal("complete", r.result.resultType)
+    assert.are.equal("hi", r.result.content[1].text)
+    local bad = c:request("tools/list", { _meta = { ["io.modelcontextprotocol/protocolVersion"] = "1900-01-01" } })
+    assert.are.equal(-32022, bad.error.code)
+    assert.are.equal("1900-01-01", bad.error.data.requested)
+    local legacy = c:request("tools/list", {})
+    assert.are.equal(-32600, legacy.error.code)        -- a session request still needs initialize
+  end)
+
+  it("cancels a stateless request on notifications/cancelled, and refuses a duplicate id", function()
+    local c = H.start{ plugins = { FIX } }
+    c:send{ jsonrpc = "2.0", id = 5, method = "tools/call",
+                   params = params{ name = "slow", arguments = { seconds = 20 } } }
+    assert.truthy(c:wait_stderr("fixture: slow started 5"))
+    local dup = c:request("tools/call", params{ name = "echo", arguments = {} }, { id = 5 })
+    assert.are.equal(-32600, dup.error.code)
+    c:send(H.cancel_msg(5, "user gave up"))
+    assert.truthy(c:wait_stderr("fixture: slow cancelled 5 reason=user gave up"))
+    c:no_response(0.3)
+  end)
+
+  it("serves an initialized session and stateless requests in one process", function()
+    local c = H.start{ plugins = { FIX } }
+    c:initialize("2025-11-25")
+    local old = c:request("tools/call", { name = "echo", arguments = { text = "old" } })
+    assert.is_nil(old.result.resultType)
+    local new = c:request("tools/call", params{ name = "echo", arguments = { text = "new" } })
+    assert.are.equal("complete", new.result.resultType)
+    assert.are.equal("new", new.result.content[1].text)
+  end)
+end)

@@ -1,0 +1,38 @@
+/* Protocol revision 2026-07-28: stateless requests. A request that carries
+ * _meta["io.modelcontextprotocol/protocolVersion"] is served on its own,
+ * without initialize, in an ephemeral session that lives as long as its one
+ * call (see rev2026.c). */
+#ifndef MCP_REV2026_H
+#define MCP_REV2026_H
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "session.h"
+
+#define MCP_REV_2026 "2026-07-28"
+
+enum {
+  MCP_RPC_HEADER_MISMATCH = -32020,
+  MCP_RPC_UNSUPPORTED_VERSION = -32022
+};
+
+/* The per-request protocol version of a message (params._meta), or NULL. */
+const char *mcp_rev2026_version(json_t *msg);
+/* Is method served to 2026-07-28 requests? */
+int mcp_rev2026_has_method(const char *method);
+/* Check a 2026-07-28 request (version, method). 0 when it may run; else the
+ * whole error response is in out and the HTTP status (400, 404) returned. */
+int mcp_rev2026_check(json_t *msg, const char *key, mcp_buf *out);
+/* A request read on s (stdio, or the HTTP transport's stateless session):
+ * 0 when it is not a 2026-07-28 request (the caller goes on), 1 when it was
+ * answered or started here. */
+int mcp_rev2026_request(mcp_session *s, json_t *msg, const char *key, void *stream);
+/* The in-flight stateless request with this key read on s (for stdio's
+ * notifications/cancelled), or NULL. */
+mcp_req *mcp_rev2026_find(mcp_session *s, const char *key, size_t keylen);
+/* The response stream of a stateless request read on s closed before its
+ * answer: cancel the request (its client went away). */
+void mcp_rev2026_stream_closed(mcp_session *s, void *stream, const char *reason);
+
+#endif
