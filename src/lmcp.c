@@ -15,6 +15,7 @@
 #include "sched.h"
 #include "session.h"
 #include "spawn.h"
+#include "task.h"
 
 static mcp_call *current(lua_State *L) { return mcp_call_current(L); }
 
@@ -377,6 +378,8 @@ static const luaL_Reg core_funcs[] = {
   {"notify", l_notify},
   {"request", l_request},
   {"spawn", l_spawn},
+  {"task_create", mcp_task_l_create},
+  {"task_result", mcp_task_l_result},
   {"read_file", l_read_file},
   {"list_dir", l_list_dir},
   {"realpath", l_realpath},

@@ -11,6 +11,7 @@
 #include "rpc.h"
 #include "sched.h"
 #include "session.h"
+#include "task.h"
 
 #define SLICE_NS      2000000ull    /* a CPU-bound handler yields after 2 ms */
 #define HOOK_COUNT    1000          /* instructions between hook checks */
@@ -238,6 +239,13 @@ static void error_message(lua_State *co, char *msg, size_t cap) {
   else snprintf(msg, cap, "(error object is a %s value)", co ? luaL_typename(co, -1) : "no");
 }
 
+/* The response goes to the client, or to its task (kept for tasks/result). */
+static void respond_send(mcp_call *c, mcp_buf *b) {
+  if (c->tasked) mcp_task_done(c, b->data, b->len);
+  else mcp_session_send(c->session, c->batch, c->stream, b->data, b->len, 1);
+  c->responded = 1;
+}
+
 static void respond_result(mcp_call *c, int nres) {
   lua_State *co = c->co;
   mcp_buf *b = mcp_scratch();
@@ -265,8 +273,7 @@ static void respond_result(mcp_call *c, int nres) {
       mcp_rpc_close(b);
     }
   }
-  mcp_session_send(c->session, c->batch, c->stream, b->data, b->len, 1);
-  c->responded = 1;
+  respond_send(c, b);
 }
 
 /* The handler raised: a tool gets an isError result with the message, any
@@ -284,8 +291,7 @@ static void respond_error(mcp_call *c) {
   } else {
     mcp_rpc_error(b, c->req.key, MCP_RPC_INTERNAL, "Internal error: %s", msg);
   }
-  mcp_session_send(c->session, c->batch, c->stream, b->data, b->len, 1);
-  c->responded = 1;
+  respond_send(c, b);
 }
 
 static void respond_timeout(mcp_call *c) {
@@ -301,8 +307,7 @@ static void respond_timeout(mcp_call *c) {
   } else {
     mcp_rpc_error(b, c->req.key, MCP_RPC_TIMEOUT, "Request timed out after %g seconds", c->timeout);
   }
-  mcp_session_send(c->session, c->batch, c->stream, b->data, b->len, 1);
-  c->responded = 1;
+  respond_send(c, b);
 }
 
 /* Timers and the end of a call. */
@@ -363,6 +368,7 @@ void mcp_sched_advance(double seconds) {
   int n = 0, i;
   mcp_call **v;
   clock_offset += (uint64_t)(seconds * 1e9);
+  mcp_task_sweep();
   for (mcp_call *c = S.all; c; c = c->anext) n++;
   if (n == 0) return;
   v = malloc((size_t)n * sizeof *v);
@@ -420,6 +426,7 @@ static void call_finish(mcp_call *c) {
   if (c->aprev) c->aprev->anext = c->anext; else S.all = c->anext;
   if (c->anext) c->anext->aprev = c->aprev;
   S.live--;
+  if (c->tasked) mcp_task_call_gone(c);
   mcp_session_call_done(c->session, c->batch, c->stream, c->responded);
   if (c->timer_on) {
     uv_close((uv_handle_t *)&c->timer, call_timer_closed);
@@ -711,6 +718,7 @@ static int call_session_closed(lua_State *L) {
 }
 
 void mcp_sched_session_closed(mcp_session *s) {
+  mcp_task_session_closed(s);
   if (S.L == NULL) return;
   lua_pushcfunction(S.L, call_session_closed);
   lua_pushinteger(S.L, s->id);
@@ -757,6 +765,7 @@ int mcp_sched_has_method(const char *method) {
 void mcp_sched_close(void) {
   uv_close((uv_handle_t *)&S.idle, NULL);
   uv_close((uv_handle_t *)&S.check, NULL);
+  mcp_task_close();
   bury();
   for (int i = 0; i < S.npool; i++) luaL_unref(S.L, LUA_REGISTRYINDEX, S.pool[i].ref);
   S.npool = 0;

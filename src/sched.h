@@ -43,6 +43,7 @@ struct mcp_call {
   uint64_t out_max_ns;       /* hrtime it may never wait past */
   int out_result_ref;        /* {ok, result or error message, error object} once answered */
   mcp_call *out_next;        /* the session's list of calls waiting on the client */
+  struct mcp_task *task;     /* a task-augmented tools/call: its task (task.c), until either ends */
   /* A wait on something outside the call (a child process, a file read)
    * registers its cleanup here; whatever ends the wait early (a cancel, an
    * abort, the end of the call) runs it once, and it detaches wait_data. */
@@ -60,6 +61,7 @@ struct mcp_call {
   unsigned finished : 1;     /* FINISH done; memory goes with the timers */
   unsigned responded : 1;    /* its response was written */
   unsigned timer_on : 1;     /* the timer is initialized on first use */
+  unsigned tasked : 1;       /* answered with a task: its response goes to the task */
 };
 
 /* server_ref: the mcp.server module, with dispatch(method, params, id,

@@ -11,6 +11,7 @@
 #include "rpc.h"
 #include "sched.h"
 #include "session.h"
+#include "task.h"
 
 const char *const mcp_revisions[] = {
   "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", NULL
@@ -208,6 +209,7 @@ static void on_request(mcp_session *s, mcp_batch *b, const char *key, const char
     on_set_level(s, b, key, params);
     return;
   }
+  if (mcp_task_request(s, b, in_stream, key, method, params)) return;
   if (!mcp_sched_has_method(method)) {
     snprintf(msg, sizeof msg, "Method not found: %.256s", method);
     send_error(s, b, key, MCP_RPC_METHOD_NOT_FOUND, msg);

@@ -70,6 +70,9 @@ function mcp.tool(t)
     error(where .. ": inputSchema must be a table", 2)
   end
   check_policy(t, where)
+  if t.task ~= nil and t.task ~= "forbidden" and t.task ~= "optional" and t.task ~= "required" then
+    error(where .. ': task must be "forbidden", "optional" or "required"', 2)
+  end
   local schema = t.inputSchema or { type = "object" }
   if schema.type == nil then schema.type = "object" end
   t.inputSchema = schema

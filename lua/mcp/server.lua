@@ -294,6 +294,7 @@ function methods.tools_list(params)
     page[#page + 1] = {
       name = t.name, title = t.title, description = t.description,
       inputSchema = t.inputSchema, outputSchema = t.outputSchema, annotations = t.annotations,
+      execution = t.task and { taskSupport = t.task } or nil,
     }
   end
   return { tools = page, nextCursor = stop < #tool_list and tostring(stop + 1) or nil }
@@ -333,6 +334,8 @@ end
 -- The checks before a handler runs: tool, args; or nil, code, message for a
 -- JSON-RPC error; or false, result for an isError result. A frame of its own,
 -- so that the handler's coroutine stack stays small (10,000 may be waiting).
+-- A task-augmented call (params.task) is answered here with its task
+-- (core.task_create); what follows, the handler's result included, goes to the task.
 local function prepare(params)
   local name = params.name
   if type(name) ~= "string" then return nil, -32602, "Invalid params: name must be a string" end
@@ -342,6 +345,19 @@ local function prepare(params)
   if args == nil then args = {} end
   if type(args) ~= "table" or mcp.is_array(args) then
     return nil, -32602, "Invalid params: arguments must be an object"
+  end
+  local task, support = params.task, tool.task or "forbidden"
+  if task ~= nil then
+    if type(task) ~= "table" or mcp.is_array(task) then
+      return nil, -32602, "Invalid params: task must be an object"
+    end
+    if support == "forbidden" then
+      return nil, -32601, "Method not found: tool " .. name .. " does not support task-augmented calls"
+    end
+    local ok, err = core.task_create(task.ttl)
+    if ok == nil then return nil, -32603, "Internal error: " .. err end
+  elseif support == "required" then
+    return nil, -32601, "Method not found: tool " .. name .. " must be called as a task (params.task)"
   end
   local ok, err = schema.validate(tool.inputSchema, args)
   if not ok then return false, mcp.error("Invalid arguments: " .. err) end
@@ -360,6 +376,13 @@ function methods.tools_call(params, id, session)
   end
   params = nil                       -- not kept alive while the handler waits
   return normalize(tool.handler(args, mcp._ctx(id, tool.name, session)))
+end
+
+-- tasks/result waits until the task is terminal; tasks/get, tasks/list and
+-- tasks/cancel are answered by the C core (task.c).
+methods["tasks/result"] = function(params)
+  if type(params.taskId) ~= "string" then return nil, -32602, "Invalid params: taskId must be a string" end
+  return core.task_result(params.taskId)
 end
 
 methods["tools/list"], methods["tools/call"] = methods.tools_list, methods.tools_call
@@ -690,6 +713,7 @@ local optional = {
   ["resources/unsubscribe"] = "resources",
   ["prompts/list"] = "prompts", ["prompts/get"] = "prompts",
   ["completion/complete"] = "completions",
+  ["tasks/result"] = "tasks",
 }
 local optional_fn = {}
 for m in pairs(optional) do optional_fn[m] = methods[m] end
@@ -710,6 +734,9 @@ function M.capabilities()
   end
   if #prompt_list > 0 or watch then caps.prompts = { listChanged = watch } end
   if completers > 0 or watch then caps.completions = {} end
+  local tasks = watch
+  for _, t in ipairs(tool_list) do tasks = tasks or (t.task ~= nil and t.task ~= "forbidden") end
+  if tasks then caps.tasks = { list = {}, cancel = {}, requests = { tools = { call = {} } } } end
   return caps
 end
 

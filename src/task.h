@@ -1,0 +1,49 @@
+/* Tasks (MCP 2025-11-25, experimental): a task-augmented tools/call answers
+ * at once with a task; its handler runs on in its call, under the same
+ * cancellation state machine, and its outcome is kept for tasks/result.
+ *
+ * Ownership: task.c owns every mcp_task (created by mcp_task_l_create,
+ * freed in task_free: at ttl expiry, when evicted, or when its session
+ * closes). A task and its call point at each other until the call ends
+ * (mcp_task_call_gone); calls waiting in tasks/result are linked from the
+ * task, each with a wait_cleanup that unlinks it. */
+#ifndef MCP_TASK_H
+#define MCP_TASK_H
+
+#include <jansson.h>
+#include <lua.h>
+
+#define MCP_TASK_MAX_PER_SESSION 1000
+#define MCP_TASK_DEFAULT_TTL_MS  3600000LL     /* 1 hour when the client gives none */
+#define MCP_TASK_MAX_TTL_MS      86400000LL    /* 24 hours at most */
+#define MCP_TASK_POLL_MS         1000
+
+typedef struct mcp_task mcp_task;
+typedef struct mcp_call mcp_call;
+typedef struct mcp_session mcp_session;
+typedef struct mcp_batch mcp_batch;
+
+/* core.task_create(ttl): turn the running tools/call into a task; answers
+ * the request with CreateTaskResult. Returns the task id, or false when the
+ * call cannot be a task (in a batch), or nil, message (too many tasks). */
+int mcp_task_l_create(lua_State *L);
+/* core.task_result(taskId): waits until the task is terminal, then returns
+ * the tool's result (with _meta related-task), or nil, code, message, data. */
+int mcp_task_l_result(lua_State *L);
+
+/* tasks/get, tasks/list and tasks/cancel, answered at once. Returns 0 for
+ * any other method (or when no tool offers tasks), 1 when it answered. */
+int mcp_task_request(mcp_session *s, mcp_batch *b, void *stream, const char *key,
+                     const char *method, json_t *params);
+/* The call of a task responded: data is the whole JSON-RPC response. */
+void mcp_task_done(mcp_call *c, const char *data, size_t len);
+/* The call of a task ended (after mcp_task_done, or without a response). */
+void mcp_task_call_gone(mcp_call *c);
+/* Free the tasks whose ttl is over (also run on each task operation). */
+void mcp_task_sweep(void);
+/* Free every task of s (its calls are gone), or of all sessions (s NULL,
+ * at shutdown: also closes the expiry timer). */
+void mcp_task_session_closed(mcp_session *s);
+void mcp_task_close(void);
+
+#endif
