@@ -9,10 +9,10 @@
 #include "log.h"
 
 enum { H_CONTENT_TYPE, H_ACCEPT, H_ORIGIN, H_HOST, H_AUTH, H_SESSION, H_PROTO, H_LAST_EVENT,
-       H_EXPECT, H_MCP_METHOD, H_MCP_NAME, NH };
+       H_EXPECT, NH };
 static const char *const header_names[NH] = {
   "content-type", "accept", "origin", "host", "authorization",
-  "mcp-session-id", "mcp-protocol-version", "last-event-id", "expect", "mcp-method", "mcp-name"
+  "mcp-session-id", "mcp-protocol-version", "last-event-id", "expect"
 };
 
 typedef struct {
@@ -157,11 +157,6 @@ static void exchange_done(http_conn *c) {
     return;
   }
   http_parser_pause(&c->parser, 0);
-  if (c->in_off == c->in.len) {           /* nothing pipelined: wait, idle */
-    c->in.len = c->in_off = 0;
-    uv_timer_start(&c->timer, on_timer, H.cfg.idle_ms, 0);
-    return;
-  }
   /* Never parse the next request under the caller (it may be inside the
    * previous one's handler): the timer does it on the next loop turn. */
   c->kick = 1;
@@ -341,8 +336,6 @@ static void dispatch(http_conn *c) {
   r.session_id = value(c, H_SESSION);
   r.protocol_version = value(c, H_PROTO);
   r.last_event_id = value(c, H_LAST_EVENT);
-  r.mcp_method = value(c, H_MCP_METHOD);
-  r.mcp_name = value(c, H_MCP_NAME);
   r.body = c->body.data;
   r.body_len = c->body.len;
   c->keep_alive = http_should_keep_alive(&c->parser);
