@@ -178,7 +178,9 @@ static int l_log(lua_State *L) {
   mcp_buf b = MCP_BUF_INIT;
   if (level < 0) return luaL_argerror(L, 1, "unknown log level");
   luaL_checkany(L, 2);
-  if (c != NULL && mcp_req_state_terminal(c->req.state) && !c->closing) return 0;
+  /* Nothing after a request's response, nor after its terminal state; the
+   * <close> variables of an abort run before the terminal answer and may log. */
+  if (c != NULL && (c->responded || (mcp_req_state_terminal(c->req.state) && !c->closing))) return 0;
   mcp_rpc_notification_open(&b, "notifications/message");
   mcp_buf_printf(&b, "{\"level\":\"%s\",", name);
   if (c != NULL && c->logger != NULL) {
