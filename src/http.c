@@ -9,10 +9,10 @@
 #include "log.h"
 
 enum { H_CONTENT_TYPE, H_ACCEPT, H_ORIGIN, H_HOST, H_AUTH, H_SESSION, H_PROTO, H_LAST_EVENT,
-       H_EXPECT, NH };
+       H_EXPECT, H_MCP_METHOD, H_MCP_NAME, NH };
 static const char *const header_names[NH] = {
   "content-type", "accept", "origin", "host", "authorization",
-  "mcp-session-id", "mcp-protocol-version", "last-event-id", "expect"
+  "mcp-session-id", "mcp-protocol-version", "last-event-id", "expect", "mcp-method", "mcp-name"
 };
 
 typedef struct {
@@ -336,6 +336,8 @@ static void dispatch(http_conn *c) {
   r.session_id = value(c, H_SESSION);
   r.protocol_version = value(c, H_PROTO);
   r.last_event_id = value(c, H_LAST_EVENT);
+  r.mcp_method = value(c, H_MCP_METHOD);   /* 2026-07-28 request metadata */
+  r.mcp_name = value(c, H_MCP_NAME);
   r.body = c->body.data;
   r.body_len = c->body.len;
   c->keep_alive = http_should_keep_alive(&c->parser);
