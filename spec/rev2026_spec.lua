@@ -180,6 +180,33 @@ describe("2026-07-28 over Streamable HTTP", function()
                   srv:stderr_text())
   end)
 
+  it("cancels a request whose SSE stream closes after its first message", function()
+    local r, c = post(srv, req(43, "tools/call", params({ name = "slow", arguments = { seconds = 20 } },
+                                                       { ["io.modelcontextprotocol/logLevel"] = "debug" })))
+    assert.is_true(r:is_sse(), r:describe())
+    local m = r:next_message()
+    assert.are.equal("notifications/message", m and m.method)
+    c:drop()
+    assert.truthy(srv:wait_stderr("fixture: slow cancelled 43 reason=client disconnected"),
+                  srv:stderr_text())
+    -- the server goes on serving
+    local _, resp = rpc(srv, 44, "tools/call", params{ name = "echo", arguments = { text = "ok" } })
+    assert.are.equal("ok", resp.result.content[1].text)
+  end)
+
+  it("accepts a notification with 202 and cancels nothing with it", function()
+    local _, c = post(srv, req(45, "tools/call", params{ name = "slow", arguments = { seconds = 0.3 } }),
+                      nil, true)
+    assert.truthy(srv:wait_stderr("fixture: slow started 45"))
+    local r = post(srv, { jsonrpc = "2.0", method = "notifications/cancelled",
+                          params = { requestId = 45, reason = "no" } })
+    r:wait_done()
+    assert.are.equal(202, r.status, r:describe())
+    local a = c:response()
+    a:wait_done()
+    assert.are.equal("slept 45", HH.rpc_response(a).result.content[1].text)
+  end)
+
   it("kills the child process of a request whose connection closes", function()
     local _, c = post(srv, req(42, "tools/call", params{ name = "sleeper", arguments = {} }), nil, true)
     local line = srv:wait_stderr("spawned sleep %(pid %d+%)")
@@ -254,6 +281,15 @@ describe("2026-07-28 over stdio", function()
     c:send(H.cancel_msg(5, "user gave up"))
     assert.truthy(c:wait_stderr("fixture: slow cancelled 5 reason=user gave up"))
     c:no_response(0.3)
+  end)
+
+  it("sends log messages only to a request that names a log level", function()
+    local c = H.start{ plugins = { FIX } }
+    local _, notes = c:request("tools/call", params({ name = "slow", arguments = { seconds = 0.05 } },
+                                                    { ["io.modelcontextprotocol/logLevel"] = "info" }))
+    assert.are.equal("notifications/message", notes[1] and notes[1].method)
+    local _, none = c:request("tools/call", params{ name = "slow", arguments = { seconds = 0.05 } })
+    assert.are.equal(0, #none)
   end)
 
   it("serves an initialized session and stateless requests in one process", function()
