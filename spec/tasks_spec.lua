@@ -62,6 +62,19 @@ describe("tasks", function()
     assert.are_not.equal(t.taskId, other.taskId)
   end)
 
+  it("the handler's logs and progress reach the client, with related-task in _meta", function()
+    local c = session()
+    local resp = c:request("tools/call", { name = "slow", arguments = { seconds = 30, tag = "m" },
+                                          task = { ttl = 60000 }, _meta = { progressToken = "pt" } })
+    local id = resp.result.task.taskId
+    local log = c:wait_log("^slow started m$")
+    assert(log, "no log from the task's handler:\n" .. c:stderr_text())
+    assert.are.equal(id, log.params._meta["io.modelcontextprotocol/related-task"].taskId)
+    local p = c:wait_notification("notifications/progress", function(q) return q.progressToken == "pt" end)
+    assert(p, "no progress from the task's handler")
+    assert.are.equal(id, p.params._meta["io.modelcontextprotocol/related-task"].taskId)
+  end)
+
   it("tasks/get polls the status: working, then completed", function()
     local c = session()
     local t = start_task(c, "slow", { seconds = 10, tag = "p" }, 60000)
@@ -223,5 +236,8 @@ describe("tasks", function()
     assert.is_nil(c.init_result.capabilities.tasks)
     assert.are.equal(-32601, c:request("tasks/list", {}).error.code)
     assert.are.equal(-32601, c:request("tasks/result", { taskId = "x" }).error.code)
+    -- without the capability, params.task is ignored: the call runs normally
+    local resp = c:request("tools/call", { name = "page_tool_1", arguments = {}, task = { ttl = 1000 } })
+    assert.are.equal("tool 1", H.text(resp))
   end)
 end)

@@ -161,6 +161,7 @@ static int l_progress(lua_State *L) {
     mcp_buf_adds(&b, ",\"message\":");
     mcp_json_encode(L, 3, &b, err, sizeof err);
   }
+  mcp_task_add_meta(&b, c);
   mcp_buf_adds(&b, "}}");
   mcp_session_send(c->session, NULL, c->stream, b.data, b.len, 0);
   mcp_buf_free(&b);
@@ -180,7 +181,7 @@ static int l_log(lua_State *L) {
   luaL_checkany(L, 2);
   /* Nothing after a request's response, nor after its terminal state; the
    * <close> variables of an abort run before the terminal answer and may log. */
-  if (c != NULL && (c->responded || (mcp_req_state_terminal(c->req.state) && !c->closing))) return 0;
+  if (c != NULL && ((c->responded && !c->tasked) || (mcp_req_state_terminal(c->req.state) && !c->closing))) return 0;
   mcp_rpc_notification_open(&b, "notifications/message");
   mcp_buf_printf(&b, "{\"level\":\"%s\",", name);
   if (c != NULL && c->logger != NULL) {
@@ -193,6 +194,7 @@ static int l_log(lua_State *L) {
     mcp_buf_free(&b);
     return luaL_argerror(L, 2, err);
   }
+  mcp_task_add_meta(&b, c);
   mcp_buf_adds(&b, "}}");
   if (c != NULL) {
     if (level >= (int)c->session->log_level)

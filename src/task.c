@@ -194,7 +194,9 @@ int mcp_task_l_create(lua_State *L) {
   long long ttl = MCP_TASK_DEFAULT_TTL_MS;
   mcp_buf b = MCP_BUF_INIT;
   if (c == NULL || c->tool == NULL || c->tasked) return luaL_error(L, "task_create: not in a tools/call");
-  if (c->batch != NULL) {            /* a batch is answered as one: no task */
+  /* A batch is answered as one; a stateless 2026-07-28 request has no
+   * session to keep a task in: both run as normal calls. */
+  if (c->batch != NULL || c->session->modern) {
     lua_pushboolean(L, 0);
     return 1;
   }
@@ -245,6 +247,12 @@ int mcp_task_l_create(lua_State *L) {
   timer_arm();
   lua_pushstring(L, t->id);
   return 1;
+}
+
+void mcp_task_add_meta(mcp_buf *b, const mcp_call *c) {
+  if (c == NULL || c->task == NULL) return;
+  mcp_buf_printf(b, ",\"_meta\":{\"io.modelcontextprotocol/related-task\":{\"taskId\":\"%s\"}}",
+                 c->task->id);
 }
 
 /* A short statusMessage for a failed task: the error's message, or the

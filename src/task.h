@@ -13,6 +13,8 @@
 #include <jansson.h>
 #include <lua.h>
 
+#include "buf.h"
+
 #define MCP_TASK_MAX_PER_SESSION 1000
 #define MCP_TASK_DEFAULT_TTL_MS  3600000LL     /* 1 hour when the client gives none */
 #define MCP_TASK_MAX_TTL_MS      86400000LL    /* 24 hours at most */
@@ -30,6 +32,10 @@ int mcp_task_l_create(lua_State *L);
 /* core.task_result(taskId): waits until the task is terminal, then returns
  * the tool's result (with _meta related-task), or nil, code, message, data. */
 int mcp_task_l_result(lua_State *L);
+
+/* Append ,"_meta":{related-task} to the params of a notification from c's
+ * handler when c is a task's call (nothing otherwise; c may be NULL). */
+void mcp_task_add_meta(mcp_buf *b, const mcp_call *c);
 
 /* tasks/get, tasks/list and tasks/cancel, answered at once. Returns 0 for
  * any other method (or when no tool offers tasks), 1 when it answered. */

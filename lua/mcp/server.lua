@@ -347,6 +347,8 @@ local function prepare(params)
     return nil, -32602, "Invalid params: arguments must be an object"
   end
   local task, support = params.task, tool.task or "forbidden"
+  -- without the tasks capability (no tool offers tasks), params.task is ignored
+  if not methods["tasks/result"] then task = nil end
   if task ~= nil then
     if type(task) ~= "table" or mcp.is_array(task) then
       return nil, -32602, "Invalid params: task must be an object"
