@@ -231,6 +231,26 @@ describe("tasks", function()
     assert.are.equal("slept x", H.text(c:call("slow", { seconds = 0, tag = "x" })))   -- optional: both
   end)
 
+  it("over HTTP, tasks belong to their session and end with it", function()
+    local HH = require "spec.http_helper"
+    local ok, err = pcall(function()
+      local srv = HH.start { plugins = FIXTURES, args = { "--log-level", "debug" } }
+      local a, b = HH.initialize(srv, "2025-11-25"), HH.initialize(srv, "2025-11-25")
+      local t = a:rpc("tools/call", { name = "slow", arguments = { seconds = 30, tag = "h" },
+                                      task = { ttl = 60000 } }).result.task
+      assert.are.equal("working", a:rpc("tasks/get", { taskId = t.taskId }).result.status)
+      assert.are.equal(-32602, b:rpc("tasks/get", { taskId = t.taskId }).error.code)
+      assert.are.equal(-32602, b:rpc("tasks/cancel", { taskId = t.taskId }).error.code)
+      assert.are.same({}, b:rpc("tasks/list", {}).result.tasks)
+      srv:expect_stderr("fixture: slow started h", nil, { plain = true })
+      assert.are.equal(200, a:delete().status)
+      srv:expect_stderr("fixture: slow stopped h reason=session ended", nil, { plain = true })
+      srv:expect_stderr("task " .. t.taskId .. " freed: session ended", nil, { plain = true })
+    end)
+    HH.cleanup()
+    assert(ok, err)
+  end)
+
   it("tasks/* are method not found when no tool offers tasks", function()
     local c = H.session { plugins = { "spec/fixtures/paging" } }
     assert.is_nil(c.init_result.capabilities.tasks)
