@@ -44,7 +44,7 @@ describe("tasks", function()
     for _, t in ipairs(c:request("tools/list").result.tools) do
       support[t.name] = t.execution and t.execution.taskSupport or "absent"
     end
-    assert.are.same({ slow = "optional", stubborn = "optional", fails = "optional", must = "required",
+    assert.are.same({ slow = "optional", stubborn = "optional", fails = "optional", asks = "optional", must = "required",
                       never = "forbidden", plain = "absent" }, support)
   end)
 
@@ -73,6 +73,22 @@ describe("tasks", function()
     local p = c:wait_notification("notifications/progress", function(q) return q.progressToken == "pt" end)
     assert(p, "no progress from the task's handler")
     assert.are.equal(id, p.params._meta["io.modelcontextprotocol/related-task"].taskId)
+  end)
+
+  it("a request to the client makes the task input_required, with related-task; the answer resumes it", function()
+    local c = session()
+    local t = start_task(c, "asks", {}, 60000)
+    local ask = c:take(function(m) return m.method == "test/ask" and m.id ~= nil end)
+    assert(ask, "no request to the client:\n" .. c:stderr_text())
+    assert.are.equal(t.taskId, ask.params._meta["io.modelcontextprotocol/related-task"].taskId)
+    assert.truthy(status_note(c, t.taskId, "input_required"), "no input_required notification")
+    local r = get(c, t.taskId).result
+    assert.are.equal("input_required", r.status)
+    assert.truthy(r.statusMessage:find("test/ask", 1, true), r.statusMessage)
+    c:send { jsonrpc = "2.0", id = ask.id, result = { name = "bob" } }
+    assert.are.equal("answer bob", c:request("tasks/result", { taskId = t.taskId }).result.content[1].text)
+    assert.truthy(status_note(c, t.taskId, "working"), "no notification of working again")
+    assert.are.equal("completed", get(c, t.taskId).result.status)
   end)
 
   it("tasks/get polls the status: working, then completed", function()

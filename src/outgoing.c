@@ -17,6 +17,7 @@
 #include "rpc.h"
 #include "sched.h"
 #include "session.h"
+#include "task.h"
 
 #define RECENT 32   /* abandoned ids remembered, so that late answers log precisely */
 
@@ -56,6 +57,7 @@ void mcp_out_abandon(mcp_call *c, const char *reason) {
 static int request_k(lua_State *L, int status, lua_KContext ctx) {
   mcp_call *c = mcp_call_current(L);
   (void)status; (void)ctx;
+  mcp_task_input(c, NULL);                           /* a task works again */
   if (c->out_result_ref != LUA_NOREF) {              /* answered */
     lua_rawgeti(L, LUA_REGISTRYINDEX, c->out_result_ref);
     luaL_unref(L, LUA_REGISTRYINDEX, c->out_result_ref);
@@ -103,6 +105,7 @@ int mcp_call_request(lua_State *L, mcp_call *c, const char *method, int params, 
     }
     lua_pushinteger(L, c->out_id);
     lua_setfield(L, -2, "progressToken");
+    mcp_task_push_meta(L, c);                        /* a task's: related-task */
     lua_pop(L, 1);
     if (mcp_json_encode(L, params, b, err, sizeof err) != 0) {
       c->out_id = 0;
@@ -122,6 +125,7 @@ int mcp_call_request(lua_State *L, mcp_call *c, const char *method, int params, 
   mcp_call_rearm(c);
   mcp_debug("request %.64s: sends %s to the client as request %lld", c->req.key, method, c->out_id);
   mcp_session_send(c->session, NULL, c->stream, b->data, b->len, 0);
+  mcp_task_input(c, method);                         /* a task needs input */
   return lua_yieldk(L, 0, 0, request_k);
 }
 

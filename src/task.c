@@ -255,6 +255,27 @@ void mcp_task_add_meta(mcp_buf *b, const mcp_call *c) {
                  c->task->id);
 }
 
+void mcp_task_push_meta(lua_State *L, const mcp_call *c) {
+  if (c == NULL || c->task == NULL) return;
+  /* stack: _meta -> _meta */
+  lua_createtable(L, 0, 1);
+  lua_pushstring(L, c->task->id);
+  lua_setfield(L, -2, "taskId");
+  lua_setfield(L, -2, "io.modelcontextprotocol/related-task");
+}
+
+void mcp_task_input(const mcp_call *c, const char *method) {
+  mcp_task *t = c->task;
+  char msg[160];
+  if (t == NULL || terminal(t->status)) return;
+  if (method != NULL) {
+    snprintf(msg, sizeof msg, "Waiting for the client to answer %.100s", method);
+    set_status(t, ST_INPUT_REQUIRED, msg, 1);
+  } else if (t->status == ST_INPUT_REQUIRED) {
+    set_status(t, ST_WORKING, NULL, 1);
+  }
+}
+
 /* A short statusMessage for a failed task: the error's message, or the
  * first text of an isError result. */
 static const char *failure_message(json_t *msg, int *failed) {

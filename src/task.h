@@ -37,6 +37,13 @@ int mcp_task_l_result(lua_State *L);
  * handler when c is a task's call (nothing otherwise; c may be NULL). */
 void mcp_task_add_meta(mcp_buf *b, const mcp_call *c);
 
+/* Set related-task in the _meta table on the top of L's stack (a request
+ * from c's handler to the client), when c is a task's call. */
+void mcp_task_push_meta(lua_State *L, const mcp_call *c);
+/* c's handler sent a request (method) to the client and waits for the
+ * answer: its task is input_required; method NULL: working again. */
+void mcp_task_input(const mcp_call *c, const char *method);
+
 /* tasks/get, tasks/list and tasks/cancel, answered at once. Returns 0 for
  * any other method (or when no tool offers tasks), 1 when it answered. */
 int mcp_task_request(mcp_session *s, mcp_batch *b, void *stream, const char *key,
