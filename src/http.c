@@ -42,6 +42,7 @@ struct http_conn {
   unsigned kick : 1;           /* the timer is due at once: parse the next request */
   unsigned http10 : 1;         /* an HTTP/1.0 peer: no chunked encoding */
   size_t pending;              /* bytes handed to libuv, not yet written */
+  char *extra;                 /* header lines for every answer of this exchange (owned) */
   void *ud;
   http_conn *prev, *next;
 };
@@ -142,12 +143,15 @@ static void add_head(mcp_buf *b, http_conn *c, int status, const char *headers,
   mcp_buf_printf(b, "HTTP/1.1 %d %s\r\n", status, status_text(status));
   if (content_type) mcp_buf_printf(b, "Content-Type: %s\r\n", content_type);
   if (headers) mcp_buf_add(b, headers, strlen(headers));
+  if (c->extra) mcp_buf_add(b, c->extra, strlen(c->extra));
   if (!c->keep_alive || c->error) mcp_buf_adds(b, "Connection: close\r\n");
 }
 
 /* The exchange is over: read the next request, or close. */
 static void exchange_done(http_conn *c) {
   c->header_bytes = 0;
+  free(c->extra);
+  c->extra = NULL;
   c->busy = 0;
   c->streaming = 0;
   c->ud = NULL;
@@ -205,6 +209,10 @@ void http_stream_end(http_conn *c) {
 }
 
 void http_conn_set_data(http_conn *c, void *ud) { c->ud = ud; }
+void http_conn_set_headers(http_conn *c, const char *headers) {
+  free(c->extra);
+  c->extra = headers ? strdup(headers) : NULL;
+}
 
 /* Errors found while reading: answer and close. */
 static void fail(http_conn *c, int status, const char *why) {
@@ -415,6 +423,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
 
 static void conn_free(uv_handle_t *h) {
   http_conn *c = h->data;
+  free(c->extra);
   mcp_buf_free(&c->in);
   mcp_buf_free(&c->url);
   mcp_buf_free(&c->body);

@@ -45,6 +45,9 @@ void http_close(void (*on_closed)(void));
 int http_port(void);          /* the port bound (useful with port 0) */
 
 void http_conn_set_data(http_conn *c, void *ud);
+/* Header lines (each ending in \r\n) added to every answer of the current
+ * exchange (e.g. CORS); copied. */
+void http_conn_set_headers(http_conn *c, const char *headers);
 /* A whole response. headers: extra lines, each ending in \r\n, or NULL. */
 void http_respond(http_conn *c, int status, const char *headers, const char *content_type,
                   const char *body, size_t len);

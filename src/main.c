@@ -27,7 +27,7 @@ static const char usage[] =
   "usage: luamcp [--plugins DIR]... [--timeout SECONDS] [--grace SECONDS]\n"
   "              [--log-level LEVEL] [--max-line BYTES] [--memory-limit MB]\n"
   "              [--page-size N] [--http HOST:PORT [--allow-origin ORIGIN]...\n"
-  "              [--token TOKEN] [--max-body BYTES] [--max-connections N]\n"
+  "              [--token TOKEN] [--max-body BYTES] [--max-connections N] [--max-sessions N]\n"
   "              [--idle-timeout SECONDS]] [--watch] [--version] [--help]\n"
   "       luamcp list|call|check|new ...   (see luamcp list --help)\n"
   "\n"
@@ -45,6 +45,7 @@ static const char usage[] =
   "  --token TOKEN        require Authorization: Bearer TOKEN (or $LUAMCP_TOKEN)\n"
   "  --max-body BYTES     largest POST body (4194304)\n"
   "  --max-connections N  concurrent connections (256)\n"
+  "  --max-sessions N     open HTTP sessions (1024)\n"
   "  --idle-timeout SEC   close idle keep-alive connections (60)\n"
   "  --watch              reload plugins when their files change\n"
   "  --test-clock         let clients move the clock (notifications/luamcp/advance):\n"
@@ -60,7 +61,7 @@ static lua_State *L;
 static uv_signal_t sigterm, sigint;
 static int shutting_down;
 static mcp_http_options http_opt = {
-  .max_body = 4u << 20, .max_connections = 256, .idle_ms = 60000
+  .max_body = 4u << 20, .max_connections = 256, .max_sessions = 1024, .idle_ms = 60000
 };
 static int use_http, use_watch;
 
@@ -150,7 +151,7 @@ int main(int argc, char **argv) {
                 strcmp(a, "--page-size") == 0 || strcmp(a, "--http") == 0 ||
                 strcmp(a, "--allow-origin") == 0 || strcmp(a, "--token") == 0 ||
                 strcmp(a, "--max-body") == 0 || strcmp(a, "--max-connections") == 0 ||
-                strcmp(a, "--idle-timeout") == 0;
+                strcmp(a, "--idle-timeout") == 0 || strcmp(a, "--max-sessions") == 0;
     if (takes && v == NULL) return fail_usage("%s needs a value", a);
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       fputs(usage, stdout);
@@ -202,6 +203,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--max-connections") == 0) {
       if (!parse_number(v, &d) || d < 1) return fail_usage("bad --max-connections: %s", v);
       http_opt.max_connections = (int)d;
+    } else if (strcmp(a, "--max-sessions") == 0) {
+      if (!parse_number(v, &d) || d < 1) return fail_usage("bad --max-sessions: %s", v);
+      http_opt.max_sessions = (int)d;
     } else if (strcmp(a, "--idle-timeout") == 0) {
       if (!parse_number(v, &d) || d <= 0) return fail_usage("bad --idle-timeout: %s", v);
       http_opt.idle_ms = (unsigned)(d * 1000);

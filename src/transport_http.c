@@ -78,6 +78,7 @@ static struct {
   mcp_http_options opt;
   hsession *sessions;
   hsession *stateless;              /* created on the first 2026-07-28 request */
+  int nsessions;
   void (*on_closed)(void);
   int shutting_down;
 } T;
@@ -247,6 +248,7 @@ static void session_free(hsession *hs) {
   hsession **p = &T.sessions;
   while (*p && *p != hs) p = &(*p)->next;
   if (*p) *p = hs->next;
+  T.nsessions--;
   while (hs->streams) {
     hstream *st = hs->streams;
     hs->streams = st->next;
@@ -281,6 +283,7 @@ static hsession *session_new(void) {
   hs->s.on_drained = on_drained;
   hs->next = T.sessions;
   T.sessions = hs;
+  T.nsessions++;
   return hs;
 }
 
@@ -606,6 +609,12 @@ static void on_post(http_conn *c, const http_request *r) {
     return;
   }
   if (r->session_id == NULL && is_initialize(r->body, r->body_len)) {
+    if (T.nsessions >= T.opt.max_sessions) {
+      mcp_warn("http: %d sessions open; initialize refused", T.nsessions);
+      reply_error(c, 503, "Retry-After: 5\r\n", -32600,
+                  "Service Unavailable: too many sessions (end one with DELETE)");
+      return;
+    }
     hs = session_new();
     fresh = 1;
   } else if ((hs = request_session(c, r)) == NULL) {
@@ -682,6 +691,31 @@ static void on_delete(http_conn *c, const http_request *r) {
   http_respond(c, 200, NULL, NULL, NULL, 0);
 }
 
+/* CORS, for browser clients on an allowed origin: the preflight is answered
+ * before the token check (browsers send no credentials in it), and every
+ * answer names the origin and lets the page read Mcp-Session-Id. */
+#define CORS_ALLOW_HEADERS \
+  "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, " \
+  "Last-Event-ID, Mcp-Method, Mcp-Name"
+
+static int cors(http_conn *c, const http_request *r) {
+  char hdr[1024];
+  if (r->origin == NULL) return 0;
+  snprintf(hdr, sizeof hdr,
+           "Access-Control-Allow-Origin: %.512s\r\nVary: Origin\r\n"
+           "Access-Control-Expose-Headers: Mcp-Session-Id\r\n", r->origin);
+  if (r->method == HTTP_OPTIONS) {
+    strncat(hdr, "Access-Control-Allow-Methods: GET, POST, DELETE\r\n"
+                 "Access-Control-Allow-Headers: " CORS_ALLOW_HEADERS "\r\n"
+                 "Access-Control-Max-Age: 600\r\n", sizeof hdr - strlen(hdr) - 1);
+    http_conn_set_headers(c, hdr);
+    http_respond(c, 204, NULL, NULL, NULL, 0);
+    return 1;
+  }
+  http_conn_set_headers(c, hdr);
+  return 0;
+}
+
 static void on_request(http_conn *c, const http_request *r) {
   if (r->host == NULL && r->http_minor >= 1) {
     reply_error(c, 400, NULL, -32600, "Bad Request: HTTP/1.1 needs a Host header");
@@ -695,6 +729,7 @@ static void on_request(http_conn *c, const http_request *r) {
     reply_error(c, 403, NULL, -32600, "Forbidden: Origin not allowed");
     return;
   }
+  if (strcmp(r->path, "/mcp") == 0 && cors(c, r)) return;
   if (T.opt.token != NULL && !token_ok(r->authorization)) {
     reply_error(c, 401, "WWW-Authenticate: Bearer realm=\"luamcp\"\r\n", -32600,
                 "Unauthorized: a valid bearer token is required");

@@ -13,6 +13,7 @@ typedef struct {
   const char *token;             /* bearer token required when set */
   size_t max_body;
   int max_connections;
+  int max_sessions;              /* initialize past it gets 503 */
   unsigned idle_ms;
 } mcp_http_options;
 
