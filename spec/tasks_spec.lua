@@ -229,6 +229,30 @@ describe("tasks", function()
     assert.are.same({}, c:request("tasks/list", {}).result.tasks)
   end)
 
+  it("at most 1000 tasks per session: a finished one makes room; when all 1000 run, -32603", function()
+    local c = session()
+    local lines = {}
+    for i = 1, 1000 do
+      lines[i] = H.line { jsonrpc = "2.0", id = 5000 + i, method = "tools/call",
+                          params = { name = "slow", arguments = { seconds = 300 }, task = { ttl = 600000 } } }
+    end
+    c:send(table.concat(lines))
+    local first
+    for i = 1, 1000 do
+      local m = c:take(function(m) return H.is_response(m) and m.id == 5000 + i end)
+      assert(m and m.result and m.result.task, "no task for call " .. i)
+      first = first or m.result.task.taskId
+    end
+    local full = c:request("tools/call", { name = "slow", arguments = { seconds = 0 }, task = { ttl = 1000 } })
+    assert.are.equal(-32603, full.error.code)
+    assert.are.equal("cancelled", c:request("tasks/cancel", { taskId = first }).result.status)
+    c:expect_stderr("request 5001 cancelled: task cancelled", nil, { plain = true })
+    c:expect_stderr("request 5001: cancelling -> cancelled", nil, { plain = true })
+    local t = start_task(c, "slow", { seconds = 0 }, 1000)
+    assert.are.equal(-32602, get(c, first).error.code)             -- evicted
+    assert.are.equal(t.taskId, get(c, t.taskId).result.taskId)
+  end)
+
   it("the ttl is capped at 24 hours and defaults to 1 hour", function()
     local c = session()
     assert.are.equal(86400000, start_task(c, "slow", { seconds = 0 }, 1e12).ttl)
