@@ -9,6 +9,7 @@
 #include "config.h"
 #include "fsread.h"
 #include "json.h"
+#include "rev2026.h"
 #include "lmcp.h"
 #include "log.h"
 #include "rpc.h"
@@ -208,6 +209,36 @@ static int l_log(lua_State *L) {
   return 0;
 }
 
+/* Deliver the notification in b to the subscriptions/listen streams whose
+ * filter wants it (rev2026.c). */
+static int listen_notify(const char *method, const mcp_buf *b) {
+  json_t *msg = json_loadb(b->data, b->len, 0, NULL);
+  int n = mcp_rev2026_listen_notify(method, json_object_get(msg, "params"));
+  json_decref(msg);
+  return n;
+}
+
+/* notify_listeners(method [, params]): a notification to the 2026-07-28
+ * subscriptions/listen streams whose filter wants it (resources/updated for
+ * their resourceSubscriptions). Returns how many got it. */
+static int l_notify_listeners(lua_State *L) {
+  const char *method = luaL_checkstring(L, 1);
+  char err[128];
+  mcp_buf b = MCP_BUF_INIT;
+  int n;
+  mcp_rpc_notification_open(&b, method);
+  if (lua_isnoneornil(L, 2)) mcp_buf_adds(&b, "{}");
+  else if (mcp_json_encode(L, 2, &b, err, sizeof err) != 0) {
+    mcp_buf_free(&b);
+    return luaL_argerror(L, 2, err);
+  }
+  mcp_rpc_close(&b);
+  n = listen_notify(method, &b);
+  mcp_buf_free(&b);
+  lua_pushinteger(L, n);
+  return 1;
+}
+
 /* notify(session, method [, params]): a notification to one session (by
  * id), or to every initialized session when session is nil. Returns how
  * many sessions it went to. */
@@ -233,6 +264,7 @@ static int l_notify(lua_State *L) {
       mcp_session_send(s, NULL, NULL, b.data, b.len, 0);
       n++;
     }
+  if (only == NULL) n += listen_notify(method, &b);   /* and 2026-07-28 listeners */
   mcp_buf_free(&b);
   lua_pushinteger(L, n);
   return 1;
@@ -380,6 +412,7 @@ static const luaL_Reg core_funcs[] = {
   {"log", l_log},
   {"on_cancel", l_on_cancel},
   {"notify", l_notify},
+  {"notify_listeners", l_notify_listeners},
   {"request", l_request},
   {"spawn", l_spawn},
   {"task_create", mcp_task_l_create},

@@ -14,6 +14,7 @@
 #include "lmcp.h"
 #include "log.h"
 #include "sched.h"
+#include "rev2026.h"
 #include "stdio_transport.h"
 #include "transport_http.h"
 #include "watch.h"
@@ -85,6 +86,7 @@ static void shutdown_begin(const char *why) {
   if (shutting_down) return;
   shutting_down = 1;
   mcp_info("shutting down: %s", why);
+  mcp_rev2026_listen_close_all("shutdown");   /* subscriptions/listen end gracefully */
   if (use_http) {
     mcp_http_shutdown(closed);     /* ends every session, then every connection */
     return;

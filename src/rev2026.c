@@ -44,7 +44,7 @@ int mcp_rev2026_has_method(const char *method) {
   static const char *const removed[] = {
     "initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", NULL
   };
-  if (strcmp(method, "server/discover") == 0) return 1;
+  if (strcmp(method, "server/discover") == 0 || strcmp(method, "subscriptions/listen") == 0) return 1;
   for (int i = 0; removed[i]; i++)
     if (strcmp(method, removed[i]) == 0) return 0;
   return mcp_sched_has_method(method);
@@ -96,7 +96,12 @@ int mcp_rev2026_check(json_t *msg, const char *key, mcp_buf *out) {
 }
 
 /* The server's capabilities as this revision states them: list changes and
- * resource updates come only through subscriptions/listen, not served yet. */
+ * resource updates come through subscriptions/listen; listChanged and
+ * subscribe are stated only when true (listChanged needs --watch). */
+static void drop_false(json_t *o, const char *key) {
+  if (!json_is_true(json_object_get(o, key))) json_object_del(o, key);
+}
+
 static void add_capabilities(mcp_buf *b) {
   mcp_buf caps = MCP_BUF_INIT;
   json_t *v, *x;
@@ -109,11 +114,11 @@ static void add_capabilities(mcp_buf *b) {
     json_decref(v);
     return;
   }
-  if ((x = json_object_get(v, "tools"))) json_object_del(x, "listChanged");
-  if ((x = json_object_get(v, "prompts"))) json_object_del(x, "listChanged");
+  if ((x = json_object_get(v, "tools"))) drop_false(x, "listChanged");
+  if ((x = json_object_get(v, "prompts"))) drop_false(x, "listChanged");
   if ((x = json_object_get(v, "resources"))) {
-    json_object_del(x, "listChanged");
-    json_object_del(x, "subscribe");
+    drop_false(x, "listChanged");
+    drop_false(x, "subscribe");
   }
   text = json_dumps(v, JSON_COMPACT);
   if (text) mcp_buf_add(b, text, strlen(text));
@@ -179,6 +184,179 @@ static int is_cacheable(const char *method) {
   return 0;
 }
 
+/* subscriptions/listen: a long-lived request that is not a call. A listener
+ * holds the parent session and stream it answers on, its id and its filter;
+ * it lives in one list, is freed in one place (listener_end), and counts in
+ * no session's ncalls, so it never holds shutdown back. */
+#define META_SUB "io.modelcontextprotocol/subscriptionId"
+
+typedef struct listener {
+  mcp_session *parent;
+  void *stream;             /* HTTP: its POST's stream; stdio: NULL */
+  char *key;                /* the listen request's id, as JSON text */
+  json_t *id;               /* the same, decoded */
+  json_t *uris;             /* resourceSubscriptions honoured (array), or NULL */
+  unsigned tools : 1, prompts : 1, resources : 1;
+  struct listener *next;
+} listener;
+
+static listener *listeners;
+
+/* The listener of s with this stream (HTTP) or id (stdio: key != NULL). */
+static listener *find_listener(mcp_session *s, void *stream, const char *key) {
+  for (listener *l = listeners; l; l = l->next)
+    if (l->parent == s && (key ? strcmp(l->key, key) == 0 : l->stream == stream)) return l;
+  return NULL;
+}
+
+/* End a listener: graceful (the response {resultType: "complete"}, the
+ * server's teardown) or not (the client went away or cancelled: nothing more
+ * is sent; over HTTP its stream is closed). Frees it. */
+static void listener_end(listener *l, const char *reason, int graceful) {
+  listener **p = &listeners;
+  mcp_session *s = l->parent;
+  while (*p && *p != l) p = &(*p)->next;
+  if (*p) *p = l->next;
+  mcp_info("subscriptions/listen %s ended: %s", l->key, reason);
+  if (graceful) {
+    mcp_buf b = MCP_BUF_INIT;
+    mcp_rpc_result_open(&b, l->key);
+    mcp_buf_adds(&b, "{\"resultType\":\"complete\",\"_meta\":{\"" META_SUB "\":");
+    mcp_buf_add(&b, l->key, strlen(l->key));
+    mcp_buf_adds(&b, "}}");
+    mcp_rpc_close(&b);
+    s->write(s, l->stream, b.data, b.len, 1);
+    mcp_buf_free(&b);
+  } else {
+    s->write(s, l->stream, NULL, 0, 1);
+  }
+  json_decref(l->id);
+  json_decref(l->uris);
+  free(l->key);
+  free(l);
+}
+
+static void listen_reject(mcp_session *s, const char *key, void *stream, const char *msg) {
+  mcp_buf *out = mcp_scratch();
+  mcp_rpc_error(out, key, MCP_RPC_INVALID_PARAMS, "Invalid params: %s", msg);
+  s->write(s, stream, out->data, out->len, 1);
+}
+
+static void listen_start(mcp_session *s, json_t *params, const char *key, void *stream) {
+  json_t *f = json_object_get(params, "notifications"), *subs, *caps, *ack, *honoured, *v;
+  mcp_buf cb = MCP_BUF_INIT;
+  listener *l;
+  size_t i;
+  char *text;
+  if (!json_is_object(f)) {
+    listen_reject(s, key, stream, "params.notifications must be an object");
+    return;
+  }
+  subs = json_object_get(f, "resourceSubscriptions");
+  if (subs != NULL && !json_is_array(subs)) {
+    listen_reject(s, key, stream, "notifications.resourceSubscriptions must be an array of URIs");
+    return;
+  }
+  json_array_foreach(subs, i, v) {
+    if (!json_is_string(v)) {
+      listen_reject(s, key, stream, "notifications.resourceSubscriptions must be an array of URIs");
+      return;
+    }
+  }
+  /* Honour what the server has: no prompts, no promptsListChanged. */
+  mcp_sched_capabilities(&cb);
+  caps = json_loadb(cb.data, cb.len, 0, NULL);
+  mcp_buf_free(&cb);
+  l = calloc(1, sizeof *l);
+  if (l == NULL) abort();
+  l->parent = s;
+  l->stream = stream;
+  l->key = strdup(key);
+  l->id = json_loads(key, JSON_DECODE_ANY, NULL);
+  if (l->key == NULL || l->id == NULL) abort();
+  honoured = json_object();
+  if (json_is_true(json_object_get(f, "toolsListChanged")) && json_object_get(caps, "tools")) {
+    l->tools = 1;
+    json_object_set_new(honoured, "toolsListChanged", json_true());
+  }
+  if (json_is_true(json_object_get(f, "promptsListChanged")) && json_object_get(caps, "prompts")) {
+    l->prompts = 1;
+    json_object_set_new(honoured, "promptsListChanged", json_true());
+  }
+  if (json_is_true(json_object_get(f, "resourcesListChanged")) && json_object_get(caps, "resources")) {
+    l->resources = 1;
+    json_object_set_new(honoured, "resourcesListChanged", json_true());
+  }
+  if (subs != NULL && json_object_get(caps, "resources")) {
+    l->uris = json_copy(subs);
+    json_object_set(honoured, "resourceSubscriptions", l->uris);
+  }
+  json_decref(caps);
+  l->next = listeners;
+  listeners = l;
+  mcp_info("subscriptions/listen %s opened", key);
+  /* The acknowledgement comes first on the stream. */
+  ack = json_pack("{s:s,s:s,s:{s:o,s:{s:O}}}", "jsonrpc", "2.0", "method",
+                  "notifications/subscriptions/acknowledged", "params", "notifications", honoured,
+                  "_meta", META_SUB, l->id);
+  text = ack ? json_dumps(ack, JSON_COMPACT) : NULL;
+  if (text == NULL) abort();
+  s->write(s, stream, text, strlen(text), 0);
+  free(text);
+  json_decref(ack);
+}
+
+/* Does l want this notification? */
+static int listener_wants(const listener *l, const char *method, json_t *params) {
+  if (strcmp(method, "notifications/tools/list_changed") == 0) return l->tools;
+  if (strcmp(method, "notifications/prompts/list_changed") == 0) return l->prompts;
+  if (strcmp(method, "notifications/resources/list_changed") == 0) return l->resources;
+  if (strcmp(method, "notifications/resources/updated") == 0) {
+    const char *uri = json_string_value(json_object_get(params, "uri"));
+    size_t i;
+    json_t *v;
+    if (uri == NULL) return 0;
+    json_array_foreach(l->uris, i, v)
+      if (strcmp(json_string_value(v), uri) == 0) return 1;
+  }
+  return 0;
+}
+
+int mcp_rev2026_listen_notify(const char *method, json_t *params) {
+  int n = 0;
+  for (listener *l = listeners; l; l = l->next) {
+    json_t *p, *meta, *msg;
+    char *text;
+    if (!listener_wants(l, method, params)) continue;
+    p = json_is_object(params) ? json_deep_copy(params) : json_object();
+    meta = json_object_get(p, "_meta");
+    if (!json_is_object(meta)) {
+      meta = json_object();
+      json_object_set_new(p, "_meta", meta);
+    }
+    json_object_set(meta, META_SUB, l->id);
+    msg = json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", method, "params", p);
+    text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    if (text == NULL) abort();
+    l->parent->write(l->parent, l->stream, text, strlen(text), 0);
+    free(text);
+    json_decref(msg);
+    n++;
+  }
+  return n;
+}
+
+int mcp_rev2026_listen_cancel(mcp_session *s, const char *key, const char *reason) {
+  listener *l = find_listener(s, NULL, key);
+  if (l == NULL) return 0;
+  listener_end(l, reason, 0);
+  return 1;
+}
+
+void mcp_rev2026_listen_close_all(const char *reason) {
+  while (listeners) listener_end(listeners, reason, 1);
+}
+
 int mcp_rev2026_request(mcp_session *s, json_t *msg, const char *key, void *stream) {
   const char *method = json_string_value(json_object_get(msg, "method"));
   json_t *meta = meta_of(msg), *caps, *params = json_object_get(msg, "params");
@@ -194,7 +372,8 @@ int mcp_rev2026_request(mcp_session *s, json_t *msg, const char *key, void *stre
   /* One channel (stdio): ids name requests for notifications/cancelled, so
    * they must be unique there. Over HTTP each request has its own stream. */
   if (stream == NULL &&
-      (mcp_reqtab_find(&s->reqs, key, strlen(key)) || mcp_rev2026_find(s, key, strlen(key)))) {
+      (mcp_reqtab_find(&s->reqs, key, strlen(key)) || mcp_rev2026_find(s, key, strlen(key)) ||
+       find_listener(s, NULL, key) != NULL)) {
     out = mcp_scratch();
     mcp_rpc_error(out, key, MCP_RPC_INVALID_REQUEST,
                   "Invalid Request: request id %.64s is already in flight", key);
@@ -203,6 +382,10 @@ int mcp_rev2026_request(mcp_session *s, json_t *msg, const char *key, void *stre
   }
   if (strcmp(method, "server/discover") == 0) {
     discover(s, key, stream);
+    return 1;
+  }
+  if (strcmp(method, "subscriptions/listen") == 0) {
+    listen_start(s, params, key, stream);
     return 1;
   }
   e = calloc(1, sizeof *e);
@@ -235,6 +418,11 @@ mcp_req *mcp_rev2026_find(mcp_session *s, const char *key, size_t keylen) {
 
 void mcp_rev2026_stream_closed(mcp_session *s, void *stream, const char *reason) {
   mcp_call *c = NULL;
+  listener *l = find_listener(s, stream, NULL);
+  if (l != NULL) {
+    listener_end(l, reason, 0);
+    return;
+  }
   for (mcp_session *x = mcp_sessions; x; x = x->next)
     if (x->modern && x->parent == s && ((eph *)x)->stream == stream) {
       c = ((eph *)x)->call;

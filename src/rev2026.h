@@ -35,4 +35,14 @@ mcp_req *mcp_rev2026_find(mcp_session *s, const char *key, size_t keylen);
  * answer: cancel the request (its client went away). */
 void mcp_rev2026_stream_closed(mcp_session *s, void *stream, const char *reason);
 
+/* subscriptions/listen. Deliver a notification (list_changed, resources/
+ * updated) to the listeners whose filter wants it, each with its
+ * subscriptionId in _meta; returns how many got it. */
+int mcp_rev2026_listen_notify(const char *method, json_t *params);
+/* notifications/cancelled on s (stdio) for a listen request: 1 when it named
+ * one (now ended, no response), 0 otherwise. */
+int mcp_rev2026_listen_cancel(mcp_session *s, const char *key, const char *reason);
+/* Server teardown: end every listener gracefully ({resultType: "complete"}). */
+void mcp_rev2026_listen_close_all(const char *reason);
+
 #endif

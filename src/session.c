@@ -241,6 +241,8 @@ static void on_cancelled(mcp_session *s, json_t *params) {
     return;
   }
   req = mcp_reqtab_find(&s->reqs, key, strlen(key));
+  if (req == NULL && mcp_rev2026_listen_cancel(s, key, reason ? reason : "cancelled by the client"))
+    return;                                                         /* subscriptions/listen (stdio) */
   if (req == NULL) req = mcp_rev2026_find(s, key, strlen(key));   /* stateless requests (stdio) */
   if (req != NULL) {
     mcp_call_fire((mcp_call *)req, MCP_EV_CANCEL, reason ? reason : "(no reason given)");

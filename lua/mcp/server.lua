@@ -523,7 +523,8 @@ function M.notify_resource_updated(uri)
   for session, set in pairs(subs) do
     if set[uri] then n = n + core.notify(session, "notifications/resources/updated", { uri = uri }) end
   end
-  return n
+  -- 2026-07-28 clients: subscriptions/listen streams with this URI in resourceSubscriptions
+  return n + core.notify_listeners("notifications/resources/updated", { uri = uri })
 end
 
 methods["prompts/list"] = function(params)
