@@ -294,6 +294,20 @@ static int l_token(lua_State *L) {
   return 1;
 }
 
+/* close_connection(): over HTTP, close the connection under this request's
+ * SSE stream without ending it; the client resumes with Last-Event-ID.
+ * Returns true when there was one to close. */
+static int l_close_connection(lua_State *L) {
+  mcp_call *c = current(L);
+  if (c == NULL || c->session->detach == NULL || c->stream == NULL || c->responded) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  c->session->detach(c->session, c->stream);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* set_logger(name): log messages of the running call name this plugin. */
 static int l_set_logger(lua_State *L) {
   mcp_call *c = current(L);
@@ -423,6 +437,7 @@ static const luaL_Reg core_funcs[] = {
   {"token", l_token},
   {"log_stderr", l_log_stderr},
   {"set_logger", l_set_logger},
+  {"close_connection", l_close_connection},
   {"set_policy", l_set_policy},
   {"clear_policies", l_clear_policies},
   {"listdir", l_listdir},

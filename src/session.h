@@ -37,6 +37,9 @@ struct mcp_session {
   long long out_last;            /* last id of a request sent to the client */
   mcp_call *out_waiters;         /* calls waiting on the client (outgoing.c) */
   void (*on_drained)(mcp_session *s);   /* the last live call ended (optional) */
+  /* Close the connection under a stream without ending the stream, so that
+   * the client resumes it (SSE polling); optional: NULL where meaningless. */
+  void (*detach)(mcp_session *s, void *stream);
   mcp_session *parent;           /* a stateless request's transport session (rev2026.c) */
   unsigned ready : 1;            /* notifications/initialized received */
   unsigned modern : 1;           /* one stateless 2026-07-28 request (rev2026.c) */

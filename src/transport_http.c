@@ -242,6 +242,24 @@ static void hs_write(mcp_session *s, void *stream, const char *data, size_t len,
   if (last) stream_end(st);
 }
 
+/* SSE polling (2025-11-25): end the HTTP answer carrying a request's stream
+ * without ending the stream. The stream opens first if it has not (so the
+ * client holds the priming event's id and retry), keeps what follows in its
+ * replay buffer, and the client comes back with GET and Last-Event-ID. */
+static void hs_detach(mcp_session *s, void *stream) {
+  hstream *st = stream;
+  (void)s;
+  if (st == NULL || st->ended || st->is_get) return;
+  if (st->mode == UNDECIDED) stream_open_sse(st);
+  if (st->conn != NULL) {
+    http_conn *c = st->conn;
+    mcp_debug("http: session %.8s: stream %u: connection closed for polling", st->hs->id, st->no);
+    st->conn = NULL;
+    http_conn_set_data(c, NULL);
+    http_stream_end(c);          /* the HTTP answer ends cleanly; the MCP stream goes on */
+  }
+}
+
 /* Sessions. */
 
 static void session_free(hsession *hs) {
@@ -281,6 +299,7 @@ static hsession *session_new(void) {
   for (int i = 0; i < 16; i++) snprintf(hs->id + 2 * i, 3, "%02x", rnd[i]);
   mcp_session_init(&hs->s, hs_write, hs);
   hs->s.on_drained = on_drained;
+  hs->s.detach = hs_detach;
   hs->next = T.sessions;
   T.sessions = hs;
   T.nsessions++;

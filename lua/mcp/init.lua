@@ -246,6 +246,9 @@ function Ctx.progress(_, progress, total, message) return core.progress(progress
 function Ctx.log(_, level, data) return core.log(level, data) end
 function Ctx.sleep(_, seconds) return core.sleep(seconds) end
 function Ctx.on_cancel(_, fn) return core.on_cancel(fn) end
+-- Over HTTP: close the connection under this request's SSE stream without
+-- ending the stream (SSE polling); the client resumes it with Last-Event-ID.
+function Ctx.close_connection() return core.close_connection() end
 function Ctx.spawn(_, cmd, args, opts) return core.spawn(cmd, args, opts) end
 function Ctx.read_file(_, path, opts) return core.read_file(path, opts) end
 function Ctx.list_dir(_, path) return core.list_dir(path) end

@@ -120,9 +120,10 @@ return mcp.plugin {
     -- after the client reconnects; the tool itself only takes a moment.
     mcp.tool {
       name = "test_reconnection",
-      description = "Takes a moment, so that the transport can close the stream mid-call",
+      description = "Closes its stream's connection mid-call; the client resumes the stream (SSE polling)",
       inputSchema = no_args,
       handler = function(_, ctx)
+        ctx:close_connection()
         ctx:sleep(0.2)
         return mcp.text("Reconnection test completed successfully")
       end,
