@@ -53,21 +53,12 @@ typedef struct {
 } cli_opts;
 
 static int fail_usage(const char *fmt, const char *arg) {
-  fprintf(stderr, "luamcp: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n%s", usage);
-  return 2;
-}
-
-static int parse_number(const char *s, double *out) {
-  char *end;
-  *out = strtod(s, &end);
-  return *s != '\0' && *end == '\0' && *out >= 0;
+  return mcp_usage_error(usage, fmt, arg);
 }
 
 /* -1 when the command may run, else the exit status. */
 static int parse_args(int argc, char **argv, cli_opts *o) {
-  double d;
+  int r;
   int min = 0, max = 0;                 /* positional arguments */
   o->cmd = argv[1];
   o->log_level = -1;
@@ -90,21 +81,14 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       o->dir = v;
     } else if (strcmp(a, "--spec-dir") == 0) {
       o->spec_dir = v;
-    } else if (strcmp(a, "--timeout") == 0) {
-      if (!parse_number(v, &mcp_cfg.timeout)) return fail_usage("bad --timeout: %s", v);
-    } else if (strcmp(a, "--grace") == 0) {
-      if (!parse_number(v, &mcp_cfg.grace)) return fail_usage("bad --grace: %s", v);
+    } else if ((r = mcp_config_option(a, v)) != 0) {
+      if (r < 0) {
+        char what[300];
+        snprintf(what, sizeof what, "bad %s: %.200s", a, v);
+        return fail_usage("%s", what);
+      }
     } else if (strcmp(a, "--log-level") == 0) {
       if ((o->log_level = mcp_log_level_parse(v)) < 0) return fail_usage("bad --log-level: %s", v);
-    } else if (strcmp(a, "--max-line") == 0) {
-      if (!parse_number(v, &d) || d < 64) return fail_usage("bad --max-line: %s", v);
-      mcp_cfg.max_line = (size_t)d;
-    } else if (strcmp(a, "--memory-limit") == 0) {
-      if (!parse_number(v, &d)) return fail_usage("bad --memory-limit: %s", v);
-      mcp_cfg.memory_limit = (size_t)(d * 1024 * 1024);
-    } else if (strcmp(a, "--page-size") == 0) {
-      if (!parse_number(v, &d) || d < 1) return fail_usage("bad --page-size: %s", v);
-      mcp_cfg.page_size = (int)d;
     } else if (a[0] == '-' && a[1] != '\0' && !(a[1] == '-' && a[2] == '\0')) {
       return fail_usage("unknown option: %s", a);
     } else if (o->npos < 2) {

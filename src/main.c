@@ -19,11 +19,6 @@
 #include "transport_http.h"
 #include "watch.h"
 
-mcp_config mcp_cfg = {
-  .timeout = 60, .grace = 2, .max_line = 4u << 20, .memory_limit = 256u << 20, .page_size = 50,
-  .request_timeout = 60
-};
-
 static const char usage[] =
   "usage: luamcp [--plugins DIR]... [--timeout SECONDS] [--grace SECONDS]\n"
   "              [--log-level LEVEL] [--max-line BYTES] [--memory-limit MB]\n"
@@ -105,16 +100,7 @@ static void on_signal(uv_signal_t *h, int signum) {
 }
 
 static int fail_usage(const char *fmt, const char *arg) {
-  fprintf(stderr, "luamcp: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n%s", usage);
-  return 2;
-}
-
-static int parse_number(const char *s, double *out) {
-  char *end;
-  *out = strtod(s, &end);
-  return *s != '\0' && *end == '\0' && *out >= 0;
+  return mcp_usage_error(usage, fmt, arg);
 }
 
 /* stack: -> server module */
@@ -145,6 +131,7 @@ int main(int argc, char **argv) {
   int nallow = 0;
   int ndirs = 0, status = 0;
   double d;
+  int r;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int takes = strcmp(a, "--plugins") == 0 || strcmp(a, "--timeout") == 0 ||
@@ -163,27 +150,20 @@ int main(int argc, char **argv) {
       return 0;
     } else if (strcmp(a, "--plugins") == 0) {
       dirs[ndirs++] = v;
-    } else if (strcmp(a, "--timeout") == 0) {
-      if (!parse_number(v, &mcp_cfg.timeout)) return fail_usage("bad --timeout: %s", v);
-    } else if (strcmp(a, "--grace") == 0) {
-      if (!parse_number(v, &mcp_cfg.grace)) return fail_usage("bad --grace: %s", v);
+    } else if ((r = mcp_config_option(a, v)) != 0) {
+      if (r < 0) {
+        char what[300];
+        snprintf(what, sizeof what, "bad %s: %.200s", a, v);
+        return fail_usage("%s", what);
+      }
     } else if (strcmp(a, "--log-level") == 0) {
       int lv = mcp_log_level_parse(v);
       if (lv < 0) return fail_usage("bad --log-level: %s", v);
       mcp_log_threshold = (mcp_log_level)lv;
-    } else if (strcmp(a, "--max-line") == 0) {
-      if (!parse_number(v, &d) || d < 64) return fail_usage("bad --max-line: %s", v);
-      mcp_cfg.max_line = (size_t)d;
-    } else if (strcmp(a, "--memory-limit") == 0) {
-      if (!parse_number(v, &d)) return fail_usage("bad --memory-limit: %s", v);
-      mcp_cfg.memory_limit = (size_t)(d * 1024 * 1024);
-    } else if (strcmp(a, "--page-size") == 0) {
-      if (!parse_number(v, &d) || d < 1) return fail_usage("bad --page-size: %s", v);
-      mcp_cfg.page_size = (int)d;
     } else if (strcmp(a, "--http") == 0) {
       static char host[256];
       const char *colon = strrchr(v, ':');
-      if (colon == NULL || colon == v || (size_t)(colon - v) >= sizeof host || !parse_number(colon + 1, &d) ||
+      if (colon == NULL || colon == v || (size_t)(colon - v) >= sizeof host || !mcp_parse_number(colon + 1, &d) ||
           d > 65535)
         return fail_usage("bad --http (want HOST:PORT): %s", v);
       memcpy(host, v, (size_t)(colon - v));
@@ -200,16 +180,16 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--token") == 0) {
       http_opt.token = v;
     } else if (strcmp(a, "--max-body") == 0) {
-      if (!parse_number(v, &d) || d < 1024) return fail_usage("bad --max-body: %s", v);
+      if (!mcp_parse_number(v, &d) || d < 1024) return fail_usage("bad --max-body: %s", v);
       http_opt.max_body = (size_t)d;
     } else if (strcmp(a, "--max-connections") == 0) {
-      if (!parse_number(v, &d) || d < 1) return fail_usage("bad --max-connections: %s", v);
+      if (!mcp_parse_number(v, &d) || d < 1) return fail_usage("bad --max-connections: %s", v);
       http_opt.max_connections = (int)d;
     } else if (strcmp(a, "--max-sessions") == 0) {
-      if (!parse_number(v, &d) || d < 1) return fail_usage("bad --max-sessions: %s", v);
+      if (!mcp_parse_number(v, &d) || d < 1) return fail_usage("bad --max-sessions: %s", v);
       http_opt.max_sessions = (int)d;
     } else if (strcmp(a, "--idle-timeout") == 0) {
-      if (!parse_number(v, &d) || d <= 0) return fail_usage("bad --idle-timeout: %s", v);
+      if (!mcp_parse_number(v, &d) || d <= 0) return fail_usage("bad --idle-timeout: %s", v);
       http_opt.idle_ms = (unsigned)(d * 1000);
     } else if (strcmp(a, "--watch") == 0) {
       use_watch = 1;
@@ -252,8 +232,7 @@ int main(int argc, char **argv) {
   uv_signal_start(&sigterm, on_signal, SIGTERM);
   uv_signal_start(&sigint, on_signal, SIGINT);
   if (use_http) {
-    int r = mcp_http_start(loop, &http_opt);
-    if (r != 0) {
+    if ((r = mcp_http_start(loop, &http_opt)) != 0) {
       mcp_log(MCP_LOG_CRITICAL, "cannot listen on %s:%d: %s", http_opt.host, http_opt.port,
               uv_strerror(r));
       status = 1;
