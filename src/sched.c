@@ -364,19 +364,32 @@ static void on_timer(uv_timer_t *t) {
 }
 
 /* Move the clock forward: every timer now due fires, in deadline order per call. */
+/* The live calls pred accepts, in an array the caller frees (NULL when
+ * none). Firing an event may finish a call, so callers walk this snapshot,
+ * not the list; a finished call's memory outlives the loop turn. */
+static mcp_call **snapshot(int (*pred)(mcp_call *c, void *ud), void *ud, int *n) {
+  mcp_call **v;
+  *n = 0;
+  if (S.live == 0) return NULL;
+  v = malloc((size_t)S.live * sizeof *v);
+  if (v == NULL) abort();
+  for (mcp_call *c = S.all; c; c = c->anext)
+    if (pred(c, ud)) v[(*n)++] = c;
+  return v;
+}
+
+static int has_timer(mcp_call *c, void *ud) {
+  (void)ud;
+  return c->timer_on;
+}
+
 void mcp_sched_advance(double seconds) {
-  int n = 0, i;
+  int n;
   mcp_call **v;
   clock_offset += (uint64_t)(seconds * 1e9);
   mcp_task_sweep();
-  for (mcp_call *c = S.all; c; c = c->anext) n++;
-  if (n == 0) return;
-  v = malloc((size_t)n * sizeof *v);
-  if (v == NULL) abort();
-  n = 0;
-  for (mcp_call *c = S.all; c; c = c->anext)
-    if (c->timer_on) v[n++] = c;
-  for (i = 0; i < n; i++)
+  v = snapshot(has_timer, NULL, &n);
+  for (int i = 0; i < n; i++)
     if (!v[i]->finished) on_timer(&v[i]->timer);   /* checks what is due, re-arms the rest */
   free(v);
 }
@@ -771,17 +784,14 @@ void mcp_sched_close(void) {
   S.npool = 0;
 }
 
+static int of_session(mcp_call *c, void *ud) {
+  mcp_session *s = ud;
+  return s == NULL || c->session == s || c->session->parent == s;
+}
+
 void mcp_sched_close_all(mcp_session *s, const char *reason) {
-  /* Firing may finish calls: walk a snapshot of the list. */
-  int n = 0, i;
-  mcp_call **v;
-  for (mcp_call *c = S.all; c; c = c->anext) n++;
-  if (n == 0) return;
-  v = malloc((size_t)n * sizeof *v);
-  if (v == NULL) abort();
-  n = 0;
-  for (mcp_call *c = S.all; c; c = c->anext)
-    if (s == NULL || c->session == s || c->session->parent == s) v[n++] = c;
-  for (i = 0; i < n; i++) mcp_call_fire(v[i], MCP_EV_CLOSE, reason);
+  int n;
+  mcp_call **v = snapshot(of_session, s, &n);
+  for (int i = 0; i < n; i++) mcp_call_fire(v[i], MCP_EV_CLOSE, reason);
   free(v);
 }
