@@ -244,9 +244,15 @@ describe("2026-07-28 over Streamable HTTP", function()
     assert.are.equal("complete", modern.result.resultType)
   end)
 
-  it("sends no request to a 2026-07-28 client", function()
-    local _, resp = rpc(srv, 1, "tools/call", params{ name = "ask", arguments = {} })
-    assert.truthy(resp.result.content[1].text:find("not available", 1, true), cjson.encode(resp))
+  it("sends no request to a 2026-07-28 client: input it can give comes in an input-required result", function()
+    local r, resp = rpc(srv, 1, "tools/call",
+                        params({ name = "ask", arguments = {} },
+                               { ["io.modelcontextprotocol/clientCapabilities"] = { roots = {} } }))
+    assert.are.equal("input_required", resp.result.resultType, cjson.encode(resp))
+    assert.are.equal("roots/list", resp.result.inputRequests.roots_1.method)
+    for _, m in ipairs(r:is_sse() and r:messages() or {}) do assert.is_nil(m.method, cjson.encode(m)) end
+    local _, none = rpc(srv, 2, "tools/call", params{ name = "ask", arguments = {} })
+    assert.are.equal("the client does not offer roots (no roots capability)", none.result.content[1].text)
   end)
 end)
 

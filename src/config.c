@@ -8,7 +8,7 @@
 
 mcp_config mcp_cfg = {
   .timeout = 60, .grace = 2, .max_line = 4u << 20, .memory_limit = 256u << 20, .page_size = 50,
-  .request_timeout = 60
+  .request_timeout = 60, .state_ttl = 3600
 };
 
 int mcp_parse_number(const char *s, double *out) {
@@ -36,6 +36,11 @@ int mcp_config_option(const char *flag, const char *value) {
   if (strcmp(flag, "--memory-limit") == 0) {
     if (!mcp_parse_number(value, &d)) return -1;
     mcp_cfg.memory_limit = (size_t)(d * 1024 * 1024);
+    return 1;
+  }
+  if (strcmp(flag, "--state-ttl") == 0) {
+    if (!mcp_parse_number(value, &d) || d <= 0) return -1;
+    mcp_cfg.state_ttl = d;
     return 1;
   }
   if (strcmp(flag, "--page-size") == 0) {

@@ -11,6 +11,7 @@ typedef struct {
   size_t memory_limit;   /* Lua state limit, bytes; 0 = none */
   int page_size;         /* items per list page */
   double request_timeout;  /* default timeout of a request to the client, seconds */
+  double state_ttl;        /* how long a requestState stays valid, seconds */
   int test_clock;          /* accept notifications/luamcp/advance (tests only) */
 } mcp_config;
 
@@ -21,7 +22,7 @@ int mcp_parse_number(const char *s, double *out);
 /* Say what is wrong, then the usage, on stderr; returns 2 (the exit status). */
 int mcp_usage_error(const char *usage, const char *fmt, const char *arg);
 /* Apply one of the options every command shares: --timeout, --grace,
- * --max-line, --memory-limit, --page-size (each takes a value). Returns 1
+ * --max-line, --memory-limit, --page-size, --state-ttl (each takes a value). Returns 1
  * when applied, -1 when the value is bad, 0 when flag is none of them. */
 int mcp_config_option(const char *flag, const char *value);
 

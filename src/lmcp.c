@@ -1,6 +1,7 @@
 /* mcp.core: the C half of the Lua API. The friendly layer (lua/mcp/) wraps it. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -13,6 +14,7 @@
 #include "lmcp.h"
 #include "log.h"
 #include "rpc.h"
+#include "seal.h"
 #include "sched.h"
 #include "session.h"
 #include "spawn.h"
@@ -123,9 +125,9 @@ static int l_request(lua_State *L) {
   if (c == NULL) return luaL_error(L, "request: not inside a request");
   if (L != c->co) return luaL_error(L, "request: call it from the handler's coroutine, not one it created");
   if (!lua_isyieldable(L) || c->closing) return luaL_error(L, "request: cannot yield here");
-  if (c->session->modern) {        /* 2026-07-28: no requests to the client (MRTR instead) */
+  if (c->session->modern) {        /* 2026-07-28: input requests instead (lua/mcp/input.lua) */
     lua_pushnil(L);
-    lua_pushliteral(L, "requests to the client are not available to a 2026-07-28 request");
+    lua_pushfstring(L, "%s cannot be sent to a 2026-07-28 client from this request", method);
     return 2;
   }
   if (cap != NULL && json_object_get(c->session->client_capabilities, cap) == NULL) {
@@ -135,6 +137,87 @@ static int l_request(lua_State *L) {
   }
   lua_settop(L, 2);
   return mcp_call_request(L, c, method, 2, timeout, max_total < timeout ? timeout : max_total);
+}
+
+/* modern(): is the current request of revision 2026-07-28 (stateless)? */
+static int l_modern(lua_State *L) {
+  mcp_call *c = current(L);
+  lua_pushboolean(L, c != NULL && c->session->modern);
+  return 1;
+}
+
+/* client_supports(name): did the client declare capability name (at
+ * initialize, or in this request's _meta)? */
+static int l_client_supports(lua_State *L) {
+  const char *cap = luaL_checkstring(L, 1);
+  mcp_call *c = current(L);
+  lua_pushboolean(L, c != NULL && json_object_get(c->session->client_capabilities, cap) != NULL);
+  return 1;
+}
+
+/* finish(...): end the request now, its arguments being what the handler
+ * returns (a result, or nil, code, message [, data]). The handler does not
+ * run on: the scheduler resets its coroutine, running its <close> variables.
+ * A yield, so that no pcall of the handler can catch it. */
+static int l_finish(lua_State *L) {
+  mcp_call *c = current(L);
+  if (c == NULL) return luaL_error(L, "finish: not inside a request");
+  if (L != c->co) return luaL_error(L, "finish: call it from the handler's coroutine, not one it created");
+  if (!lua_isyieldable(L) || c->closing) return luaL_error(L, "finish: cannot yield here");
+  c->finishing = 1;
+  if (lua_type(L, 1) == LUA_TTABLE) {
+    lua_getfield(L, 1, "resultType");
+    c->incomplete = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "input_required") == 0;
+    lua_pop(L, 1);
+  }
+  return lua_yield(L, lua_gettop(L));
+}
+
+/* seal(payload): a token the client hands back unchanged (seal.h). */
+static int l_seal(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  mcp_buf b = MCP_BUF_INIT;
+  mcp_seal(&b, s, n);
+  lua_pushlstring(L, b.data, b.len);
+  mcp_buf_free(&b);
+  return 1;
+}
+
+/* unseal(token): its payload, or nil when it is not one of ours or was changed. */
+static int l_unseal(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  mcp_buf b = MCP_BUF_INIT;
+  if (mcp_seal_open(&b, s, n) != 0) {
+    mcp_buf_free(&b);
+    return 0;
+  }
+  lua_pushlstring(L, b.data ? b.data : "", b.len);
+  mcp_buf_free(&b);
+  return 1;
+}
+
+/* sha256(s): the digest, in hex. */
+static int l_sha256(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  uint8_t d[MCP_SHA256_LEN];
+  char hex[2 * MCP_SHA256_LEN];
+  mcp_sha256(s, n, d);
+  for (int i = 0; i < MCP_SHA256_LEN; i++) {
+    hex[2 * i] = "0123456789abcdef"[d[i] >> 4];
+    hex[2 * i + 1] = "0123456789abcdef"[d[i] & 15];
+  }
+  lua_pushlstring(L, hex, sizeof hex);
+  return 1;
+}
+
+/* wall(): seconds since the epoch, moved with the test clock. */
+static int l_wall(lua_State *L) {
+  int64_t moved = (int64_t)(mcp_clock_ns() - uv_hrtime());    /* the test clock's advance */
+  lua_pushnumber(L, (double)time(NULL) + (double)(moved > 0 ? moved : 0) / 1e9);
+  return 1;
 }
 
 static int l_progress(lua_State *L) {
@@ -428,6 +511,13 @@ static const luaL_Reg core_funcs[] = {
   {"notify", l_notify},
   {"notify_listeners", l_notify_listeners},
   {"request", l_request},
+  {"modern", l_modern},
+  {"client_supports", l_client_supports},
+  {"finish", l_finish},
+  {"seal", l_seal},
+  {"unseal", l_unseal},
+  {"sha256", l_sha256},
+  {"wall", l_wall},
   {"spawn", l_spawn},
   {"task_create", mcp_task_l_create},
   {"task_result", mcp_task_l_result},
@@ -471,7 +561,7 @@ int luaopen_mcp_core(lua_State *L) {
   lua_setfield(L, -2, "null");
   mcp_call_tokens_open(L);
   lua_setfield(L, -2, "nested");     /* weak map: coroutine -> token */
-  lua_createtable(L, 0, 4);
+  lua_createtable(L, 0, 5);
   lua_pushnumber(L, mcp_cfg.timeout);
   lua_setfield(L, -2, "timeout");
   lua_pushnumber(L, mcp_cfg.grace);
@@ -480,6 +570,8 @@ int luaopen_mcp_core(lua_State *L) {
   lua_setfield(L, -2, "page_size");
   lua_pushnumber(L, mcp_cfg.request_timeout);
   lua_setfield(L, -2, "request_timeout");
+  lua_pushnumber(L, mcp_cfg.state_ttl);
+  lua_setfield(L, -2, "state_ttl");
   lua_setfield(L, -2, "config");
   lua_pushliteral(L, LUAMCP_VERSION);
   lua_setfield(L, -2, "version");

@@ -22,7 +22,7 @@
 static const char usage[] =
   "usage: luamcp [--plugins DIR]... [--timeout SECONDS] [--grace SECONDS]\n"
   "              [--log-level LEVEL] [--max-line BYTES] [--memory-limit MB]\n"
-  "              [--page-size N] [--http HOST:PORT [--allow-origin ORIGIN]...\n"
+  "              [--page-size N] [--state-ttl SECONDS] [--http HOST:PORT [--allow-origin ORIGIN]...\n"
   "              [--token TOKEN] [--max-body BYTES] [--max-connections N] [--max-sessions N]\n"
   "              [--idle-timeout SECONDS]] [--watch] [--version] [--help]\n"
   "       luamcp list|call|check|new ...   (see luamcp list --help)\n"
@@ -36,6 +36,8 @@ static const char usage[] =
   "  --max-line BYTES     largest stdio message (4194304)\n"
   "  --memory-limit MB    Lua memory limit (256; 0 = none)\n"
   "  --page-size N        items per list page (50)\n"
+  "  --state-ttl SECONDS  how long an input-required result's requestState is\n"
+  "                       accepted back (3600; 2026-07-28 clients)\n"
   "  --http HOST:PORT     serve Streamable HTTP instead of stdio (port 0: any)\n"
   "  --allow-origin O     also accept this Origin (localhost origins always are)\n"
   "  --token TOKEN        require Authorization: Bearer TOKEN (or $LUAMCP_TOKEN)\n"
@@ -138,6 +140,7 @@ int main(int argc, char **argv) {
                 strcmp(a, "--grace") == 0 || strcmp(a, "--log-level") == 0 ||
                 strcmp(a, "--max-line") == 0 || strcmp(a, "--memory-limit") == 0 ||
                 strcmp(a, "--page-size") == 0 || strcmp(a, "--http") == 0 ||
+                strcmp(a, "--state-ttl") == 0 ||
                 strcmp(a, "--allow-origin") == 0 || strcmp(a, "--token") == 0 ||
                 strcmp(a, "--max-body") == 0 || strcmp(a, "--max-connections") == 0 ||
                 strcmp(a, "--idle-timeout") == 0 || strcmp(a, "--max-sessions") == 0;

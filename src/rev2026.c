@@ -149,7 +149,8 @@ static void eph_write(mcp_session *s, void *stream, const char *data, size_t len
   eph *e = (eph *)s;
   mcp_session *p = s->parent;
   mcp_buf want = MCP_BUF_INIT, out = MCP_BUF_INIT;
-  if (data != NULL && last) {
+  /* an input-required result carries its own resultType and is never cached */
+  if (data != NULL && last && !e->call->incomplete) {
     mcp_rpc_result_open(&want, e->call->req.key);
     mcp_buf_addc(&want, '{');
     if (len > want.len && memcmp(data, want.data, want.len) == 0) {

@@ -1,6 +1,7 @@
 /* JSON-RPC 2.0 envelopes written as text. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
@@ -36,3 +37,23 @@ void mcp_rpc_notification_open(mcp_buf *b, const char *method) {
 }
 
 void mcp_rpc_close(mcp_buf *b) { mcp_buf_addc(b, '}'); }
+
+int mcp_rpc_error_code(const char *msg, size_t len) {
+  static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":", err[] = ",\"error\":{\"code\":";
+  size_t i = sizeof head - 1;
+  char num[16];
+  if (len < i || memcmp(msg, head, i) != 0) return 0;
+  if (i < len && msg[i] == '"') {               /* a string id: to its closing quote */
+    for (i++; i < len && msg[i] != '"'; i++)
+      if (msg[i] == '\\') i++;
+    i++;
+  } else {
+    while (i < len && msg[i] != ',') i++;
+  }
+  if (len - i < sizeof err - 1 + 1 || memcmp(msg + i, err, sizeof err - 1) != 0) return 0;
+  i += sizeof err - 1;
+  len = len - i < sizeof num - 1 ? len - i : sizeof num - 1;
+  memcpy(num, msg + i, len);
+  num[len] = '\0';
+  return (int)strtol(num, NULL, 10);
+}

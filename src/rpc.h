@@ -19,5 +19,7 @@ void mcp_rpc_error(mcp_buf *b, const char *key, int code, const char *fmt, ...)
 void mcp_rpc_result_open(mcp_buf *b, const char *key);   /* then the result, then close */
 void mcp_rpc_notification_open(mcp_buf *b, const char *method); /* then params, then close */
 void mcp_rpc_close(mcp_buf *b);
+/* The code of an error response as written here, or 0 for any other message. */
+int mcp_rpc_error_code(const char *msg, size_t len);
 
 #endif

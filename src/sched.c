@@ -459,6 +459,15 @@ static void call_resume(mcp_call *c, int nargs) {
   status = lua_resume(c->co, S.L, nargs, &nres);
   mem_enforced = 0;
   c->in_resume = 0;
+  if (status == LUA_YIELD && c->finishing) {   /* mcp.core.finish: its values are the return */
+    int below = lua_gettop(c->co) - nres;
+    if (below > 0) {
+      lua_rotate(c->co, 1, -below);
+      lua_pop(c->co, below);
+    }
+    mcp_call_fire(c, MCP_EV_RETURN, NULL);
+    return;
+  }
   if (status == LUA_YIELD) {
     lua_pop(c->co, nres);
     if (!c->waiting) queue_push(c);           /* preempted, or a bare yield */

@@ -224,8 +224,10 @@ static void hs_write(mcp_session *s, void *stream, const char *data, size_t len,
     st->conn = NULL;
     st->ended = 1;
     if (data != NULL) {
+      /* 2026-07-28: a missing client capability is a 400 (streamable-http) */
+      int status = hs->modern && mcp_rpc_error_code(data, len) == MCP_RPC_MISSING_CAPABILITY ? 400 : 200;
       st->mode = JSON;
-      http_respond(c, 200, hdr, "application/json", data, len);
+      http_respond(c, status, hdr, "application/json", data, len);
     } else if (st->in_input) {      /* a notification or a response: accepted */
       http_respond(c, 202, hdr, NULL, NULL, 0);
     } else {                        /* a request that ends with no answer (cancelled) */

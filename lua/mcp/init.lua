@@ -254,12 +254,24 @@ function Ctx.read_file(_, path, opts) return core.read_file(path, opts) end
 function Ctx.list_dir(_, path) return core.list_dir(path) end
 function Ctx.realpath(_, path) return core.realpath(path) end
 
--- Requests to the client: they yield until the answer and return the result,
--- or nil and a message (and the JSON-RPC error object when the client sent
--- one). opts: timeout (seconds, default core.config.request_timeout) and
--- max_total (progress from the client restarts the timeout, up to this).
-function Ctx.request(_, method, params, opts)
+-- Input from the client (lua/mcp/input.lua): in a session, requests to the
+-- client that yield until the answer; for a 2026-07-28 request, input
+-- requests in an input-required result, answered when the client retries.
+-- Each returns the result, or nil and a message (and, in a session, the
+-- JSON-RPC error object when the client sent one). opts: key (names the
+-- input in an input-required result; default "<capability>_<n>"), timeout
+-- (seconds, default core.config.request_timeout) and max_total (progress
+-- from the client restarts the timeout, up to this): both in a session only.
+local function input() return require "mcp.input" end
+
+function Ctx.request(self, method, params, opts)
   opts = opts or {}
+  if self._input then
+    local key = opts.key or input().key(self, method)
+    local results, errors = input().ask(self, { [key] = { method = method, params = params } })
+    if results[key] == nil then return nil, errors[key] end
+    return results[key]
+  end
   return core.request(method, params or {}, opts.timeout, opts.max_total)
 end
 function Ctx.sample(self, params, opts) return self:request("sampling/createMessage", params, opts) end
@@ -269,6 +281,13 @@ function Ctx.roots(self, opts)
   if not result then return nil, err, obj end
   return result.roots, result
 end
+-- Several inputs at once: { key = { method = ..., params = ... } } -> results, errors by key.
+function Ctx.input(self, requests, opts) return input().ask(self, requests, opts) end
+-- Did the client declare this capability?
+function Ctx.supports(_, capability) return core.client_supports(capability) end
+-- End the request with -32021 (missing required client capability) unless
+-- the client declared every capability named.
+function Ctx.require(self, ...) return input().require(self, ...) end
 function Ctx.remaining()
   local d = core.deadline()
   if d == nil then return nil end

@@ -5,6 +5,7 @@
 local core = require "mcp.core"
 local mcp = require "mcp"
 local schema = require "mcp.schema"
+local input = require "mcp.input"
 
 local M = {}
 local tools, tool_list = {}, {}
@@ -376,8 +377,11 @@ function methods.tools_call(params, id, session)
     if tool == nil then return nil, args, msg end
     return args
   end
+  local ctx = mcp._ctx(id, tool.name, session)
+  local ok, code, emsg = input.open(ctx, "tools/call", params, tool.name, args)
+  if not ok then return nil, code, emsg end
   params = nil                       -- not kept alive while the handler waits
-  return normalize(tool.handler(args, mcp._ctx(id, tool.name, session)))
+  return normalize(tool.handler(args, ctx))
 end
 
 -- tasks/result waits until the task is terminal; tasks/get, tasks/list and
@@ -479,10 +483,12 @@ methods["resources/read"] = function(params, id, session)
   if type(uri) ~= "string" then return nil, -32602, "Invalid params: uri must be a string" end
   local r, vars = find_resource(uri)
   if not r then return not_found(uri) end
-  params = nil
   core.set_logger(r.plugin.name)
   local ctx = mcp._ctx(id, nil, session)
   ctx.uri = uri
+  local ok, code0, emsg = input.open(ctx, "resources/read", params, uri)
+  if not ok then return nil, code0, emsg end
+  params = nil
   local res, code, msg
   if vars then res, code, msg = r.read(vars, ctx) else res, code, msg = r.read(ctx) end
   if res == nil then
@@ -607,10 +613,12 @@ end
 methods["prompts/get"] = function(params, id, session)
   local p, args, msg = prepare_prompt(params)
   if not p then return nil, args, msg end
-  params = nil
   core.set_logger(p.plugin.name)
   local ctx = mcp._ctx(id, nil, session)
   ctx.prompt = p.name
+  local ok, code0, emsg = input.open(ctx, "prompts/get", params, p.name, args)
+  if not ok then return nil, code0, emsg end
+  params = nil
   local res, code, emsg = p.get(args, ctx)
   if res == nil and math.type(code) == "integer" then return nil, code, emsg or "error" end
   local result, err = prompt_result(res)
