@@ -43,6 +43,14 @@ end
 
 local function failed(what, err) return mcp.error(what .. " failed: " .. tostring(err)) end
 
+-- Asks for a confirmation; says state-ok when resumed from a verified
+-- requestState (a changed one never gets here: the core refuses it).
+local function confirmed(_, ctx)
+  local r, err = ctx:elicit(confirm, { key = "confirm" })
+  if not r then return failed("Elicitation", err) end
+  return mcp.text((ctx.resumed and "state-ok" or "no state") .. ": confirmed=" .. tostring(r.content and r.content.ok))
+end
+
 return mcp.plugin {
   name = "conformance-input-required",
   tools = {
@@ -83,21 +91,13 @@ return mcp.plugin {
       name = "test_input_required_result_request_state",
       description = "Asks for a confirmation; says state-ok when resumed from a verified requestState",
       inputSchema = no_args,
-      handler = function(_, ctx)
-        local r, err = ctx:elicit(confirm, { key = "confirm" })
-        if not r then return failed("Elicitation", err) end
-        return mcp.text((ctx.resumed and "state-ok" or "no state") .. ": confirmed=" .. tostring(r.content and r.content.ok))
-      end,
+      handler = confirmed,
     },
     mcp.tool {
       name = "test_input_required_result_tampered_state",
       description = "Asks for a confirmation; a changed requestState is refused by the core",
       inputSchema = no_args,
-      handler = function(_, ctx)
-        local r, err = ctx:elicit(confirm, { key = "confirm" })
-        if not r then return failed("Elicitation", err) end
-        return mcp.text("confirmed=" .. tostring(r.content and r.content.ok))
-      end,
+      handler = confirmed,
     },
     mcp.tool {
       name = "test_input_required_result_multiple_inputs",
