@@ -201,6 +201,20 @@ describe("Mcp-Param headers over Streamable HTTP (2026-07-28)", function()
     refused("not valid Base64", named("=?base64?cGxhaW4?="))
   end)
 
+  it("names the Mcp-Param headers a browser's preflight asks for", function()
+    HH.cleanup()
+    srv = HH.start{ plugins = { FIX }, args = { "--allow-origin", "https://app.example" } }
+    local c = HH.connect(srv)
+    local r = c:exchange{ method = "OPTIONS", headers = {
+      Origin = "https://app.example", ["Access-Control-Request-Method"] = "POST",
+      ["Access-Control-Request-Headers"] = "content-type,mcp-method, Mcp-Param-Region,mcp-param-count ,x-other" } }
+    assert.are.equal(204, r.status, r:describe())
+    local allow = r:header("access-control-allow-headers")
+    assert.truthy(allow:find("Mcp-Name", 1, true), allow)
+    assert.truthy(allow:find(", Mcp%-Param%-Region, mcp%-param%-count$"), allow)
+    assert.is_nil(allow:find("x-other", 1, true), allow)
+  end)
+
   it("is a 2026-07-28 rule: a 2025-11-25 session's tools/call needs no Mcp-Param header", function()
     local s = HH.initialize(srv, "2025-11-25")
     local resp = s:rpc("tools/call", { name = "mirror", arguments = { region = "us" } })

@@ -9,11 +9,12 @@
 #include "log.h"
 
 enum { H_CONTENT_TYPE, H_ACCEPT, H_ORIGIN, H_HOST, H_AUTH, H_SESSION, H_PROTO, H_LAST_EVENT,
-       H_EXPECT, H_MCP_METHOD, H_MCP_NAME, NH };
+       H_EXPECT, H_MCP_METHOD, H_MCP_NAME, H_ACR_HEADERS, NH };
 enum { COLLECT = NH };          /* c->cur: a header named cfg.collect_prefix... */
 static const char *const header_names[NH] = {
   "content-type", "accept", "origin", "host", "authorization",
-  "mcp-session-id", "mcp-protocol-version", "last-event-id", "expect", "mcp-method", "mcp-name"
+  "mcp-session-id", "mcp-protocol-version", "last-event-id", "expect", "mcp-method", "mcp-name",
+  "access-control-request-headers"
 };
 
 typedef struct {
@@ -396,6 +397,7 @@ static void dispatch(http_conn *c) {
   r.mcp_method = value(c, H_MCP_METHOD);   /* 2026-07-28 request metadata */
   r.mcp_name = value(c, H_MCP_NAME);
   r.nfields = collected(c, &r.fields);
+  r.preflight_headers = value(c, H_ACR_HEADERS);
   r.body = c->body.data;
   r.body_len = c->body.len;
   c->keep_alive = http_should_keep_alive(&c->parser);

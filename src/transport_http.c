@@ -638,22 +638,47 @@ static void on_delete(http_conn *c, const http_request *r) {
   "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, " \
   "Last-Event-ID, Mcp-Method, Mcp-Name"
 
-static int cors(http_conn *c, const http_request *r) {
-  char hdr[1024];
-  if (r->origin == NULL) return 0;
-  snprintf(hdr, sizeof hdr,
-           "Access-Control-Allow-Origin: %.512s\r\nVary: Origin\r\n"
-           "Access-Control-Expose-Headers: Mcp-Session-Id\r\n", r->origin);
-  if (r->method == HTTP_OPTIONS) {
-    strncat(hdr, "Access-Control-Allow-Methods: GET, POST, DELETE\r\n"
-                 "Access-Control-Allow-Headers: " CORS_ALLOW_HEADERS "\r\n"
-                 "Access-Control-Max-Age: 600\r\n", sizeof hdr - strlen(hdr) - 1);
-    http_conn_set_headers(c, hdr);
-    http_respond(c, 204, NULL, NULL, NULL, 0);
-    return 1;
+/* RFC 9110 tchar. */
+static int is_tchar(char ch) {
+  return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+         (ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL);
+}
+
+/* The Mcp-Param-{Name} headers a preflight asks for (a tool's x-mcp-header
+ * properties), named back: CORS has no wildcard for a prefix. */
+static void cors_param_headers(const char *requested, mcp_buf *b) {
+  size_t skip = strlen(MCP_PARAM_PREFIX);
+  while (requested != NULL && *requested) {
+    size_t n, t = 0;
+    requested += strspn(requested, " \t,");
+    n = strcspn(requested, " \t,");
+    while (t < n && is_tchar(requested[t])) t++;
+    if (t == n && n > skip && strncasecmp(requested, MCP_PARAM_PREFIX, skip) == 0) {
+      mcp_buf_adds(b, ", ");
+      mcp_buf_add(b, requested, n);
+    }
+    requested += n;
   }
-  http_conn_set_headers(c, hdr);
-  return 0;
+}
+
+static int cors(http_conn *c, const http_request *r) {
+  mcp_buf hdr = MCP_BUF_INIT;
+  int preflight = r->method == HTTP_OPTIONS;
+  if (r->origin == NULL) return 0;
+  mcp_buf_printf(&hdr, "Access-Control-Allow-Origin: %.512s\r\nVary: Origin\r\n"
+                       "Access-Control-Expose-Headers: Mcp-Session-Id\r\n", r->origin);
+  if (preflight) {
+    mcp_buf_adds(&hdr, "Access-Control-Allow-Methods: GET, POST, DELETE\r\n"
+                       "Access-Control-Max-Age: 600\r\n"
+                       "Access-Control-Allow-Headers: " CORS_ALLOW_HEADERS);
+    cors_param_headers(r->preflight_headers, &hdr);
+    mcp_buf_adds(&hdr, "\r\n");
+  }
+  mcp_buf_addc(&hdr, '\0');
+  http_conn_set_headers(c, hdr.data);
+  mcp_buf_free(&hdr);
+  if (preflight) http_respond(c, 204, NULL, NULL, NULL, 0);
+  return preflight;
 }
 
 static void on_request(http_conn *c, const http_request *r) {
