@@ -83,7 +83,7 @@ static int header_decode(const char *name, const char *h, mcp_buf *out, char *wh
   if (n >= open + close && strncmp(h, B64_OPEN, open) == 0 && strcmp(h + n - close, B64_CLOSE) == 0) {
     if (!b64_decode(h + open, n - open - close, out))
       return mismatch(why, cap, "%s header value '%.128s' is not valid Base64 (RFC 4648, padded)", name, h);
-  } else {
+  } else if (n > 0) {
     mcp_buf_add(out, h, n);
   }
   mcp_buf_addc(out, '\0');
