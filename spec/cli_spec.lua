@@ -83,7 +83,7 @@ describe("luamcp list", function()
       "    name: string (required) - who to greet\n" ..
       "    options: object\n" ..
       "    options.suffix: string - appended\n" ..
-      "    style: string [one of: plain, loud]\n" ..
+      "    style: string [one of: plain, loud; header: Mcp-Param-Style]\n" ..
       "    times: integer [1..3; default: 1]\n")
     assert_has(r.out, "fail\n  An error result\n")
     assert_has(r.out, "  input: none\n")
@@ -349,6 +349,23 @@ describe("luamcp check", function()
     assert.are.equal(1, r.code, r.err)
     assert_has(r.out, dir .. "/sleeps.lua:3: mcp.sleep: not inside a request")
     assert_has(r.out, dir .. "/tail.lua:3: mcp.plugin: name must be a non-empty string")
+  end)
+
+  it("reports an invalid x-mcp-header with the tool's line and the schema path", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p '" .. dir .. "'"))
+    local f = assert(io.open(dir .. "/hdr.lua", "w"))
+    f:write('local mcp = require "mcp"\nreturn mcp.plugin { name = "hdr", tools = {\n' ..
+            '  mcp.tool { name = "hdr", handler = function() end,\n' ..
+            '    inputSchema = { type = "object", properties = { n = { type = "number", ["x-mcp-header"] = "N" } } } },\n' ..
+            '} }\n')
+    f:close()
+    local r = run({ "check", "--plugins", dir })
+    os.execute("rm -rf '" .. dir .. "'")
+    assert.are.equal(1, r.code, r.err)
+    assert_has(r.out, dir .. '/hdr.lua:3: tool hdr: inputSchema.properties.n["x-mcp-header"]: the property must be ' ..
+                      "of type string, integer or boolean (got number)")
   end)
 
   it("reports a tool defined twice", function()

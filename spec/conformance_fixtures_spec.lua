@@ -8,7 +8,7 @@ local CONF = { "plugins/conformance" }
 describe("conformance fixtures", function()
   after_each(H.cleanup)
 
-  it("all four fixture plugins load and every capability is declared", function()
+  it("every fixture plugin loads and every capability is declared", function()
     local c = H.session{ plugins = CONF }
     local caps = c.init_result.capabilities
     assert.truthy(caps.tools and caps.resources and caps.prompts and caps.completions and caps.logging)
@@ -47,6 +47,29 @@ describe("conformance fixtures", function()
     assert.are.equal("https://json-schema.org/draft/2020-12/schema", tool.inputSchema["$schema"])
     assert.truthy(tool.inputSchema["$defs"].address)
     assert.is_false(tool.inputSchema.additionalProperties)
+    -- SEP-2106 (2026-07-28): composition, conditional and reference keywords too
+    assert.are.same({ { anyOf = { { required = { "phone" } }, { required = { "email" } } } } },
+                    tool.inputSchema.allOf)
+    assert.are.same({ required = { "phone" } }, tool.inputSchema["then"])
+    assert.are.same({ required = { "email" } }, tool.inputSchema["else"])
+    assert.are.equal("phone", tool.inputSchema["if"].properties.contactMethod.const)
+    assert.are.equal("addressDef", tool.inputSchema["$defs"].address["$anchor"])
+  end)
+
+  it("test_logging_tool logs only to a 2026-07-28 request that set a log level", function()
+    local c = H.start{ plugins = CONF }
+    local meta = { ["io.modelcontextprotocol/protocolVersion"] = "2026-07-28",
+                   ["io.modelcontextprotocol/clientCapabilities"] = {} }   -- cjson: {} is an object
+    local r, notes = c:request("tools/call", { name = "test_logging_tool", arguments = {}, _meta = meta })
+    assert.are.equal("complete", r.result.resultType)
+    assert.are.equal(0, #notes, cjson.encode(notes))
+    meta["io.modelcontextprotocol/logLevel"] = "warning"
+    local _, logged = c:request("tools/call", { name = "test_logging_tool", arguments = {}, _meta = meta })
+    local levels = {}
+    for _, n in ipairs(logged) do
+      if n.method == "notifications/message" then levels[#levels + 1] = n.params.level end
+    end
+    assert.are.same({ "warning", "error" }, levels)
   end)
 
   it("test://static-text and the template test://template/123/data read as specified", function()

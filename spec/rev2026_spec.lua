@@ -113,6 +113,38 @@ describe("2026-07-28 over Streamable HTTP", function()
     assert.are.equal(1, resp.id)
   end)
 
+  it("refuses a request without the required _meta fields with 400 and -32602, discover too", function()
+    local VERSION, CAPS = "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities"
+    local cases = {
+      { {}, "params._meta is required" },
+      { { _meta = "x" }, "params._meta must be an object" },
+      { { _meta = { [CAPS] = {} } }, VERSION },                   -- the header alone does not do
+      { { _meta = { [VERSION] = V } }, CAPS },
+      { { _meta = { [VERSION] = V, [CAPS] = "all" } }, CAPS },
+    }
+    for _, method in ipairs{ "server/discover", "tools/list", "tools/call" } do
+      for i, case in ipairs(cases) do
+        local p = case[1]
+        if method == "tools/call" then p.name = "echo" end
+        local r, resp = rpc(srv, i, method, p)
+        assert.are.equal(400, r.status, method .. " " .. i .. ": " .. r:describe())
+        assert.are.equal(-32602, resp.error.code, r.body)
+        assert.are.equal(i, resp.id)
+        assert.truthy(resp.error.message:find(case[2], 1, true), resp.error.message)
+      end
+    end
+    -- no params at all
+    local r, resp = rpc(srv, 7, "server/discover", nil)
+    assert.are.equal(400, r.status, r:describe())
+    assert.are.equal(-32602, resp.error.code)
+    -- clientInfo is optional
+    local ok = rpc(srv, 8, "server/discover", { _meta = { [VERSION] = V, [CAPS] = {} } })
+    assert.are.equal(200, ok.status, ok:describe())
+    -- a 2025-11-25 session's requests carry no such _meta
+    local s = HH.initialize(srv, "2025-11-25")
+    assert.is_table(s:rpc("tools/list", {}).result.tools)
+  end)
+
   it("checks MCP-Protocol-Version, Mcp-Method and Mcp-Name against the body (-32020)", function()
     local call = params{ name = "echo", arguments = { text = "x" } }
     local cases = {
@@ -275,6 +307,21 @@ describe("2026-07-28 over stdio", function()
     assert.are.equal("1900-01-01", bad.error.data.requested)
     local legacy = c:request("tools/list", {})
     assert.are.equal(-32600, legacy.error.code)        -- a session request still needs initialize
+  end)
+
+  it("refuses a stateless request without the required _meta fields (-32602), not a session's", function()
+    local c = H.start{ plugins = { FIX }, args = { "--log-level", "debug" } }
+    local d = c:request("server/discover", {})
+    assert.are.equal(-32602, d.error.code)
+    assert.truthy(d.error.message:find("params._meta is required", 1, true), d.error.message)
+    local r = c:request("tools/call", { name = "echo", arguments = {},
+                                        _meta = { ["io.modelcontextprotocol/protocolVersion"] = V } })
+    assert.are.equal(-32602, r.error.code)
+    assert.truthy(r.error.message:find("io.modelcontextprotocol/clientCapabilities", 1, true), r.error.message)
+    assert.truthy(c:wait_stderr("request %d+ refused: .*clientCapabilities"), c:stderr_text())
+    c:initialize("2025-11-25")
+    local old = c:request("tools/call", { name = "echo", arguments = { text = "old" } })
+    assert.are.equal("old", old.result.content[1].text)
   end)
 
   it("cancels a stateless request on notifications/cancelled, and refuses a duplicate id", function()

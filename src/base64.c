@@ -25,23 +25,25 @@ void mcp_base64_encode(mcp_buf *out, const void *data, size_t len, int url) {
   }
 }
 
-static int digit(char c) {
+static int digit(char c, int url) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
   if (c >= 'a' && c <= 'z') return c - 'a' + 26;
   if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+' || c == '-') return 62;
-  if (c == '/' || c == '_') return 63;
+  if (c == (url ? '-' : '+')) return 62;
+  if (c == (url ? '_' : '/')) return 63;
   return -1;
 }
 
-int mcp_base64_decode(mcp_buf *out, const char *text, size_t len) {
-  size_t start = out->len, pad = 0;
+int mcp_base64_decode(mcp_buf *out, const char *text, size_t len, int url) {
+  size_t start = out->len;
   unsigned acc = 0;
   int bits = 0;
-  while (pad < 2 && len > 0 && text[len - 1] == '=') len--, pad++;
-  if (pad > 0 && (len + pad) % 4 != 0) return -1;
+  if (!url) {                                     /* padded to whole quanta */
+    if (len % 4 != 0) return -1;
+    for (int pad = 0; pad < 2 && len > 0 && text[len - 1] == '='; pad++) len--;
+  }
   for (size_t i = 0; i < len; i++) {
-    int d = digit(text[i]);
+    int d = digit(text[i], url);
     if (d < 0) {
       out->len = start;
       return -1;

@@ -9,10 +9,12 @@
 #include "log.h"
 
 enum { H_CONTENT_TYPE, H_ACCEPT, H_ORIGIN, H_HOST, H_AUTH, H_SESSION, H_PROTO, H_LAST_EVENT,
-       H_EXPECT, H_MCP_METHOD, H_MCP_NAME, NH };
+       H_EXPECT, H_MCP_METHOD, H_MCP_NAME, H_ACR_HEADERS, NH };
+enum { COLLECT = NH };          /* c->cur: a header named cfg.collect_prefix... */
 static const char *const header_names[NH] = {
   "content-type", "accept", "origin", "host", "authorization",
-  "mcp-session-id", "mcp-protocol-version", "last-event-id", "expect", "mcp-method", "mcp-name"
+  "mcp-session-id", "mcp-protocol-version", "last-event-id", "expect", "mcp-method", "mcp-name",
+  "access-control-request-headers"
 };
 
 typedef struct {
@@ -29,9 +31,11 @@ struct http_conn {
   mcp_buf in;                  /* read, not yet parsed */
   size_t in_off;
   mcp_buf url, body, values[NH];
-  char field[32];              /* the header name being read (longer ones are not ours) */
-  size_t field_len, header_bytes;
-  int cur;                     /* header of interest whose value is being read, or -1 */
+  mcp_buf field;               /* the header name being read */
+  mcp_buf collected;           /* headers named cfg.collect_prefix...: "name\0value\0", in order */
+  mcp_buf fieldv;              /* http_field[] pointing into collected, built for on_request */
+  size_t header_bytes;
+  int cur;                     /* header of interest whose value is being read, COLLECT, or -1 */
   int in_value;                /* the last callback was a value */
   unsigned ready : 1;          /* a request is complete, waiting for on_request */
   unsigned busy : 1;           /* its answer has not ended */
@@ -238,7 +242,7 @@ static int count_header(http_conn *c, size_t n) {
 static void reset_request(http_conn *c) {
   c->url.len = c->body.len = 0;
   for (int i = 0; i < NH; i++) c->values[i].len = 0;
-  c->field_len = 0;
+  c->field.len = c->collected.len = c->fieldv.len = 0;
   c->header_bytes = 0;
   c->cur = -1;
   c->in_value = 0;
@@ -258,16 +262,32 @@ static int on_url(http_parser *p, const char *at, size_t n) {
   return 0;
 }
 
+/* The value being read is complete. */
+static void end_value(http_conn *c) {
+  if (c->cur == COLLECT) mcp_buf_addc(&c->collected, '\0');
+  c->cur = -1;
+}
+
 static int on_header_field(http_parser *p, const char *at, size_t n) {
   http_conn *c = conn_of(p);
   if (count_header(c, n)) return -1;
   if (c->in_value) {
-    c->field_len = 0;
+    end_value(c);
+    c->field.len = 0;
     c->in_value = 0;
   }
-  if (c->field_len + n < sizeof c->field) memcpy(c->field + c->field_len, at, n);
-  c->field_len += n;
+  mcp_buf_add(&c->field, at, n);
   return 0;
+}
+
+/* Which header is this name: one of header_names, COLLECT, or -1. */
+static int header_index(const char *name, size_t len) {
+  const char *prefix = H.cfg.collect_prefix;
+  for (int i = 0; i < NH; i++)
+    if (strlen(header_names[i]) == len && strncasecmp(header_names[i], name, len) == 0) return i;
+  if (prefix != NULL && len > strlen(prefix) && strncasecmp(prefix, name, strlen(prefix)) == 0)
+    return COLLECT;
+  return -1;
 }
 
 static int on_header_value(http_parser *p, const char *at, size_t n) {
@@ -275,21 +295,22 @@ static int on_header_value(http_parser *p, const char *at, size_t n) {
   if (count_header(c, n)) return -1;
   if (!c->in_value) {
     c->in_value = 1;
-    c->cur = -1;
-    if (c->field_len < sizeof c->field)
-      for (int i = 0; i < NH; i++)
-        if (strlen(header_names[i]) == c->field_len &&
-            strncasecmp(header_names[i], c->field, c->field_len) == 0) {
-          c->cur = i;
-          if (c->values[i].len) mcp_buf_adds(&c->values[i], ", ");   /* repeated header */
-        }
+    c->cur = header_index(c->field.data, c->field.len);
+    if (c->cur == COLLECT) {
+      mcp_buf_add(&c->collected, c->field.data, c->field.len);
+      mcp_buf_addc(&c->collected, '\0');
+    } else if (c->cur >= 0 && c->values[c->cur].len) {
+      mcp_buf_adds(&c->values[c->cur], ", ");   /* repeated header */
+    }
   }
-  if (c->cur >= 0) mcp_buf_add(&c->values[c->cur], at, n);
+  if (c->cur == COLLECT) mcp_buf_add(&c->collected, at, n);
+  else if (c->cur >= 0) mcp_buf_add(&c->values[c->cur], at, n);
   return 0;
 }
 
 static int on_headers_complete(http_parser *p) {
   http_conn *c = conn_of(p);
+  end_value(c);
   uv_timer_start(&c->timer, on_timer, H.cfg.idle_ms, 0);   /* the body must keep coming */
   c->http10 = p->http_major == 1 && p->http_minor == 0;
   if (p->content_length != ULLONG_MAX && p->content_length > H.cfg.max_body) return -2;
@@ -309,17 +330,46 @@ static int on_body(http_parser *p, const char *at, size_t n) {
 
 static int on_message_complete(http_parser *p) {
   http_conn *c = conn_of(p);
+  end_value(c);                /* a trailer's */
   c->ready = 1;
   uv_timer_stop(&c->timer);
   http_parser_pause(p, 1);     /* one exchange at a time: the rest waits in `in` */
   return 0;
 }
 
+/* A field value without the whitespace around it (RFC 9110, 5.5), in place. */
+static char *trim(char *s, size_t len) {
+  while (len > 0 && (*s == ' ' || *s == '\t')) s++, len--;
+  while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t')) len--;
+  s[len] = '\0';
+  return s;
+}
+
+/* A header of interest, or NULL when absent or empty. */
 static const char *value(http_conn *c, int h) {
-  if (c->values[h].len == 0) return NULL;
-  mcp_buf_addc(&c->values[h], '\0');
-  c->values[h].len--;
-  return c->values[h].data;
+  mcp_buf *b = &c->values[h];
+  const char *v;
+  if (b->len == 0) return NULL;
+  mcp_buf_addc(b, '\0');
+  v = trim(b->data, --b->len);
+  return *v ? v : NULL;
+}
+
+/* The collected headers as http_field[] (an empty value stays ""). */
+static int collected(http_conn *c, const http_field **out) {
+  size_t off = 0;
+  while (off < c->collected.len) {
+    http_field f;
+    size_t n;
+    f.name = c->collected.data + off;
+    off += strlen(f.name) + 1;
+    n = strlen(c->collected.data + off);
+    f.value = trim(c->collected.data + off, n);
+    off += n + 1;
+    mcp_buf_add(&c->fieldv, &f, sizeof f);
+  }
+  *out = (const http_field *)c->fieldv.data;
+  return (int)(c->fieldv.len / sizeof(http_field));
 }
 
 static void dispatch(http_conn *c) {
@@ -346,6 +396,8 @@ static void dispatch(http_conn *c) {
   r.last_event_id = value(c, H_LAST_EVENT);
   r.mcp_method = value(c, H_MCP_METHOD);   /* 2026-07-28 request metadata */
   r.mcp_name = value(c, H_MCP_NAME);
+  r.nfields = collected(c, &r.fields);
+  r.preflight_headers = value(c, H_ACR_HEADERS);
   r.body = c->body.data;
   r.body_len = c->body.len;
   c->keep_alive = http_should_keep_alive(&c->parser);
@@ -428,6 +480,9 @@ static void conn_free(uv_handle_t *h) {
   mcp_buf_free(&c->url);
   mcp_buf_free(&c->body);
   for (int i = 0; i < NH; i++) mcp_buf_free(&c->values[i]);
+  mcp_buf_free(&c->field);
+  mcp_buf_free(&c->collected);
+  mcp_buf_free(&c->fieldv);
   free(c);
   if (H.nconns == 0 && H.on_closed && !H.listening && !H.closing_listener) {
     void (*cb)(void) = H.on_closed;

@@ -12,7 +12,13 @@
 
 typedef struct http_conn http_conn;
 
-/* The parts of a request the MCP transport reads. Valid during on_request. */
+typedef struct {
+  const char *name, *value;
+} http_field;
+
+/* The parts of a request the MCP transport reads. Valid during on_request.
+ * Header values come without the whitespace around them; an empty one is
+ * NULL, like a missing one, except in fields. */
 typedef struct {
   int method;                 /* enum http_method */
   int http_minor;             /* 1 for HTTP/1.1, 0 for HTTP/1.0 */
@@ -20,6 +26,9 @@ typedef struct {
   const char *content_type, *accept, *origin, *host, *authorization;
   const char *session_id, *protocol_version, *last_event_id;
   const char *mcp_method, *mcp_name;   /* 2026-07-28 request metadata headers */
+  const char *preflight_headers;       /* Access-Control-Request-Headers */
+  const http_field *fields;   /* the headers named cfg.collect_prefix..., in order (repeats kept) */
+  int nfields;
   const char *body;
   size_t body_len;
 } http_request;
@@ -31,6 +40,7 @@ typedef struct {
   unsigned idle_ms;           /* keep-alive connection idle: closed */
   unsigned header_ms;         /* a request's headers must arrive within this: 408 */
   size_t max_pending;         /* unsent bytes on one connection before it is dropped */
+  const char *collect_prefix; /* collect the headers whose name starts with this (any case), or NULL */
   /* A request is complete; answer it with http_respond or http_stream_*.
    * Until the answer ends, the connection reads no further request. */
   void (*on_request)(http_conn *c, const http_request *r);

@@ -2,8 +2,9 @@
  * the earlier revisions, in one process.
  *
  * A request is of this revision when its params._meta names the protocol
- * version (server/discover is answered without it too). It needs no
- * initialize: its client capabilities and log level come with it. It runs in
+ * version (or its method, server/discover, exists only in it). It needs no
+ * initialize: its client capabilities and log level come with it, and a
+ * request without them is refused (-32602). It runs in
  * an ephemeral session of its own (struct eph), created here and freed here
  * when its one call is done (the session's on_drained), so the core's rules
  * (one table of requests per session, the state machine) apply unchanged.
@@ -59,17 +60,25 @@ static void add_supported(mcp_buf *b) {
   mcp_buf_addc(b, ']');
 }
 
+/* The fields every request's _meta must carry: the error (-32602) for the
+ * first one missing, or NULL. */
+static const char *meta_missing(json_t *meta) {
+  json_t *caps = json_object_get(meta, META_CAPS);
+  if (meta == NULL) return "params._meta is required (with \"" META_VERSION "\" and \"" META_CAPS "\")";
+  if (!json_is_object(meta)) return "params._meta must be an object";
+  if (!json_is_string(json_object_get(meta, META_VERSION)))
+    return "params._meta[\"" META_VERSION "\"] is required (a string)";
+  if (!json_is_object(caps)) return "params._meta[\"" META_CAPS "\"] is required (an object)";
+  return NULL;
+}
+
 int mcp_rev2026_check(json_t *msg, const char *key, mcp_buf *out) {
   const char *method = json_string_value(json_object_get(msg, "method"));
-  const char *version = mcp_rev2026_version(msg);
-  json_t *level = json_object_get(meta_of(msg), META_LEVEL);
+  const char *version = mcp_rev2026_version(msg), *missing;
+  json_t *meta = meta_of(msg), *level = json_object_get(meta, META_LEVEL);
   char text[400];
   if (method == NULL) method = "";
-  if (version == NULL && strcmp(method, "server/discover") != 0) {
-    mcp_rpc_error(out, key, MCP_RPC_INVALID_PARAMS,
-                  "Invalid params: params._meta[\"" META_VERSION "\"] is required");
-    return 400;
-  }
+  /* An unsupported version first: another revision may want other fields. */
   if (version != NULL && strcmp(version, MCP_REV_2026) != 0) {
     mcp_buf_adds(out, "{\"jsonrpc\":\"2.0\",\"id\":");
     if (key) mcp_buf_add(out, key, strlen(key));
@@ -80,6 +89,10 @@ int mcp_rev2026_check(json_t *msg, const char *key, mcp_buf *out) {
     mcp_buf_adds(out, ",\"requested\":");
     mcp_json_add_string(out, version, strlen(version));
     mcp_buf_adds(out, "}}}");
+    return 400;
+  }
+  if ((missing = meta_missing(meta)) != NULL) {
+    mcp_rpc_error(out, key, MCP_RPC_INVALID_PARAMS, "Invalid params: %s", missing);
     return 400;
   }
   if (level != NULL && (!json_is_string(level) || mcp_log_level_parse(json_string_value(level)) < 0)) {
@@ -367,6 +380,7 @@ int mcp_rev2026_request(mcp_session *s, json_t *msg, const char *key, void *stre
   if (mcp_rev2026_version(msg) == NULL && strcmp(method, "server/discover") != 0) return 0;
   out = mcp_scratch();
   if (mcp_rev2026_check(msg, key, out) != 0) {
+    mcp_debug("request %.64s refused: %.*s", key, (int)out->len, out->data);
     s->write(s, stream, out->data, out->len, 1);
     return 1;
   }
@@ -400,8 +414,8 @@ int mcp_rev2026_request(mcp_session *s, json_t *msg, const char *key, void *stre
   level = json_string_value(json_object_get(meta, META_LEVEL));
   /* Without a log level, no notifications/message for this request. */
   e->s.log_level = level ? (mcp_log_level)mcp_log_level_parse(level) : MCP_LOG_NLEVELS;
-  caps = json_object_get(meta, META_CAPS);
-  e->s.client_capabilities = json_is_object(caps) ? json_incref(caps) : json_object();
+  caps = json_object_get(meta, META_CAPS);      /* an object: mcp_rev2026_check says so */
+  e->s.client_capabilities = json_incref(caps);
   s->ncalls++;
   e->s.ncalls++;
   e->call = mcp_call_start(&e->s, NULL, stream, key, strlen(key), method, params);

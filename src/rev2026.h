@@ -22,8 +22,9 @@ enum {
 const char *mcp_rev2026_version(json_t *msg);
 /* Is method served to 2026-07-28 requests? */
 int mcp_rev2026_has_method(const char *method);
-/* Check a 2026-07-28 request (version, method). 0 when it may run; else the
- * whole error response is in out and the HTTP status (400, 404) returned. */
+/* Check a 2026-07-28 request (version, the required _meta fields, log
+ * level, method). 0 when it may run; else the whole error response is in
+ * out and the HTTP status (400, 404) returned. */
 int mcp_rev2026_check(json_t *msg, const char *key, mcp_buf *out);
 /* A request read on s (stdio, or the HTTP transport's stateless session):
  * 0 when it is not a 2026-07-28 request (the caller goes on), 1 when it was

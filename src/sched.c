@@ -730,6 +730,35 @@ void mcp_sched_capabilities(mcp_buf *b) {
   lua_settop(S.L, top);
 }
 
+/* server.param_headers(tool): its x-mcp-header declarations, or nil. */
+static int push_param_headers(lua_State *L) {
+  const char *tool = lua_touserdata(L, 1);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, S.server_ref);
+  lua_getfield(L, -1, "param_headers");
+  lua_pushstring(L, tool);
+  lua_call(L, 1, 1);
+  return 1;
+}
+
+json_t *mcp_sched_param_headers(const char *tool) {
+  mcp_buf b = MCP_BUF_INIT;
+  char err[128];
+  json_t *v = NULL;
+  int top = lua_gettop(S.L);
+  if (tool == NULL) return NULL;
+  lua_pushcfunction(S.L, push_param_headers);
+  lua_pushlightuserdata(S.L, (void *)tool);
+  if (lua_pcall(S.L, 1, 1, 0) != LUA_OK)
+    mcp_error("param_headers: %s", lua_tostring(S.L, -1));
+  else if (!lua_isnil(S.L, -1) && mcp_json_encode(S.L, -1, &b, err, sizeof err) != 0)
+    mcp_error("param_headers: %s", err);
+  else if (b.len > 0)
+    v = json_loadb(b.data, b.len, 0, NULL);
+  lua_settop(S.L, top);
+  mcp_buf_free(&b);
+  return v;
+}
+
 static int call_session_closed(lua_State *L) {
   lua_Integer id = lua_tointeger(L, 1);
   lua_rawgeti(L, LUA_REGISTRYINDEX, S.server_ref);

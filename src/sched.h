@@ -77,6 +77,11 @@ mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, void *stream, const c
                          size_t keylen, const char *method, json_t *params);
 /* Append the server's capabilities object, as the plugins make them. */
 void mcp_sched_capabilities(mcp_buf *b);
+/* The Mcp-Param headers a tool declares (x-mcp-header, 2026-07-28): a JSON
+ * array of {"name": header name after "Mcp-Param-", "path": [property
+ * names from the arguments object]}, or NULL for an unknown tool or one
+ * without. The caller owns it. */
+json_t *mcp_sched_param_headers(const char *tool);
 /* Hot reload: Lua looks at every plugin file again (lib_dirs: dirs whose
  * lib/ changed). */
 void mcp_sched_rescan(const char **lib_dirs, int n);

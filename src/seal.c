@@ -134,8 +134,8 @@ int mcp_seal_open(mcp_buf *out, const char *token, size_t len) {
   uint8_t want[MCP_SHA256_LEN];
   size_t start = out->len;
   unsigned diff = 0;
-  if (dot == NULL || mcp_base64_decode(&mac, dot + 1, len - (size_t)(dot + 1 - token)) != 0 ||
-      mac.len != sizeof want || mcp_base64_decode(out, token, (size_t)(dot - token)) != 0) {
+  if (dot == NULL || mcp_base64_decode(&mac, dot + 1, len - (size_t)(dot + 1 - token), 1) != 0 ||
+      mac.len != sizeof want || mcp_base64_decode(out, token, (size_t)(dot - token), 1) != 0) {
     mcp_buf_free(&mac);
     return -1;
   }

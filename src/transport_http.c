@@ -8,7 +8,8 @@
  *
  * 2026-07-28 requests (rev2026.c) are stateless: POST only, no session ids,
  * no event ids or replay, the request metadata headers checked against the
- * body, and a response stream closed before its answer cancels the request.
+ * body (headers.c), and a response stream closed before its answer cancels
+ * the request.
  * They are read on one session of their own, `stateless`, which owns their
  * streams; each request then runs in an ephemeral session of rev2026.c. */
 #define _GNU_SOURCE          /* strcasestr */
@@ -20,6 +21,7 @@
 #include <http_parser.h>
 #include <jansson.h>
 
+#include "headers.h"
 #include "http.h"
 #include "log.h"
 #include "rev2026.h"
@@ -448,90 +450,6 @@ static void reply_rpc(http_conn *c, int status, const char *key, int code, const
   mcp_buf_free(&out);
 }
 
-/* Mcp-Name: plain, or "=?base64?...?=" (decoded into out). 0 when malformed. */
-static int header_value(const char *v, char *out, size_t cap) {
-  size_t n = strlen(v), o = 0;
-  unsigned acc = 0;
-  int bits = 0;
-  if (n < 11 || strncmp(v, "=?base64?", 9) != 0 || strcmp(v + n - 2, "?=") != 0) {
-    if (n >= cap) return 0;
-    memcpy(out, v, n + 1);
-    return 1;
-  }
-  for (size_t i = 9; i < n - 2; i++) {
-    int d;
-    char ch = v[i];
-    if (ch >= 'A' && ch <= 'Z') d = ch - 'A';
-    else if (ch >= 'a' && ch <= 'z') d = ch - 'a' + 26;
-    else if (ch >= '0' && ch <= '9') d = ch - '0' + 52;
-    else if (ch == '+') d = 62;
-    else if (ch == '/') d = 63;
-    else if (ch == '=') break;
-    else return 0;
-    acc = (acc << 6) | (unsigned)d;
-    if ((bits += 6) >= 8) {
-      bits -= 8;
-      if (o + 1 >= cap) return 0;
-      out[o++] = (char)((acc >> bits) & 0xff);
-    }
-  }
-  out[o] = '\0';
-  return strlen(out) == o;        /* no NUL inside */
-}
-
-/* The request metadata headers against the body (400 with -32020). */
-static int check_headers(http_conn *c, const http_request *r, json_t *msg, const char *key) {
-  const char *method = json_string_value(json_object_get(msg, "method"));
-  const char *version = mcp_rev2026_version(msg);
-  json_t *params = json_object_get(msg, "params");
-  const char *field = NULL, *want = NULL;
-  char name[1024];
-  if (r->protocol_version == NULL) {
-    reply_rpc(c, 400, key, MCP_RPC_HEADER_MISMATCH,
-              "Header mismatch: MCP-Protocol-Version header required%s%s", "", "");
-    return 0;
-  }
-  if (version == NULL ? strcmp(method, "server/discover") != 0
-                      : strcmp(version, r->protocol_version) != 0) {
-    reply_rpc(c, 400, key, MCP_RPC_HEADER_MISMATCH,
-              "Header mismatch: MCP-Protocol-Version header value '%.64s' does not match body "
-              "value '%.64s'", r->protocol_version, version ? version : "(none)");
-    return 0;
-  }
-  if (r->mcp_method == NULL) {
-    reply_rpc(c, 400, key, MCP_RPC_HEADER_MISMATCH,
-              "Header mismatch: Mcp-Method header required%s%s", "", "");
-    return 0;
-  }
-  if (strcmp(r->mcp_method, method) != 0) {
-    reply_rpc(c, 400, key, MCP_RPC_HEADER_MISMATCH,
-              "Header mismatch: Mcp-Method header value '%.128s' does not match body value '%.128s'",
-              r->mcp_method, method);
-    return 0;
-  }
-  if (strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0) field = "name";
-  else if (strcmp(method, "resources/read") == 0) field = "uri";
-  if (field == NULL) return 1;
-  want = json_string_value(json_object_get(params, field));
-  if (r->mcp_name == NULL) {
-    reply_rpc(c, 400, key, MCP_RPC_HEADER_MISMATCH,
-              "Header mismatch: Mcp-Name header required for %s%s", method, "");
-    return 0;
-  }
-  if (!header_value(r->mcp_name, name, sizeof name)) {
-    reply_rpc(c, 400, key, MCP_RPC_HEADER_MISMATCH,
-              "Header mismatch: malformed Mcp-Name header%s%s", "", "");
-    return 0;
-  }
-  if (want == NULL || strcmp(name, want) != 0) {
-    reply_rpc(c, 400, key, MCP_RPC_HEADER_MISMATCH,
-              "Header mismatch: Mcp-Name header value '%.128s' does not match body value '%.128s'",
-              name, want ? want : "(none)");
-    return 0;
-  }
-  return 1;
-}
-
 static hsession *stateless_session(void) {
   if (T.stateless == NULL) {
     T.stateless = session_new();
@@ -543,7 +461,7 @@ static hsession *stateless_session(void) {
 /* POST of a 2026-07-28 client: one request (or notification), no session. */
 static void on_post_modern(http_conn *c, const http_request *r) {
   json_t *msg = json_loadb(r->body, r->body_len, 0, NULL), *id;
-  char *key = NULL;
+  char *key = NULL, why[600];
   mcp_buf out = MCP_BUF_INIT;
   hsession *hs;
   hstream *st;
@@ -576,7 +494,10 @@ static void on_post_modern(http_conn *c, const http_request *r) {
     reply_rpc(c, 400, NULL, MCP_RPC_INVALID_REQUEST, "Invalid Request: id too long%s%s", "", "");
     goto done;
   }
-  if (!check_headers(c, r, msg, key)) goto done;
+  if (!mcp_headers_check(r, msg, why, sizeof why)) {
+    reply_rpc(c, 400, key, MCP_RPC_HEADER_MISMATCH, "%s%s", why, "");
+    goto done;
+  }
   if ((status = mcp_rev2026_check(msg, key, &out)) != 0) {
     mcp_debug("http: %d: %.*s", status, (int)out.len, out.data);
     http_respond(c, status, NULL, "application/json", out.data, out.len);
@@ -719,22 +640,47 @@ static void on_delete(http_conn *c, const http_request *r) {
   "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, " \
   "Last-Event-ID, Mcp-Method, Mcp-Name"
 
-static int cors(http_conn *c, const http_request *r) {
-  char hdr[1024];
-  if (r->origin == NULL) return 0;
-  snprintf(hdr, sizeof hdr,
-           "Access-Control-Allow-Origin: %.512s\r\nVary: Origin\r\n"
-           "Access-Control-Expose-Headers: Mcp-Session-Id\r\n", r->origin);
-  if (r->method == HTTP_OPTIONS) {
-    strncat(hdr, "Access-Control-Allow-Methods: GET, POST, DELETE\r\n"
-                 "Access-Control-Allow-Headers: " CORS_ALLOW_HEADERS "\r\n"
-                 "Access-Control-Max-Age: 600\r\n", sizeof hdr - strlen(hdr) - 1);
-    http_conn_set_headers(c, hdr);
-    http_respond(c, 204, NULL, NULL, NULL, 0);
-    return 1;
+/* RFC 9110 tchar. */
+static int is_tchar(char ch) {
+  return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+         (ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL);
+}
+
+/* The Mcp-Param-{Name} headers a preflight asks for (a tool's x-mcp-header
+ * properties), named back: CORS has no wildcard for a prefix. */
+static void cors_param_headers(const char *requested, mcp_buf *b) {
+  size_t skip = strlen(MCP_PARAM_PREFIX);
+  while (requested != NULL && *requested) {
+    size_t n, t = 0;
+    requested += strspn(requested, " \t,");
+    n = strcspn(requested, " \t,");
+    while (t < n && is_tchar(requested[t])) t++;
+    if (t == n && n > skip && strncasecmp(requested, MCP_PARAM_PREFIX, skip) == 0) {
+      mcp_buf_adds(b, ", ");
+      mcp_buf_add(b, requested, n);
+    }
+    requested += n;
   }
-  http_conn_set_headers(c, hdr);
-  return 0;
+}
+
+static int cors(http_conn *c, const http_request *r) {
+  mcp_buf hdr = MCP_BUF_INIT;
+  int preflight = r->method == HTTP_OPTIONS;
+  if (r->origin == NULL) return 0;
+  mcp_buf_printf(&hdr, "Access-Control-Allow-Origin: %.512s\r\nVary: Origin\r\n"
+                       "Access-Control-Expose-Headers: Mcp-Session-Id\r\n", r->origin);
+  if (preflight) {
+    mcp_buf_adds(&hdr, "Access-Control-Allow-Methods: GET, POST, DELETE\r\n"
+                       "Access-Control-Max-Age: 600\r\n"
+                       "Access-Control-Allow-Headers: " CORS_ALLOW_HEADERS);
+    cors_param_headers(r->preflight_headers, &hdr);
+    mcp_buf_adds(&hdr, "\r\n");
+  }
+  mcp_buf_addc(&hdr, '\0');
+  http_conn_set_headers(c, hdr.data);
+  mcp_buf_free(&hdr);
+  if (preflight) http_respond(c, 204, NULL, NULL, NULL, 0);
+  return preflight;
 }
 
 static void on_request(http_conn *c, const http_request *r) {
@@ -804,6 +750,7 @@ int mcp_http_start(uv_loop_t *loop, const mcp_http_options *opt) {
     .max_pending = 8u << 20,
     .on_request = on_request,
     .on_close = on_close,
+    .collect_prefix = MCP_PARAM_PREFIX,
   };
   T.opt = *opt;
   return http_listen(loop, opt->host, opt->port, &cfg);

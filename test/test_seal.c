@@ -56,10 +56,10 @@ static const char *b64(const char *s, int url) {
   return out;
 }
 
-static const char *unb64(const char *s) {
+static const char *unb64(const char *s, int url) {
   static char out[64];
   mcp_buf b = MCP_BUF_INIT;
-  if (mcp_base64_decode(&b, s, strlen(s)) != 0) strcpy(out, "<bad>");
+  if (mcp_base64_decode(&b, s, strlen(s), url) != 0) strcpy(out, "<bad>");
   else snprintf(out, sizeof out, "%.*s", (int)b.len, b.data ? b.data : "");
   mcp_buf_free(&b);
   return out;
@@ -72,16 +72,22 @@ static void test_base64(void) {
   };
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
     CHECK(strcmp(b64(v[i][0], 0), v[i][1]) == 0, "encode %s", v[i][0]);
-    CHECK(strcmp(unb64(v[i][1]), v[i][0]) == 0, "decode %s", v[i][1]);
+    CHECK(strcmp(unb64(v[i][1], 0), v[i][0]) == 0, "decode %s", v[i][1]);
+    CHECK(strcmp(unb64(b64(v[i][0], 1), 1), v[i][0]) == 0, "url round trip %s", v[i][0]);
   }
   CHECK(strcmp(b64("f", 1), "Zg") == 0, "url: no padding");
   CHECK(strcmp(b64("\xfb\xff", 1), "-_8") == 0, "url alphabet: %s", b64("\xfb\xff", 1));
   CHECK(strcmp(b64("\xfb\xff", 0), "+/8=") == 0, "standard alphabet");
-  CHECK(strcmp(unb64("Zg"), "f") == 0, "padding optional");
-  CHECK(strcmp(unb64("Zm9v!"), "<bad>") == 0, "not a digit");
-  CHECK(strcmp(unb64("Z"), "<bad>") == 0, "a lone digit");
-  CHECK(strcmp(unb64("Zh=="), "<bad>") == 0, "leftover bits set");
-  CHECK(strcmp(unb64("Zg="), "<bad>") == 0, "padding that does not complete a quantum");
+  CHECK(strcmp(unb64("Zg", 0), "<bad>") == 0, "standard: padding required");
+  CHECK(strcmp(unb64("Zg==", 1), "<bad>") == 0, "url: no padding");
+  CHECK(strcmp(unb64("-_8", 0), "<bad>") == 0, "standard: no url digits");
+  CHECK(strcmp(unb64("+/8=", 1), "<bad>") == 0, "url: no standard digits");
+  CHECK(strcmp(unb64("Zm9v!", 0), "<bad>") == 0, "not a digit");
+  CHECK(strcmp(unb64("Z", 1), "<bad>") == 0, "a lone digit");
+  CHECK(strcmp(unb64("Zh==", 0), "<bad>") == 0, "leftover bits set");
+  CHECK(strcmp(unb64("Zg=", 0), "<bad>") == 0, "padding that does not complete a quantum");
+  CHECK(strcmp(unb64("Zg=v", 0), "<bad>") == 0, "padding inside");
+  CHECK(strcmp(unb64("Z===", 0), "<bad>") == 0, "three pads");
 }
 
 static int opens(const char *token, char *out, size_t cap) {

@@ -113,6 +113,7 @@ local function constraints(s)
     parts[#parts + 1] = "items " .. (s.minItems or 0) .. ".." .. (s.maxItems or "")
   end
   if s.default ~= nil then parts[#parts + 1] = "default: " .. scalar(s.default) end
+  if type(s["x-mcp-header"]) == "string" then parts[#parts + 1] = "header: Mcp-Param-" .. s["x-mcp-header"] end
   if #parts == 0 then return "" end
   return " [" .. table.concat(parts, "; ") .. "]"
 end

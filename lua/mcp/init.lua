@@ -61,6 +61,86 @@ end
 
 local TOOL = {}
 
+-- x-mcp-header (2026-07-28, Streamable HTTP): a property may be mirrored by
+-- clients into an Mcp-Param-{Name} header when it is reached from the schema
+-- root through `properties` alone, is of type string, integer or boolean,
+-- and its name is an HTTP token, unique among the tool's headers in any
+-- case. The declarations of a tool, {name =, path = {property, ...}}, go in
+-- a side table (a field of the tool would be a field luamcp check reports).
+local param_headers = setmetatable({}, { __mode = "k" })
+local HEADER_TOKEN = "^[A-Za-z0-9!#$%%&'*+.^_`|~-]+$"
+local HEADER_TYPES = { string = true, integer = true, boolean = true }
+local DATA_KEYWORDS = { enum = true, const = true, default = true, examples = true }
+
+local function sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  return keys
+end
+
+local function type_name(t)
+  if t == nil then return "no type" end
+  return type(t) == "string" and t or "a list of types"
+end
+
+-- The x-mcp-header declarations of an input schema, or nil; raises (level
+-- 0) on an invalid one, naming where it is.
+local function header_decls(schema, where)
+  local decls, taken = {}, {}
+  local function declare(s, at, path)
+    local h = s["x-mcp-header"]
+    local here = string.format('%s: %s["x-mcp-header"]: ', where, at)
+    if path == nil or #path == 0 then
+      error(here .. "only a property reached from the schema root through properties alone may be " ..
+            "mirrored into a header (not the root, nor under items, anyOf, if, $defs, ...)", 0)
+    end
+    if type(h) ~= "string" or h == "" then error(here .. "must be a non-empty string", 0) end
+    if not h:find(HEADER_TOKEN) then
+      error(here .. string.format("%q is not a header name (letters, digits and !#$%%&'*+-.^_`|~: " ..
+                                  "no space, colon, control or non-ASCII character)", h), 0)
+    end
+    if not HEADER_TYPES[s.type] then
+      error(here .. "the property must be of type string, integer or boolean (got " ..
+            type_name(s.type) .. ")", 0)
+    end
+    local other = taken[h:lower()]
+    if other then
+      error(here .. string.format("Mcp-Param-%s is the header of %s already (Mcp-Param-%s; " ..
+                                  "header names ignore case)", h, other.at, other.name), 0)
+    end
+    taken[h:lower()] = { at = at, name = h }
+    decls[#decls + 1] = { name = h, path = mcp.array(table.move(path, 1, #path, 1, {})) }
+  end
+  -- path: the property names from the root, or nil once off the properties chain
+  local open = {}                       -- the tables being walked: a cycle is not walked twice
+  local function walk(s, at, path)
+    if open[s] then return end
+    open[s] = true
+    if s["x-mcp-header"] ~= nil then declare(s, at, path) end
+    for _, k in ipairs(sorted_keys(s)) do
+      local v = s[k]
+      if type(v) == "table" and k == "properties" then
+        for _, name in ipairs(sorted_keys(v)) do
+          if type(v[name]) == "table" then
+            local sub = path and table.move(path, 1, #path, 1, {})
+            if sub then sub[#sub + 1] = tostring(name) end
+            walk(v[name], at .. ".properties." .. tostring(name), sub)
+          end
+        end
+      elseif type(v) == "table" and not DATA_KEYWORDS[k] then
+        walk(v, at .. "." .. tostring(k), nil)
+      end
+    end
+    open[s] = nil
+  end
+  walk(schema, "inputSchema", {})
+  return #decls > 0 and decls or nil
+end
+
+-- The tool's Mcp-Param header declarations, or nil.
+function mcp._param_headers(tool) return param_headers[tool] end
+
 function mcp.tool(t)
   if type(t) ~= "table" then error("mcp.tool: expects a table", 2) end
   if type(t.name) ~= "string" or t.name == "" then error("mcp.tool: name must be a non-empty string", 2) end
@@ -76,6 +156,9 @@ function mcp.tool(t)
   local schema = t.inputSchema or { type = "object" }
   if schema.type == nil then schema.type = "object" end
   t.inputSchema = schema
+  local ok, decls = pcall(header_decls, schema, where)
+  if not ok then error(decls, 2) end     -- at the plugin's line
+  param_headers[t] = decls
   return setmetatable(t, TOOL)
 end
 

@@ -384,6 +384,13 @@ function methods.tools_call(params, id, session)
   return normalize(tool.handler(args, ctx))
 end
 
+-- The Mcp-Param headers (x-mcp-header) of a tool, for the HTTP transport's
+-- check of a 2026-07-28 tools/call: a list of {name =, path =}, or nil.
+function M.param_headers(name)
+  local tool = tools[name]
+  return tool and mcp._param_headers(tool)
+end
+
 -- tasks/result waits until the task is terminal; tasks/get, tasks/list and
 -- tasks/cancel are answered by the C core (task.c).
 methods["tasks/result"] = function(params)

@@ -94,7 +94,8 @@ return mcp.plugin {
         return mcp.text("Tool with progress executed successfully")
       end,
     },
-    -- json-schema-2020-12 (pending suite): the keywords must pass through tools/list
+    -- json-schema-2020-12 (pending suite): the keywords must pass through
+    -- tools/list, SEP-2106's too ($anchor, allOf/anyOf, if/then/else)
     mcp.tool {
       name = "json_schema_2020_12_tool",
       description = "Tool with JSON Schema 2020-12 features",
@@ -103,6 +104,7 @@ return mcp.plugin {
         type = "object",
         ["$defs"] = {
           address = {
+            ["$anchor"] = "addressDef",
             type = "object",
             properties = { street = { type = "string" }, city = { type = "string" } },
           },
@@ -110,7 +112,14 @@ return mcp.plugin {
         properties = {
           name = { type = "string" },
           address = { ["$ref"] = "#/$defs/address" },
+          contactMethod = { type = "string", enum = { "phone", "email" } },
+          phone = { type = "string" },
+          email = { type = "string" },
         },
+        allOf = { { anyOf = { { required = { "phone" } }, { required = { "email" } } } } },
+        ["if"] = { properties = { contactMethod = { const = "phone" } }, required = { "contactMethod" } },
+        ["then"] = { required = { "phone" } },
+        ["else"] = { required = { "email" } },
         additionalProperties = false,
       },
       handler = function(args) return mcp.text("received: " .. mcp.encode(args)) end,
