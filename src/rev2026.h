@@ -11,9 +11,11 @@
 #include "session.h"
 
 #define MCP_REV_2026 "2026-07-28"
+#define MCP_EXT_TASKS "io.modelcontextprotocol/tasks"   /* the tasks extension (task.c) */
 
 enum {
   MCP_RPC_HEADER_MISMATCH = -32020,
+  MCP_RPC_MISSING_CAPABILITY = -32021,
   MCP_RPC_UNSUPPORTED_VERSION = -32022
 };
 
@@ -21,7 +23,12 @@ enum {
 const char *mcp_rev2026_version(json_t *msg);
 /* Is method served to 2026-07-28 requests? */
 int mcp_rev2026_has_method(const char *method);
-/* Check a 2026-07-28 request (version, method). 0 when it may run; else the
+/* Do the client capabilities of a request declare the extension ext
+ * (capabilities.extensions[ext] is an object)? */
+int mcp_rev2026_declares(json_t *caps, const char *ext);
+/* Check a 2026-07-28 request (version, method, the client capabilities it
+ * needs: -32021 for the tasks methods, a task-only tool, or task
+ * notifications without the tasks extension). 0 when it may run; else the
  * whole error response is in out and the HTTP status (400, 404) returned. */
 int mcp_rev2026_check(json_t *msg, const char *key, mcp_buf *out);
 /* A request read on s (stdio, or the HTTP transport's stateless session):

@@ -509,6 +509,9 @@ static int check_headers(http_conn *c, const http_request *r, json_t *msg, const
   }
   if (strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0) field = "name";
   else if (strcmp(method, "resources/read") == 0) field = "uri";
+  else if (strcmp(method, "tasks/get") == 0 || strcmp(method, "tasks/update") == 0 ||
+           strcmp(method, "tasks/cancel") == 0)
+    field = "taskId";               /* the tasks extension: routing to the task's server */
   if (field == NULL) return 1;
   want = json_string_value(json_object_get(params, field));
   if (r->mcp_name == NULL) {

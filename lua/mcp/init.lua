@@ -262,6 +262,22 @@ function Ctx.request(_, method, params, opts)
   opts = opts or {}
   return core.request(method, params or {}, opts.timeout, opts.max_total)
 end
+-- Several requests at once: list = { {method = ..., params = ...}, ... }.
+-- A 2026-07-28 task has them all outstanding together (its inputRequests);
+-- elsewhere they go one after another. Returns the results in order, or nil
+-- and a message (and the error object) for the first that failed.
+function Ctx.request_all(self, list, opts)
+  opts = opts or {}
+  local results, err = core.request_all(list, opts.timeout)
+  if results ~= false then return results, err end
+  results = {}
+  for i, r in ipairs(list) do
+    local res, msg, obj = self:request(r.method, r.params, opts)
+    if res == nil then return nil, msg, obj end
+    results[i] = res
+  end
+  return results
+end
 function Ctx.sample(self, params, opts) return self:request("sampling/createMessage", params, opts) end
 function Ctx.elicit(self, params, opts) return self:request("elicitation/create", params, opts) end
 function Ctx.roots(self, opts)
