@@ -295,6 +295,24 @@ static void listener_end(listener *l, const char *reason, int graceful) {
   free(l);
 }
 
+/* One notification to l, with its subscriptionId in _meta. */
+static void listener_send(listener *l, const char *method, json_t *params) {
+  json_t *p = json_is_object(params) ? json_deep_copy(params) : json_object(), *meta, *msg;
+  char *text;
+  meta = json_object_get(p, "_meta");
+  if (!json_is_object(meta)) {
+    meta = json_object();
+    json_object_set_new(p, "_meta", meta);
+  }
+  json_object_set(meta, META_SUB, l->id);
+  msg = json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", method, "params", p);
+  text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+  if (text == NULL) abort();
+  l->parent->write(l->parent, l->stream, text, strlen(text), 0);
+  free(text);
+  json_decref(msg);
+}
+
 static void listen_reject(mcp_session *s, const char *key, void *stream, const char *msg) {
   mcp_buf *out = mcp_scratch();
   mcp_rpc_error(out, key, MCP_RPC_INVALID_PARAMS, "Invalid params: %s", msg);
@@ -363,7 +381,7 @@ static void listen_start(mcp_session *s, json_t *params, const char *key, void *
   if (ids != NULL && json_object_get(caps, "tasks")) {
     l->task_ids = json_array();
     json_array_foreach(ids, i, v)
-      if (mcp_task_exists(s, json_string_value(v))) json_array_append(l->task_ids, v);
+      if (mcp_task_describe(s, json_string_value(v), NULL)) json_array_append(l->task_ids, v);
     json_object_set(honoured, "taskIds", l->task_ids);
   }
   json_decref(caps);
@@ -379,6 +397,18 @@ static void listen_start(mcp_session *s, json_t *params, const char *key, void *
   s->write(s, stream, text, strlen(text), 0);
   free(text);
   json_decref(ack);
+  /* Then each task's state now, so that a change before the subscription is
+   * not missed; later changes follow as they happen. */
+  json_array_foreach(l->task_ids, i, v) {
+    mcp_buf b = MCP_BUF_INIT;
+    json_t *task;
+    mcp_task_describe(s, json_string_value(v), &b);
+    task = json_loadb(b.data, b.len, 0, NULL);
+    if (task == NULL) abort();
+    listener_send(l, "notifications/tasks", task);
+    json_decref(task);
+    mcp_buf_free(&b);
+  }
 }
 
 static int in_list(json_t *list, const char *s) {
@@ -404,25 +434,11 @@ static int listener_wants(const listener *l, const char *method, json_t *params)
 
 int mcp_rev2026_listen_notify(const char *method, json_t *params) {
   int n = 0;
-  for (listener *l = listeners; l; l = l->next) {
-    json_t *p, *meta, *msg;
-    char *text;
-    if (!listener_wants(l, method, params)) continue;
-    p = json_is_object(params) ? json_deep_copy(params) : json_object();
-    meta = json_object_get(p, "_meta");
-    if (!json_is_object(meta)) {
-      meta = json_object();
-      json_object_set_new(p, "_meta", meta);
+  for (listener *l = listeners; l; l = l->next)
+    if (listener_wants(l, method, params)) {
+      listener_send(l, method, params);
+      n++;
     }
-    json_object_set(meta, META_SUB, l->id);
-    msg = json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", method, "params", p);
-    text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
-    if (text == NULL) abort();
-    l->parent->write(l->parent, l->stream, text, strlen(text), 0);
-    free(text);
-    json_decref(msg);
-    n++;
-  }
   return n;
 }
 

@@ -135,7 +135,11 @@ static mcp_task *task_find(mcp_session *s, const char *id, int ext) {
   return NULL;
 }
 
-int mcp_task_exists(mcp_session *s, const char *id) { return task_find(s, id, 1) != NULL; }
+int mcp_task_describe(mcp_session *s, const char *id, mcp_buf *b) {
+  mcp_task *t = task_find(s, id, 1);
+  if (t != NULL && b != NULL) add_task(b, t, NULL, 1);
+  return t != NULL;
+}
 
 static void on_expiry(uv_timer_t *h);
 
@@ -298,13 +302,21 @@ int mcp_task_l_create(lua_State *L) {
   mcp_buf b = MCP_BUF_INIT;
   int ext;
   mcp_session *scope;
-  if (c == NULL || c->tool == NULL || c->tasked) return luaL_error(L, "task_create: not in a tools/call");
+  if (c == NULL || c->tool == NULL) return luaL_error(L, "task_create: not in a tools/call");
+  if (c->tasked) {                   /* a task already: its id (false once it expired) */
+    if (c->task != NULL) lua_pushstring(L, c->task->id);
+    else lua_pushboolean(L, 0);
+    return 1;
+  }
   /* A batch is answered as one: it runs as a normal call. A stateless
-   * 2026-07-28 request gets a task only when it declares the extension; the
-   * task belongs to the transport session that read it (its scope). */
+   * 2026-07-28 request gets a task only for a tool with task support and when
+   * it declares the extension; the task belongs to the transport session that
+   * read it (its scope). */
   ext = c->session->modern;
   scope = ext ? c->session->parent : c->session;
-  if (c->batch != NULL || (ext && !mcp_rev2026_declares(c->session->client_capabilities, MCP_EXT_TASKS))) {
+  if (c->batch != NULL ||
+      (ext && (mcp_policy_task(c->tool) == MCP_TASK_FORBIDDEN ||
+               !mcp_rev2026_declares(c->session->client_capabilities, MCP_EXT_TASKS)))) {
     lua_pushboolean(L, 0);
     return 1;
   }

@@ -77,8 +77,9 @@ int mcp_task_request(mcp_session *s, mcp_batch *b, void *stream, const char *key
  * (its scope), which declared the extension: answered at once on stream. */
 void mcp_task_request_ext(mcp_session *s, void *stream, const char *key, const char *method,
                           json_t *params);
-/* Is there a task of the extension with this id in scope s? */
-int mcp_task_exists(mcp_session *s, const char *id);
+/* Is there a task of the extension with this id in scope s? If so, and b
+ * is not NULL, append its DetailedTask (as notifications/tasks carries it). */
+int mcp_task_describe(mcp_session *s, const char *id, mcp_buf *b);
 /* The call of a task responded: data is the whole JSON-RPC response. */
 void mcp_task_done(mcp_call *c, const char *data, size_t len);
 /* The call of a task ended (after mcp_task_done, or without a response). */

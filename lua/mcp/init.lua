@@ -73,6 +73,12 @@ function mcp.tool(t)
   if t.task ~= nil and t.task ~= "forbidden" and t.task ~= "optional" and t.task ~= "required" then
     error(where .. ': task must be "forbidden", "optional" or "required"', 2)
   end
+  if t.defer_task ~= nil and type(t.defer_task) ~= "boolean" then
+    error(where .. ": defer_task must be a boolean", 2)
+  end
+  if t.defer_task and (t.task == nil or t.task == "forbidden") then
+    error(where .. ': defer_task needs task = "optional" or "required"', 2)
+  end
   local schema = t.inputSchema or { type = "object" }
   if schema.type == nil then schema.type = "object" end
   t.inputSchema = schema
@@ -284,6 +290,16 @@ function Ctx.roots(self, opts)
   local result, err, obj = self:request("roots/list", {}, opts)
   if not result then return nil, err, obj end
   return result.roots, result
+end
+-- The tasks extension: the rest of this call runs as a task; the request is
+-- answered now with the task (CreateTaskResult). For a tool with
+-- defer_task = true, once it has what it needs to go on alone (input
+-- gathered synchronously, say). Returns the task id, or false where there
+-- can be no task (not a 2026-07-28 request that declares the extension, or
+-- a tool without task support).
+function Ctx.task()
+  if not core.stateless() then return false end
+  return core.task_create()
 end
 function Ctx.remaining()
   local d = core.deadline()

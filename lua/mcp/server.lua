@@ -339,8 +339,8 @@ end
 -- session (2025-11-25) the client asks with params.task; for a 2026-07-28
 -- request the server decides (the tasks extension): a tool with task support
 -- runs as a task when the request declares the extension (a task-only tool
--- without it was refused with -32021 before the call started), and
--- params.task is ignored.
+-- without it was refused with -32021 before the call started; one with
+-- defer_task starts its task itself, ctx:task()), and params.task is ignored.
 local function prepare(params)
   local name = params.name
   if type(name) ~= "string" then return nil, -32602, "Invalid params: name must be a string" end
@@ -355,8 +355,8 @@ local function prepare(params)
   -- without the tasks capability (no tool offers tasks), params.task is ignored
   if not methods["tasks/result"] then task = nil end
   if core.stateless() then                     -- the tasks extension: params.task means nothing
-    if support ~= "forbidden" then
-      local ok, err = core.task_create()       -- false: the extension is not declared
+    if not tool.defer_task then
+      local ok, err = core.task_create()       -- false: no task support, or the extension is not declared
       if ok == nil then return nil, -32603, "Internal error: " .. err end
     end
   elseif task ~= nil then
