@@ -175,6 +175,14 @@ describe("tasks extension over stdio", function()
     assert.is_nil(p.result)
   end)
 
+  it("outside a task, a handler's nil, code, message is the call's JSON-RPC error", function()
+    local c = server()
+    local resp = call(c, "protocol", {}, NONE)
+    assert.are.same({ code = -32000, message = "custom failure", data = { why = "test" } }, resp.error)
+    c:initialize("2025-11-25")
+    assert.are.equal(-32000, c:request("tools/call", { name = "protocol", arguments = {} }).error.code)
+  end)
+
   it("tasks/cancel is an ack; the handler is cancelled with reason task cancelled and the task stays cancelled", function()
     local c = server()
     local t = start_task(c, "slow", { seconds = 30, tag = "c" })
@@ -387,6 +395,15 @@ describe("tasks extension over stdio", function()
     c:expect_stderr("fixture: deferred task=false", nil, { plain = true })
   end)
 
+  it("ctx:task() once the request is cancelled is false, and nothing is sent", function()
+    local c = server()
+    c:send { jsonrpc = "2.0", id = 77, method = "tools/call", params = params { name = "deferred_late", arguments = {} } }
+    c:expect_stderr("fixture: late started", nil, { plain = true })
+    c:send(H.cancel_msg(77, "no thanks"))
+    c:expect_stderr("fixture: late task=false", nil, { plain = true })
+    c:no_response(0.3)
+  end)
+
   it("a task is freed when its ttl passes; a running one is cancelled", function()
     local c = server { "--timeout", "0" }          -- no tool timeout: the ttl ends it
     local done = start_task(c, "slow", { seconds = 0, tag = "t1" })
@@ -588,5 +605,52 @@ describe("tasks extension over Streamable HTTP", function()
     assert.are.equal(-32021, resp.error.code)
     resp, r = rpc(srv, "subscriptions/listen", params { notifications = { taskIds = "x" } })
     assert.are.equal(-32602, resp.error.code, r:describe())
+  end)
+end)
+
+---------------------------------------------------------------------------
+-- plugins/conformance/tasks26.lua: the fixtures the suite's tasks-* scenarios call
+
+describe("conformance fixtures of the tasks extension", function()
+  after_each(H.cleanup)
+
+  local function conf()
+    return H.start { plugins = { "plugins/conformance" }, args = { "--log-level", "debug" } }
+  end
+
+  it("greet never runs as a task; slow_compute does; failing_job only as one", function()
+    local c = conf()
+    local g = call(c, "greet", { name = "World" }).result
+    assert.are.equal("Hello, World!", g.content[1].text)
+    assert.is_nil(g.taskId)
+    local t = start_task(c, "slow_compute", { seconds = 0, label = "x" })
+    assert.are.equal("computed x in 0 s", until_status(c, t.taskId, "completed").result.content[1].text)
+    assert.are.equal(-32021, call(c, "failing_job", {}, NONE).error.code)
+    local f = until_status(c, start_task(c, "failing_job").taskId, "completed")
+    assert.is_true(f.result.isError)
+  end)
+
+  it("protocol_error_job fails its task with a JSON-RPC error", function()
+    local c = conf()
+    local p = until_status(c, start_task(c, "protocol_error_job").taskId, "failed")
+    assert.are.equal(-32603, p.error.code)
+    assert.is_nil(p.result)
+  end)
+
+  it("confirm_delete asks once and multi_input twice at once, then complete with the answers", function()
+    local c = conf()
+    local t = start_task(c, "confirm_delete", { filename = "a.txt" }, ASKING)
+    local r = until_status(c, t.taskId, "input_required")
+    assert.are.same({ "input-1" }, keys(r.inputRequests))
+    c:request("tasks/update", params { taskId = t.taskId, inputResponses = {
+      ["input-1"] = { action = "accept", content = { confirm = true } } } })
+    assert.are.equal("Deleted a.txt", until_status(c, t.taskId, "completed").result.content[1].text)
+    local m = start_task(c, "multi_input", {}, ASKING)
+    r = until_status(c, m.taskId, "input_required")
+    assert.are.same({ "input-1", "input-2" }, keys(r.inputRequests))
+    c:request("tasks/update", params { taskId = m.taskId, inputResponses = {
+      ["input-1"] = { action = "accept", content = { name = "Bo" } },
+      ["input-2"] = { action = "accept", content = { confirm = true } } } })
+    assert.are.equal("name=Bo, confirm=true", until_status(c, m.taskId, "completed").result.content[1].text)
   end)
 end)

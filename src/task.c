@@ -314,7 +314,7 @@ int mcp_task_l_create(lua_State *L) {
    * read it (its scope). */
   ext = c->session->modern;
   scope = ext ? c->session->parent : c->session;
-  if (c->batch != NULL ||
+  if (c->batch != NULL || c->req.state != MCP_REQ_RUNNING ||   /* cancelled, timing out: no answer */
       (ext && (mcp_policy_task(c->tool) == MCP_TASK_FORBIDDEN ||
                !mcp_rev2026_declares(c->session->client_capabilities, MCP_EXT_TASKS)))) {
     lua_pushboolean(L, 0);

@@ -37,10 +37,12 @@ typedef struct mcp_session mcp_session;
 typedef struct mcp_batch mcp_batch;
 
 /* core.task_create(ttl): turn the running tools/call into a task; answers
- * the request with CreateTaskResult. Returns the task id, or false when the
- * call cannot be a task (in a batch; a 2026-07-28 request that does not
- * declare the tasks extension), or nil, message (too many tasks). A
- * 2026-07-28 request's task has the server's ttl (the argument is ignored). */
+ * the request with CreateTaskResult. Returns the task id (the same again
+ * once it is one), or false when the call cannot be a task (in a batch; no
+ * longer running; a 2026-07-28 request that does not declare the tasks
+ * extension, or for a tool without task support), or nil, message (too many
+ * tasks). A 2026-07-28 request's task has the server's ttl (the argument is
+ * ignored). */
 int mcp_task_l_create(lua_State *L);
 /* core.task_result(taskId): waits until the task is terminal, then returns
  * the tool's result (with _meta related-task), or nil, code, message, data. */
