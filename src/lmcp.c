@@ -190,7 +190,7 @@ static int l_request_all(lua_State *L) {
   n = (lua_Integer)lua_rawlen(L, 1);
   if (n == 0) return luaL_argerror(L, 1, "no requests");
   for (lua_Integer i = 1; i <= n; i++) {
-    /* stack: list timeout request method */
+    /* stack: list timeout request method params */
     if (lua_rawgeti(L, 1, i) != LUA_TTABLE) return luaL_error(L, "request_all: request %d is not a table", (int)i);
     if (lua_getfield(L, -1, "method") != LUA_TSTRING)
       return luaL_error(L, "request_all: request %d: method must be a string", (int)i);
