@@ -204,6 +204,25 @@ describe("input-required results (2026-07-28)", function()
     assert.are.equal("complete", l.result.resultType)
   end)
 
+  it("gather input first, then hand the rest to a task (defer_task): no requestState in the task", function()
+    local c = H.start{ plugins = { FIX } }
+    local caps = { elicitation = {}, extensions = { ["io.modelcontextprotocol/tasks"] = {} } }
+    local r1 = call(c, "then_task", nil, caps)
+    assert.are.equal("input_required", r1.result.resultType)
+    assert.is_nil(r1.result.taskId)
+    local r2 = call(c, "then_task", { requestState = r1.result.requestState,
+                                      inputResponses = { name = accept{ name = "Tia" } } }, caps)
+    assert.are.equal("task", r2.result.resultType, cjson.encode(r2))
+    assert.is_nil(r2.result.requestState)
+    assert.is_nil(r2.result.inputRequests)
+    local done
+    assert.truthy(H.run_until(function()
+      done = c:request("tasks/get", params({ taskId = r2.result.taskId }, caps)).result
+      return done.status == "completed"
+    end, H.WAIT))
+    assert.are.equal("done for Tia", done.result.content[1].text)
+  end)
+
   it("ctx:require ends the request with -32021 naming the capabilities the client lacks", function()
     local c = H.start{ plugins = { FIX } }
     local r = call(c, "needs_sampling", nil, { roots = {} })

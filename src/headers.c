@@ -195,6 +195,9 @@ int mcp_headers_check(const http_request *r, json_t *msg, char *why, size_t cap)
                     r->mcp_method, method);
   if (strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0) field = "name";
   else if (strcmp(method, "resources/read") == 0) field = "uri";
+  else if (strcmp(method, "tasks/get") == 0 || strcmp(method, "tasks/update") == 0 ||
+           strcmp(method, "tasks/cancel") == 0)
+    field = "taskId";               /* the tasks extension: routing to the task's server */
   if (field == NULL) return 1;
   want = json_string_value(json_object_get(params, field));
   if (r->mcp_name == NULL) return mismatch(why, cap, "Mcp-Name header required for %s", method);

@@ -112,22 +112,20 @@ static const char *needed_capability(const char *method) {
   return NULL;
 }
 
-/* request(method [, params [, timeout [, max_total]]]): a request to the
- * client; yields until the answer. Returns result, or nil, message [, error]. */
-static int l_request(lua_State *L) {
-  const char *method = luaL_checkstring(L, 1);
-  double timeout = luaL_optnumber(L, 3, mcp_cfg.request_timeout);
-  double max_total = luaL_optnumber(L, 4, timeout * 10);
+/* Can c's handler send method to the client? 0 if so; else pushes nil and
+ * why, and returns 2. A 2026-07-28 task asks through its inputRequests,
+ * which carry sampling, elicitation and roots requests only. */
+static int cannot_ask(lua_State *L, mcp_call *c, const char *method) {
   const char *cap = needed_capability(method);
-  mcp_call *c = current(L);
-  if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
-  if (timeout <= 0) return luaL_argerror(L, 3, "timeout must be > 0");
-  if (c == NULL) return luaL_error(L, "request: not inside a request");
-  if (L != c->co) return luaL_error(L, "request: call it from the handler's coroutine, not one it created");
-  if (!lua_isyieldable(L) || c->closing) return luaL_error(L, "request: cannot yield here");
-  if (c->session->modern) {        /* 2026-07-28: input requests instead (lua/mcp/input.lua) */
+  if (c->session->modern && !mcp_task_takes_input(c)) {   /* no requests to the client (MRTR instead) */
     lua_pushnil(L);
     lua_pushfstring(L, "%s cannot be sent to a 2026-07-28 client from this request", method);
+    return 2;
+  }
+  if (c->session->modern && cap == NULL) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "a task can ask the client for sampling/createMessage, elicitation/create "
+                       "or roots/list, not %s", method);
     return 2;
   }
   if (cap != NULL && json_object_get(c->session->client_capabilities, cap) == NULL) {
@@ -135,14 +133,89 @@ static int l_request(lua_State *L) {
     lua_pushfstring(L, "the client does not offer %s (no %s capability)", cap, cap);
     return 2;
   }
+  return 0;
+}
+
+/* The running handler's call, where it may wait for the client. */
+static mcp_call *asking(lua_State *L, const char *what) {
+  mcp_call *c = current(L);
+  if (c == NULL) luaL_error(L, "%s: not inside a request", what);
+  if (L != c->co) luaL_error(L, "%s: call it from the handler's coroutine, not one it created", what);
+  if (!lua_isyieldable(L) || c->closing) luaL_error(L, "%s: cannot yield here", what);
+  return c;
+}
+
+/* request(method [, params [, timeout [, max_total]]]): a request to the
+ * client; yields until the answer. Returns result, or nil, message [, error].
+ * A 2026-07-28 task's request becomes one of its inputRequests. */
+static int l_request(lua_State *L) {
+  const char *method = luaL_checkstring(L, 1);
+  double timeout = luaL_optnumber(L, 3, mcp_cfg.request_timeout);
+  double max_total = luaL_optnumber(L, 4, timeout * 10);
+  mcp_call *c;
+  int n;
+  if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
+  if (timeout <= 0) return luaL_argerror(L, 3, "timeout must be > 0");
+  c = asking(L, "request");
+  if ((n = cannot_ask(L, c, method)) != 0) return n;
   lua_settop(L, 2);
+  if (mcp_task_takes_input(c)) {
+    /* stack: method params -> method params {{method = , params = }} */
+    lua_createtable(L, 1, 0);
+    lua_createtable(L, 0, 2);
+    lua_pushvalue(L, 1);
+    lua_setfield(L, -2, "method");
+    lua_pushvalue(L, 2);
+    lua_setfield(L, -2, "params");
+    lua_rawseti(L, -2, 1);
+    return mcp_task_input_wait(L, c, 3, timeout, 1);
+  }
   return mcp_call_request(L, c, method, 2, timeout, max_total < timeout ? timeout : max_total);
+}
+
+/* request_all(list [, timeout]): the requests {method =, params =} of a
+ * 2026-07-28 task's handler, outstanding at once as its inputRequests;
+ * yields until all are answered: the results in order, or nil, message.
+ * false for any other call (the caller sends them one after another). */
+static int l_request_all(lua_State *L) {
+  double timeout = luaL_optnumber(L, 2, mcp_cfg.request_timeout);
+  lua_Integer n;
+  mcp_call *c;
+  int r;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  if (timeout <= 0) return luaL_argerror(L, 2, "timeout must be > 0");
+  c = asking(L, "request_all");
+  if (!mcp_task_takes_input(c)) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  n = (lua_Integer)lua_rawlen(L, 1);
+  if (n == 0) return luaL_argerror(L, 1, "no requests");
+  for (lua_Integer i = 1; i <= n; i++) {
+    /* stack: list timeout request method params */
+    if (lua_rawgeti(L, 1, i) != LUA_TTABLE) return luaL_error(L, "request_all: request %d is not a table", (int)i);
+    if (lua_getfield(L, -1, "method") != LUA_TSTRING)
+      return luaL_error(L, "request_all: request %d: method must be a string", (int)i);
+    if (lua_getfield(L, -2, "params") != LUA_TNIL && !lua_istable(L, -1))
+      return luaL_error(L, "request_all: request %d: params must be a table", (int)i);
+    if ((r = cannot_ask(L, c, lua_tostring(L, -2))) != 0) return r;
+    lua_pop(L, 3);
+  }
+  return mcp_task_input_wait(L, c, 1, timeout, 0);
 }
 
 /* modern(): is the current request of revision 2026-07-28 (stateless)? */
 static int l_modern(lua_State *L) {
   mcp_call *c = current(L);
   lua_pushboolean(L, c != NULL && c->session->modern);
+  return 1;
+}
+
+/* task_input(): does the running call take client input as a task of the
+ * tasks extension (inputRequests answered by tasks/update)? */
+static int l_task_input(lua_State *L) {
+  mcp_call *c = current(L);
+  lua_pushboolean(L, c != NULL && mcp_task_takes_input(c));
   return 1;
 }
 
@@ -412,10 +485,12 @@ static int l_set_policy(lua_State *L) {
   int mode = mcp_cancel_mode_parse(luaL_checkstring(L, 2));
   double timeout = luaL_checknumber(L, 3), grace = luaL_checknumber(L, 4);
   const char *logger = luaL_optstring(L, 5, NULL);
+  static const char *const tasks[] = { "forbidden", "optional", "required", NULL };
+  int task = luaL_checkoption(L, 6, "forbidden", tasks);
   if (mode < 0) return luaL_argerror(L, 2, "cancel must be \"cooperative\", \"abort\" or \"ignore\"");
   if (timeout < 0) return luaL_argerror(L, 3, "timeout must be >= 0");
   if (grace < 0) return luaL_argerror(L, 4, "grace must be >= 0");
-  mcp_policy_set(tool, mode, timeout, grace, logger);
+  mcp_policy_set(tool, mode, timeout, grace, logger, task);
   return 0;
 }
 
@@ -512,12 +587,14 @@ static const luaL_Reg core_funcs[] = {
   {"notify_listeners", l_notify_listeners},
   {"request", l_request},
   {"modern", l_modern},
+  {"task_input", l_task_input},
   {"client_supports", l_client_supports},
   {"finish", l_finish},
   {"seal", l_seal},
   {"unseal", l_unseal},
   {"sha256", l_sha256},
   {"wall", l_wall},
+  {"request_all", l_request_all},
   {"spawn", l_spawn},
   {"task_create", mcp_task_l_create},
   {"task_result", mcp_task_l_result},

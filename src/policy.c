@@ -1,5 +1,7 @@
-/* Tool policies (cancel mode, timeout, grace), registered from Lua when
- * plugins load and read by the scheduler when a tools/call arrives. */
+/* Tool policies (cancel mode, timeout, grace, task support), registered from
+ * Lua when plugins load and read by the scheduler when a tools/call arrives
+ * (and by rev2026.c, which refuses a task-only tool to a client without the
+ * tasks extension before the call starts). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +14,7 @@ typedef struct policy {
   struct policy *next;
   char *tool;
   int mode;
+  int task;              /* MCP_TASK_FORBIDDEN, _OPTIONAL, _REQUIRED */
   double timeout, grace;
   const char *logger;    /* interned: calls in flight keep pointing at it */
 } policy;
@@ -35,7 +38,8 @@ static unsigned name_hash(const char *s) {
   return h % NBUCKETS;
 }
 
-int mcp_policy_set(const char *tool, int mode, double timeout, double grace, const char *logger) {
+int mcp_policy_set(const char *tool, int mode, double timeout, double grace, const char *logger,
+                   int task) {
   policy **slot = &buckets[name_hash(tool)], *p;
   for (p = *slot; p; p = p->next)
     if (strcmp(p->tool, tool) == 0) break;
@@ -46,6 +50,7 @@ int mcp_policy_set(const char *tool, int mode, double timeout, double grace, con
     *slot = p;
   }
   p->mode = mode;
+  p->task = task;
   p->timeout = timeout;
   p->grace = grace;
   p->logger = logger ? mcp_policy_intern(logger) : NULL;
@@ -62,6 +67,12 @@ void mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace,
       *logger = p->logger;
       return;
     }
+}
+
+int mcp_policy_task(const char *tool) {
+  for (policy *p = buckets[name_hash(tool)]; p; p = p->next)
+    if (strcmp(p->tool, tool) == 0) return p->task;
+  return MCP_TASK_FORBIDDEN;
 }
 
 void mcp_policy_clear(void) {

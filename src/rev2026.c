@@ -20,6 +20,7 @@
 #include "rev2026.h"
 #include "rpc.h"
 #include "sched.h"
+#include "task.h"
 
 #define META_VERSION "io.modelcontextprotocol/protocolVersion"
 #define META_CAPS "io.modelcontextprotocol/clientCapabilities"
@@ -41,14 +42,45 @@ const char *mcp_rev2026_version(json_t *msg) {
   return json_string_value(json_object_get(meta_of(msg), META_VERSION));
 }
 
+/* The tasks extension's methods (tasks/result and tasks/list are gone from it). */
+static int is_task_method(const char *method) {
+  return strcmp(method, "tasks/get") == 0 || strcmp(method, "tasks/update") == 0 ||
+         strcmp(method, "tasks/cancel") == 0;
+}
+
+/* Some tool offers tasks (the methods table has the 2025-11-25 tasks/result then). */
+static int tasks_offered(void) { return mcp_sched_has_method("tasks/result"); }
+
 int mcp_rev2026_has_method(const char *method) {
   static const char *const removed[] = {
-    "initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", NULL
+    "initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
+    "tasks/result", "tasks/list", NULL
   };
   if (strcmp(method, "server/discover") == 0 || strcmp(method, "subscriptions/listen") == 0) return 1;
+  if (is_task_method(method)) return tasks_offered();
   for (int i = 0; removed[i]; i++)
     if (strcmp(method, removed[i]) == 0) return 0;
   return mcp_sched_has_method(method);
+}
+
+int mcp_rev2026_declares(json_t *caps, const char *ext) {
+  return json_is_object(json_object_get(json_object_get(caps, "extensions"), ext));
+}
+
+/* The tasks extension is needed and the request does not declare it: why, or NULL. */
+static const char *needs_tasks(const char *method, json_t *msg) {
+  json_t *params = json_object_get(msg, "params");
+  if (!tasks_offered() || mcp_rev2026_declares(json_object_get(meta_of(msg), META_CAPS), MCP_EXT_TASKS))
+    return NULL;
+  if (is_task_method(method)) return method;
+  if (strcmp(method, "tools/call") == 0) {
+    const char *tool = json_string_value(json_object_get(params, "name"));
+    if (tool != NULL && mcp_policy_task(tool) == MCP_TASK_REQUIRED) return "a tool that runs only as a task";
+  }
+  if (strcmp(method, "subscriptions/listen") == 0 &&
+      json_object_get(json_object_get(params, "notifications"), "taskIds") != NULL)
+    return "task status notifications (taskIds)";
+  return NULL;
 }
 
 /* ["2026-07-28", then the session revisions, newest first] */
@@ -74,7 +106,7 @@ static const char *meta_missing(json_t *meta) {
 
 int mcp_rev2026_check(json_t *msg, const char *key, mcp_buf *out) {
   const char *method = json_string_value(json_object_get(msg, "method"));
-  const char *version = mcp_rev2026_version(msg), *missing;
+  const char *version = mcp_rev2026_version(msg), *missing, *what;
   json_t *meta = meta_of(msg), *level = json_object_get(meta, META_LEVEL);
   char text[400];
   if (method == NULL) method = "";
@@ -105,12 +137,23 @@ int mcp_rev2026_check(json_t *msg, const char *key, mcp_buf *out) {
     mcp_rpc_error(out, key, MCP_RPC_METHOD_NOT_FOUND, "%s", text);
     return 404;
   }
+  if ((what = needs_tasks(method, msg)) != NULL) {
+    snprintf(text, sizeof text, "Missing required client capability: %.200s needs the %s extension",
+             what, MCP_EXT_TASKS);
+    mcp_info("request %.64s refused: %s", key ? key : "null", text);
+    mcp_rpc_error(out, key, MCP_RPC_MISSING_CAPABILITY, "%s", text);
+    out->len -= 2;                                /* reopen the error object: drop "}}" */
+    mcp_buf_adds(out, ",\"data\":{\"requiredCapabilities\":{\"extensions\":{\"" MCP_EXT_TASKS
+                      "\":{}}}}}}");
+    return 400;
+  }
   return 0;
 }
 
 /* The server's capabilities as this revision states them: list changes and
  * resource updates come through subscriptions/listen; listChanged and
- * subscribe are stated only when true (listChanged needs --watch). */
+ * subscribe are stated only when true (listChanged needs --watch); tasks are
+ * the tasks extension, not the 2025-11-25 tasks capability. */
 static void drop_false(json_t *o, const char *key) {
   if (!json_is_true(json_object_get(o, key))) json_object_del(o, key);
 }
@@ -132,6 +175,10 @@ static void add_capabilities(mcp_buf *b) {
   if ((x = json_object_get(v, "resources"))) {
     drop_false(x, "listChanged");
     drop_false(x, "subscribe");
+  }
+  if (json_object_get(v, "tasks")) {
+    json_object_del(v, "tasks");
+    json_object_set_new(v, "extensions", json_pack("{s:{}}", MCP_EXT_TASKS));
   }
   text = json_dumps(v, JSON_COMPACT);
   if (text) mcp_buf_add(b, text, strlen(text));
@@ -156,17 +203,27 @@ static void discover(mcp_session *s, const char *key, void *stream) {
 }
 
 /* The ephemeral session's writer: results get the fields this revision
- * requires (resultType; ttlMs and cacheScope on cacheable ones), then the
- * message goes out through the parent. */
+ * requires (resultType, unless they state their own, as a CreateTaskResult
+ * does; ttlMs and cacheScope on cacheable ones), then the message goes out
+ * through the parent. Once its call is a task's, nothing more goes out: the
+ * tasks extension has no progress or log notifications for tasks. */
 static void eph_write(mcp_session *s, void *stream, const char *data, size_t len, int last) {
   eph *e = (eph *)s;
   mcp_session *p = s->parent;
   mcp_buf want = MCP_BUF_INIT, out = MCP_BUF_INIT;
+  if (e->call != NULL && e->call->tasked) {
+    if (data != NULL)
+      mcp_debug("request %.64s: a task's message dropped: %.*s", e->call->req.key,
+                (int)(len < 80 ? len : 80), data);
+    return;
+  }
   /* an input-required result carries its own resultType and is never cached */
   if (data != NULL && last && !e->call->incomplete) {
     mcp_rpc_result_open(&want, e->call->req.key);
     mcp_buf_addc(&want, '{');
-    if (len > want.len && memcmp(data, want.data, want.len) == 0) {
+    /* a result that names its own resultType (a task's) keeps it */
+    if (len > want.len && memcmp(data, want.data, want.len) == 0 &&
+        !(len - want.len > 13 && memcmp(data + want.len, "\"resultType\":", 13) == 0)) {
       int empty = data[want.len] == '}';
       mcp_buf_add(&out, want.data, want.len);
       mcp_buf_adds(&out, "\"resultType\":\"complete\"");
@@ -210,6 +267,7 @@ typedef struct listener {
   char *key;                /* the listen request's id, as JSON text */
   json_t *id;               /* the same, decoded */
   json_t *uris;             /* resourceSubscriptions honoured (array), or NULL */
+  json_t *task_ids;         /* taskIds honoured (array): notifications/tasks, or NULL */
   unsigned tools : 1, prompts : 1, resources : 1;
   struct listener *next;
 } listener;
@@ -246,8 +304,27 @@ static void listener_end(listener *l, const char *reason, int graceful) {
   }
   json_decref(l->id);
   json_decref(l->uris);
+  json_decref(l->task_ids);
   free(l->key);
   free(l);
+}
+
+/* One notification to l, with its subscriptionId in _meta. */
+static void listener_send(listener *l, const char *method, json_t *params) {
+  json_t *p = json_is_object(params) ? json_deep_copy(params) : json_object(), *meta, *msg;
+  char *text;
+  meta = json_object_get(p, "_meta");
+  if (!json_is_object(meta)) {
+    meta = json_object();
+    json_object_set_new(p, "_meta", meta);
+  }
+  json_object_set(meta, META_SUB, l->id);
+  msg = json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", method, "params", p);
+  text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+  if (text == NULL) abort();
+  l->parent->write(l->parent, l->stream, text, strlen(text), 0);
+  free(text);
+  json_decref(msg);
 }
 
 static void listen_reject(mcp_session *s, const char *key, void *stream, const char *msg) {
@@ -256,8 +333,18 @@ static void listen_reject(mcp_session *s, const char *key, void *stream, const c
   s->write(s, stream, out->data, out->len, 1);
 }
 
+/* A filter's list of strings (NULL when absent): 0 when it is not one. */
+static int string_list(json_t *list) {
+  size_t i;
+  json_t *v;
+  if (list != NULL && !json_is_array(list)) return 0;
+  json_array_foreach(list, i, v)
+    if (!json_is_string(v)) return 0;
+  return 1;
+}
+
 static void listen_start(mcp_session *s, json_t *params, const char *key, void *stream) {
-  json_t *f = json_object_get(params, "notifications"), *subs, *caps, *ack, *honoured, *v;
+  json_t *f = json_object_get(params, "notifications"), *subs, *ids, *caps, *ack, *honoured, *v;
   mcp_buf cb = MCP_BUF_INIT;
   listener *l;
   size_t i;
@@ -267,15 +354,14 @@ static void listen_start(mcp_session *s, json_t *params, const char *key, void *
     return;
   }
   subs = json_object_get(f, "resourceSubscriptions");
-  if (subs != NULL && !json_is_array(subs)) {
+  if (!string_list(subs)) {
     listen_reject(s, key, stream, "notifications.resourceSubscriptions must be an array of URIs");
     return;
   }
-  json_array_foreach(subs, i, v) {
-    if (!json_is_string(v)) {
-      listen_reject(s, key, stream, "notifications.resourceSubscriptions must be an array of URIs");
-      return;
-    }
+  ids = json_object_get(f, "taskIds");
+  if (!string_list(ids)) {
+    listen_reject(s, key, stream, "notifications.taskIds must be an array of task ids");
+    return;
   }
   /* Honour what the server has: no prompts, no promptsListChanged. */
   mcp_sched_capabilities(&cb);
@@ -305,6 +391,13 @@ static void listen_start(mcp_session *s, json_t *params, const char *key, void *
     l->uris = json_copy(subs);
     json_object_set(honoured, "resourceSubscriptions", l->uris);
   }
+  /* The tasks of this transport's stateless requests that exist (task.c). */
+  if (ids != NULL && json_object_get(caps, "tasks")) {
+    l->task_ids = json_array();
+    json_array_foreach(ids, i, v)
+      if (mcp_task_describe(s, json_string_value(v), NULL)) json_array_append(l->task_ids, v);
+    json_object_set(honoured, "taskIds", l->task_ids);
+  }
   json_decref(caps);
   l->next = listeners;
   listeners = l;
@@ -318,6 +411,27 @@ static void listen_start(mcp_session *s, json_t *params, const char *key, void *
   s->write(s, stream, text, strlen(text), 0);
   free(text);
   json_decref(ack);
+  /* Then each task's state now, so that a change before the subscription is
+   * not missed; later changes follow as they happen. */
+  json_array_foreach(l->task_ids, i, v) {
+    mcp_buf b = MCP_BUF_INIT;
+    json_t *task;
+    mcp_task_describe(s, json_string_value(v), &b);
+    task = json_loadb(b.data, b.len, 0, NULL);
+    if (task == NULL) abort();
+    listener_send(l, "notifications/tasks", task);
+    json_decref(task);
+    mcp_buf_free(&b);
+  }
+}
+
+static int in_list(json_t *list, const char *s) {
+  size_t i;
+  json_t *v;
+  if (s == NULL) return 0;
+  json_array_foreach(list, i, v)
+    if (strcmp(json_string_value(v), s) == 0) return 1;
+  return 0;
 }
 
 /* Does l want this notification? */
@@ -325,38 +439,20 @@ static int listener_wants(const listener *l, const char *method, json_t *params)
   if (strcmp(method, "notifications/tools/list_changed") == 0) return l->tools;
   if (strcmp(method, "notifications/prompts/list_changed") == 0) return l->prompts;
   if (strcmp(method, "notifications/resources/list_changed") == 0) return l->resources;
-  if (strcmp(method, "notifications/resources/updated") == 0) {
-    const char *uri = json_string_value(json_object_get(params, "uri"));
-    size_t i;
-    json_t *v;
-    if (uri == NULL) return 0;
-    json_array_foreach(l->uris, i, v)
-      if (strcmp(json_string_value(v), uri) == 0) return 1;
-  }
+  if (strcmp(method, "notifications/resources/updated") == 0)
+    return in_list(l->uris, json_string_value(json_object_get(params, "uri")));
+  if (strcmp(method, "notifications/tasks") == 0)
+    return in_list(l->task_ids, json_string_value(json_object_get(params, "taskId")));
   return 0;
 }
 
 int mcp_rev2026_listen_notify(const char *method, json_t *params) {
   int n = 0;
-  for (listener *l = listeners; l; l = l->next) {
-    json_t *p, *meta, *msg;
-    char *text;
-    if (!listener_wants(l, method, params)) continue;
-    p = json_is_object(params) ? json_deep_copy(params) : json_object();
-    meta = json_object_get(p, "_meta");
-    if (!json_is_object(meta)) {
-      meta = json_object();
-      json_object_set_new(p, "_meta", meta);
+  for (listener *l = listeners; l; l = l->next)
+    if (listener_wants(l, method, params)) {
+      listener_send(l, method, params);
+      n++;
     }
-    json_object_set(meta, META_SUB, l->id);
-    msg = json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", method, "params", p);
-    text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
-    if (text == NULL) abort();
-    l->parent->write(l->parent, l->stream, text, strlen(text), 0);
-    free(text);
-    json_decref(msg);
-    n++;
-  }
   return n;
 }
 
@@ -403,6 +499,10 @@ int mcp_rev2026_request(mcp_session *s, json_t *msg, const char *key, void *stre
     listen_start(s, params, key, stream);
     return 1;
   }
+  if (is_task_method(method)) {          /* the tasks extension; declared (checked above) */
+    mcp_task_request_ext(s, stream, key, method, params);
+    return 1;
+  }
   e = calloc(1, sizeof *e);
   if (e == NULL) abort();
   mcp_session_init(&e->s, eph_write, e);
@@ -438,8 +538,10 @@ void mcp_rev2026_stream_closed(mcp_session *s, void *stream, const char *reason)
     listener_end(l, reason, 0);
     return;
   }
+  /* A task's call answered its stream when the task was created: a stream
+   * closed now is another request's (it may even reuse the address). */
   for (mcp_session *x = mcp_sessions; x; x = x->next)
-    if (x->modern && x->parent == s && ((eph *)x)->stream == stream) {
+    if (x->modern && x->parent == s && ((eph *)x)->stream == stream && !((eph *)x)->call->tasked) {
       c = ((eph *)x)->call;
       break;
     }

@@ -11,6 +11,7 @@
 #include "session.h"
 
 #define MCP_REV_2026 "2026-07-28"
+#define MCP_EXT_TASKS "io.modelcontextprotocol/tasks"   /* the tasks extension (task.c) */
 
 enum {
   MCP_RPC_HEADER_MISMATCH = -32020,
@@ -22,9 +23,14 @@ enum {
 const char *mcp_rev2026_version(json_t *msg);
 /* Is method served to 2026-07-28 requests? */
 int mcp_rev2026_has_method(const char *method);
+/* Do the client capabilities of a request declare the extension ext
+ * (capabilities.extensions[ext] is an object)? */
+int mcp_rev2026_declares(json_t *caps, const char *ext);
 /* Check a 2026-07-28 request (version, the required _meta fields, log
- * level, method). 0 when it may run; else the whole error response is in
- * out and the HTTP status (400, 404) returned. */
+ * level, method, the client capabilities it needs: -32021 for the tasks
+ * methods, a task-only tool, or task notifications without the tasks
+ * extension). 0 when it may run; else the whole error response is in out
+ * and the HTTP status (400, 404) returned. */
 int mcp_rev2026_check(json_t *msg, const char *key, mcp_buf *out);
 /* A request read on s (stdio, or the HTTP transport's stateless session):
  * 0 when it is not a 2026-07-28 request (the caller goes on), 1 when it was

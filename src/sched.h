@@ -135,8 +135,13 @@ int mcp_out_progress(mcp_session *s, json_t *token);
 /* The call is stopping while it waits: cancel the request at the client. */
 void mcp_out_abandon(mcp_call *c, const char *reason);
 
-/* Tool policies, registered from Lua when plugins load. */
-int mcp_policy_set(const char *tool, int mode, double timeout, double grace, const char *logger);
+/* Tool policies, registered from Lua when plugins load. task: a tool's
+ * task support (execution.taskSupport). */
+enum { MCP_TASK_FORBIDDEN, MCP_TASK_OPTIONAL, MCP_TASK_REQUIRED };
+int mcp_policy_set(const char *tool, int mode, double timeout, double grace, const char *logger,
+                   int task);
+/* The task support of a tool (MCP_TASK_FORBIDDEN for one without a policy). */
+int mcp_policy_task(const char *tool);
 /* Leaves the outputs untouched for a tool with no policy. */
 void mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace,
                     const char **logger);

@@ -1,5 +1,8 @@
-/* Tasks (MCP 2025-11-25): task-augmented tools/call, tasks/get, tasks/list,
- * tasks/result, tasks/cancel, notifications/tasks/status, ttl expiry. */
+/* Tasks: the 2025-11-25 wire (task-augmented tools/call, tasks/get,
+ * tasks/list, tasks/result, tasks/cancel, notifications/tasks/status) and the
+ * tasks extension of 2026-07-28 requests (CreateTaskResult, tasks/get with
+ * the outcome or the inputRequests inline, tasks/update, tasks/cancel as an
+ * ack, notifications/tasks to subscriptions/listen); ttl expiry. See task.h. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +15,7 @@
 #include "config.h"
 #include "json.h"
 #include "log.h"
+#include "rev2026.h"
 #include "rpc.h"
 #include "sched.h"
 #include "session.h"
@@ -25,22 +29,33 @@ static const char *const status_names[] = {
 };
 #define terminal(st) ((st) >= ST_COMPLETED)
 
+/* A request of an extension task's handler to the client, surfaced in
+ * tasks/get's inputRequests and answered by tasks/update. */
+typedef struct {
+  char key[24];                /* "input-N": unique over the task's life */
+  char *request;               /* {"method":...,"params":...} as JSON text */
+  json_t *response;            /* the client's answer; NULL until tasks/update gives it */
+} task_input;
+
 /* Owned by this file: see task.h. */
 struct mcp_task {
   mcp_task *prev, *next;       /* every task, oldest first */
-  mcp_session *session;
+  mcp_session *session;        /* its session, or the scope of a stateless request */
   mcp_call *call;              /* the handler's call until it ends */
   char id[33];                 /* 128 random bits, hex */
   unsigned long long seq;      /* creation order: the tasks/list cursor */
   int status;
+  unsigned ext : 1;            /* the tasks extension's (a 2026-07-28 request) */
   char *message;               /* statusMessage, or NULL */
-  char *response;              /* the call's JSON-RPC response, once it sent one */
-  size_t response_len;
+  json_t *response;            /* the call's JSON-RPC response, once it sent one */
   double created_ms, updated_ms;   /* wall clock */
   long long ttl_ms;
   uint64_t expires_ns;         /* on mcp_clock_ns() */
-  mcp_call **waiters;          /* calls blocked in tasks/result */
+  mcp_call **waiters;          /* 2025-11-25: calls blocked in tasks/result */
   int nwaiters, capwaiters;
+  task_input *inputs;          /* the extension: what the handler waits for */
+  int ninputs;
+  unsigned input_seq;
 };
 
 static struct {
@@ -68,9 +83,36 @@ static void add_time(mcp_buf *b, double ms) {
   mcp_buf_printf(b, "\"%s.%03dZ\"", s, (int)(v % 1000));
 }
 
-/* The Task object. */
-static void add_task(mcp_buf *b, const mcp_task *t) {
-  mcp_buf_printf(b, "{\"taskId\":\"%s\",\"status\":\"%s\",", t->id, status_names[t->status]);
+/* The extension's DetailedTask fields: the outcome, or what the handler
+ * waits for. */
+static void add_detail(mcp_buf *b, const mcp_task *t) {
+  json_t *v;
+  if (t->status == ST_INPUT_REQUIRED) {
+    int n = 0;
+    mcp_buf_adds(b, ",\"inputRequests\":{");
+    for (int i = 0; i < t->ninputs; i++) {
+      if (t->inputs[i].response != NULL) continue;
+      if (n++) mcp_buf_addc(b, ',');
+      mcp_buf_printf(b, "\"%s\":%s", t->inputs[i].key, t->inputs[i].request);
+    }
+    mcp_buf_addc(b, '}');
+  } else if (t->status == ST_COMPLETED && (v = json_object_get(t->response, "result")) != NULL) {
+    mcp_buf_adds(b, ",\"result\":");
+    mcp_json_dump(v, b);
+  } else if (t->status == ST_FAILED && (v = json_object_get(t->response, "error")) != NULL) {
+    mcp_buf_adds(b, ",\"error\":");
+    mcp_json_dump(v, b);
+  }
+}
+
+/* The Task object, in its wire's names: ttl and pollInterval (2025-11-25),
+ * or ttlMs and pollIntervalMs (the extension), then with detailed the
+ * extension's DetailedTask fields. result_type: the extension's resultType
+ * ("task" for CreateTaskResult, "complete" for tasks/get), or NULL. */
+static void add_task(mcp_buf *b, const mcp_task *t, const char *result_type, int detailed) {
+  mcp_buf_addc(b, '{');
+  if (result_type != NULL) mcp_buf_printf(b, "\"resultType\":\"%s\",", result_type);
+  mcp_buf_printf(b, "\"taskId\":\"%s\",\"status\":\"%s\",", t->id, status_names[t->status]);
   if (t->message) {
     mcp_buf_adds(b, "\"statusMessage\":");
     mcp_json_add_string(b, t->message, strlen(t->message));
@@ -80,13 +122,23 @@ static void add_task(mcp_buf *b, const mcp_task *t) {
   add_time(b, t->created_ms);
   mcp_buf_adds(b, ",\"lastUpdatedAt\":");
   add_time(b, t->updated_ms);
-  mcp_buf_printf(b, ",\"ttl\":%lld,\"pollInterval\":%d}", t->ttl_ms, MCP_TASK_POLL_MS);
+  mcp_buf_printf(b, t->ext ? ",\"ttlMs\":%lld,\"pollIntervalMs\":%d" : ",\"ttl\":%lld,\"pollInterval\":%d",
+                 t->ttl_ms, MCP_TASK_POLL_MS);
+  if (detailed) add_detail(b, t);
+  mcp_buf_addc(b, '}');
 }
 
-static mcp_task *task_find(mcp_session *s, const char *id) {
+/* The task with this id in session (or scope) s, of the extension or not. */
+static mcp_task *task_find(mcp_session *s, const char *id, int ext) {
   for (mcp_task *t = T.head; t; t = t->next)
-    if (t->session == s && strcmp(t->id, id) == 0) return t;
+    if (t->session == s && t->ext == (unsigned)ext && strcmp(t->id, id) == 0) return t;
   return NULL;
+}
+
+int mcp_task_describe(mcp_session *s, const char *id, mcp_buf *b) {
+  mcp_task *t = task_find(s, id, 1);
+  if (t != NULL && b != NULL) add_task(b, t, NULL, 1);
+  return t != NULL;
 }
 
 static void on_expiry(uv_timer_t *h);
@@ -119,12 +171,24 @@ static void wake_waiters(mcp_task *t) {
   t->nwaiters = 0;
 }
 
+/* 2025-11-25: notifications/tasks/status to the task's session. The
+ * extension: notifications/tasks, the DetailedTask as tasks/get would give
+ * it, to the subscriptions/listen streams that asked for this task. */
 static void notify_status(mcp_task *t) {
   mcp_buf b = MCP_BUF_INIT;
-  mcp_rpc_notification_open(&b, "notifications/tasks/status");
-  add_task(&b, t);
-  mcp_rpc_close(&b);
-  mcp_session_send(t->session, NULL, NULL, b.data, b.len, 0);
+  if (t->ext) {
+    json_t *params;
+    add_task(&b, t, NULL, 1);
+    params = json_loadb(b.data, b.len, 0, NULL);
+    if (params == NULL) abort();
+    mcp_rev2026_listen_notify("notifications/tasks", params);
+    json_decref(params);
+  } else {
+    mcp_rpc_notification_open(&b, "notifications/tasks/status");
+    add_task(&b, t, NULL, 0);
+    mcp_rpc_close(&b);
+    mcp_session_send(t->session, NULL, NULL, b.data, b.len, 0);
+  }
   mcp_buf_free(&b);
 }
 
@@ -138,6 +202,46 @@ static void set_status(mcp_task *t, int status, const char *msg, int notify) {
   if (terminal(status)) wake_waiters(t);
 }
 
+/* The extension's input requests. */
+
+static void inputs_clear(mcp_task *t) {
+  for (int i = 0; i < t->ninputs; i++) {
+    free(t->inputs[i].request);
+    if (t->inputs[i].response) json_decref(t->inputs[i].response);
+  }
+  free(t->inputs);
+  t->inputs = NULL;
+  t->ninputs = 0;
+}
+
+static int inputs_answered(const mcp_task *t) {
+  for (int i = 0; i < t->ninputs; i++)
+    if (t->inputs[i].response == NULL) return 0;
+  return t->ninputs > 0;
+}
+
+/* The handler's wait for input ends early (a cancel, an abort, the end of
+ * the call): its requests go. */
+static void input_cleanup(mcp_call *c) {
+  mcp_task *t = c->wait_data;
+  c->wait_data = NULL;
+  if (t != NULL) inputs_clear(t);
+}
+
+/* Nobody can answer any more (the task is cancelled or freed): end the
+ * handler's wait for input, if it waits; it resumes with nil, a message.
+ * A cooperative handler's cancel did this already. */
+static void input_abandon(mcp_task *t) {
+  mcp_call *c = t->call;
+  if (c == NULL || c->wait_cleanup != input_cleanup) return;
+  c->wait_cleanup = NULL;
+  input_cleanup(c);
+  c->waiting = 0;
+  c->wake_ns = 0;
+  mcp_call_rearm(c);
+  mcp_call_wake(c);
+}
+
 /* Free a task. A handler still running is cancelled: call it only where the
  * state machine may act (from the loop, never inside a handler). */
 static void task_free(mcp_task *t, const char *why) {
@@ -146,13 +250,15 @@ static void task_free(mcp_task *t, const char *why) {
   if (t->prev) t->prev->next = t->next; else T.head = t->next;
   if (t->next) t->next->prev = t->prev; else T.tail = t->prev;
   wake_waiters(t);
+  input_abandon(t);
   if (c != NULL) {
     c->task = NULL;
     t->call = NULL;
     mcp_call_fire(c, MCP_EV_CANCEL, why);   /* a no-op once terminal */
   }
+  inputs_clear(t);
   free(t->message);
-  free(t->response);
+  if (t->response) json_decref(t->response);
   free(t->waiters);
   free(t);
 }
@@ -176,11 +282,12 @@ static void on_expiry(uv_timer_t *h) {
 
 void mcp_task_sweep(void) { sweep(1); }
 
-static int session_count(mcp_session *s, mcp_task **oldest_terminal) {
+/* Tasks of s (of the extension or not), and the oldest finished one. */
+static int session_count(mcp_session *s, int ext, mcp_task **oldest_terminal) {
   int n = 0;
   *oldest_terminal = NULL;
   for (mcp_task *t = T.head; t; t = t->next)
-    if (t->session == s) {
+    if (t->session == s && t->ext == (unsigned)ext) {
       n++;
       if (*oldest_terminal == NULL && terminal(t->status) && t->call == NULL) *oldest_terminal = t;
     }
@@ -193,22 +300,36 @@ int mcp_task_l_create(lua_State *L) {
   unsigned char rnd[16];
   long long ttl = MCP_TASK_DEFAULT_TTL_MS;
   mcp_buf b = MCP_BUF_INIT;
-  if (c == NULL || c->tool == NULL || c->tasked) return luaL_error(L, "task_create: not in a tools/call");
-  /* A batch is answered as one; a stateless 2026-07-28 request has no
-   * session to keep a task in: both run as normal calls. */
-  if (c->batch != NULL || c->session->modern) {
+  int ext;
+  mcp_session *scope;
+  if (c == NULL || c->tool == NULL) return luaL_error(L, "task_create: not in a tools/call");
+  if (c->tasked) {                   /* a task already: its id (false once it expired) */
+    if (c->task != NULL) lua_pushstring(L, c->task->id);
+    else lua_pushboolean(L, 0);
+    return 1;
+  }
+  /* A batch is answered as one: it runs as a normal call. A stateless
+   * 2026-07-28 request gets a task only for a tool with task support and when
+   * it declares the extension; the task belongs to the transport session that
+   * read it (its scope). */
+  ext = c->session->modern;
+  scope = ext ? c->session->parent : c->session;
+  if (c->batch != NULL || c->req.state != MCP_REQ_RUNNING ||   /* cancelled, timing out: no answer */
+      (ext && (mcp_policy_task(c->tool) == MCP_TASK_FORBIDDEN ||
+               !mcp_rev2026_declares(c->session->client_capabilities, MCP_EXT_TASKS)))) {
     lua_pushboolean(L, 0);
     return 1;
   }
-  if (lua_type(L, 1) == LUA_TNUMBER && lua_tonumber(L, 1) >= 1) {
+  if (!ext && lua_type(L, 1) == LUA_TNUMBER && lua_tonumber(L, 1) >= 1) {
     double v = lua_tonumber(L, 1);
     ttl = v > (double)MCP_TASK_MAX_TTL_MS ? MCP_TASK_MAX_TTL_MS : (long long)v;
   }
   sweep(0);
-  if (session_count(c->session, &old) >= MCP_TASK_MAX_PER_SESSION) {
+  if (session_count(scope, ext, &old) >= MCP_TASK_MAX_PER_SESSION) {
     if (old == NULL) {
       lua_pushnil(L);
-      lua_pushfstring(L, "too many tasks (at most %d per session)", MCP_TASK_MAX_PER_SESSION);
+      lua_pushfstring(L, "too many tasks (at most %d per %s)", MCP_TASK_MAX_PER_SESSION,
+                      ext ? "transport for 2026-07-28 requests" : "session");
       return 2;
     }
     task_free(old, "evicted: too many tasks");
@@ -217,7 +338,8 @@ int mcp_task_l_create(lua_State *L) {
   if (t == NULL) abort();
   if (uv_random(NULL, NULL, rnd, sizeof rnd, 0, NULL) != 0) abort();
   for (int i = 0; i < 16; i++) snprintf(t->id + 2 * i, 3, "%02x", rnd[i]);
-  t->session = c->session;
+  t->session = scope;
+  t->ext = ext != 0;
   t->seq = ++T.seq;
   t->status = ST_WORKING;
   t->created_ms = t->updated_ms = wall_ms();
@@ -230,9 +352,13 @@ int mcp_task_l_create(lua_State *L) {
    * leaves the request table (the id may be reused, notifications/cancelled
    * no longer reaches it) and its response goes to mcp_task_done. */
   mcp_rpc_result_open(&b, c->req.key);
-  mcp_buf_adds(&b, "{\"task\":");
-  add_task(&b, t);
-  mcp_buf_addc(&b, '}');
+  if (ext) {
+    add_task(&b, t, "task", 0);                 /* CreateTaskResult: Result & Task, flat */
+  } else {
+    mcp_buf_adds(&b, "{\"task\":");
+    add_task(&b, t, NULL, 0);
+    mcp_buf_addc(&b, '}');
+  }
   mcp_rpc_close(&b);
   mcp_session_send(c->session, NULL, c->stream, b.data, b.len, 1);
   mcp_buf_free(&b);
@@ -242,21 +368,21 @@ int mcp_task_l_create(lua_State *L) {
   c->task = t;
   t->call = c;
   mcp_reqtab_remove(&c->session->reqs, &c->req);
-  mcp_info("task %s created for request %.64s (tool %s, ttl %lld ms)", t->id, c->req.key, c->tool,
-           ttl);
+  mcp_info("task %s created for request %.64s (tool %s, ttl %lld ms%s)", t->id, c->req.key, c->tool,
+           ttl, ext ? ", tasks extension" : "");
   timer_arm();
   lua_pushstring(L, t->id);
   return 1;
 }
 
 void mcp_task_add_meta(mcp_buf *b, const mcp_call *c) {
-  if (c == NULL || c->task == NULL) return;
+  if (c == NULL || c->task == NULL || c->task->ext) return;
   mcp_buf_printf(b, ",\"_meta\":{\"io.modelcontextprotocol/related-task\":{\"taskId\":\"%s\"}}",
                  c->task->id);
 }
 
 void mcp_task_push_meta(lua_State *L, const mcp_call *c) {
-  if (c == NULL || c->task == NULL) return;
+  if (c == NULL || c->task == NULL || c->task->ext) return;
   /* stack: _meta -> _meta */
   lua_createtable(L, 0, 1);
   lua_pushstring(L, c->task->id);
@@ -267,7 +393,7 @@ void mcp_task_push_meta(lua_State *L, const mcp_call *c) {
 void mcp_task_input(const mcp_call *c, const char *method) {
   mcp_task *t = c->task;
   char msg[160];
-  if (t == NULL || terminal(t->status)) return;
+  if (t == NULL || t->ext || terminal(t->status)) return;
   if (method != NULL) {
     snprintf(msg, sizeof msg, "Waiting for the client to answer %.100s", method);
     set_status(t, ST_INPUT_REQUIRED, msg, 1);
@@ -276,16 +402,18 @@ void mcp_task_input(const mcp_call *c, const char *method) {
   }
 }
 
-/* A short statusMessage for a failed task: the error's message, or the
- * first text of an isError result. */
-static const char *failure_message(json_t *msg, int *failed) {
+/* The outcome of a response: failed or not, and a short statusMessage.
+ * 2025-11-25: an error or an isError result fail the task (the error's
+ * message, or the first text of the result). The extension: only a JSON-RPC
+ * error does; a tool's isError result is the completed task's result. */
+static const char *outcome(const mcp_task *t, json_t *msg, int *failed) {
   json_t *err = json_object_get(msg, "error"), *res = json_object_get(msg, "result");
   *failed = 0;
   if (err != NULL) {
     *failed = 1;
     return json_string_value(json_object_get(err, "message"));
   }
-  if (json_is_true(json_object_get(res, "isError"))) {
+  if (!t->ext && json_is_true(json_object_get(res, "isError"))) {
     *failed = 1;
     return json_string_value(json_object_get(json_array_get(json_object_get(res, "content"), 0),
                                               "text"));
@@ -295,7 +423,7 @@ static const char *failure_message(json_t *msg, int *failed) {
 
 void mcp_task_done(mcp_call *c, const char *data, size_t len) {
   mcp_task *t = c->task;
-  json_t *msg;
+  json_t *res;
   const char *why;
   char err[128], short_msg[256];
   int failed;
@@ -304,16 +432,19 @@ void mcp_task_done(mcp_call *c, const char *data, size_t len) {
     mcp_debug("task %s: result dropped, already %s", t->id, status_names[t->status]);
     return;
   }
-  t->response = malloc(len + 1);
-  if (t->response == NULL) abort();
-  memcpy(t->response, data, len);
-  t->response[len] = '\0';
-  t->response_len = len;
-  msg = mcp_json_parse(data, len, err, sizeof err);
-  why = failure_message(msg, &failed);
+  t->response = mcp_json_parse(data, len, err, sizeof err);
+  if (t->response == NULL) {         /* the core wrote it: cannot happen */
+    mcp_error("task %s: the response does not parse: %s", t->id, err);
+    set_status(t, ST_CANCELLED, "internal error: unreadable result", 1);
+    return;
+  }
+  /* The extension inlines the result as the request would have returned it. */
+  res = json_object_get(t->response, "result");
+  if (t->ext && json_is_object(res) && json_object_get(res, "resultType") == NULL)
+    json_object_set_new(res, "resultType", json_string("complete"));
+  why = outcome(t, t->response, &failed);
   if (why) snprintf(short_msg, sizeof short_msg, "%s", why);
   set_status(t, failed ? ST_FAILED : ST_COMPLETED, why ? short_msg : NULL, 1);
-  if (msg) json_decref(msg);
 }
 
 void mcp_task_call_gone(mcp_call *c) {
@@ -347,51 +478,43 @@ static int push_error(lua_State *L, int code, const char *msg) {
 
 /* stack: taskId -> result | nil code message data */
 static int push_outcome(lua_State *L, mcp_task *t) {
-  char err[128];
-  json_t *msg, *e, *res;
-  int n;
+  json_t *e;
   if (t->status == ST_CANCELLED || t->response == NULL) {
     lua_pushnil(L);
     lua_pushinteger(L, RPC_REQUEST_CANCELLED);
     lua_pushfstring(L, "Task cancelled%s%s", t->message ? ": " : "", t->message ? t->message : "");
     return 3;
   }
-  msg = mcp_json_parse(t->response, t->response_len, err, sizeof err);
-  if (msg == NULL) return push_error(L, MCP_RPC_INTERNAL, "Internal error: stored result unreadable");
-  if ((e = json_object_get(msg, "error")) != NULL) {
+  if ((e = json_object_get(t->response, "error")) != NULL) {
     lua_pushnil(L);
     lua_pushinteger(L, json_integer_value(json_object_get(e, "code")));
     lua_pushstring(L, json_string_value(json_object_get(e, "message")));
     if (json_object_get(e, "data")) mcp_json_push(L, json_object_get(e, "data"));
     else lua_pushnil(L);
-    n = 4;
-  } else {
-    res = json_object_get(msg, "result");
-    mcp_json_push(L, res);
-    /* stack: result */
-    if (lua_getfield(L, -1, "_meta") != LUA_TTABLE) {
-      lua_pop(L, 1);
-      lua_newtable(L);
-      lua_pushvalue(L, -1);
-      lua_setfield(L, -3, "_meta");
-    }
-    /* stack: result _meta */
-    lua_createtable(L, 0, 1);
-    lua_pushstring(L, t->id);
-    lua_setfield(L, -2, "taskId");
-    lua_setfield(L, -2, "io.modelcontextprotocol/related-task");
-    lua_pop(L, 1);
-    n = 1;
+    return 4;
   }
-  json_decref(msg);
-  return n;
+  mcp_json_push(L, json_object_get(t->response, "result"));
+  /* stack: result */
+  if (lua_getfield(L, -1, "_meta") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "_meta");
+  }
+  /* stack: result _meta */
+  lua_createtable(L, 0, 1);
+  lua_pushstring(L, t->id);
+  lua_setfield(L, -2, "taskId");
+  lua_setfield(L, -2, "io.modelcontextprotocol/related-task");
+  lua_pop(L, 1);
+  return 1;
 }
 
 static int result_wait(lua_State *L, mcp_call *c, mcp_task *t);
 
 static int result_k(lua_State *L, int status, lua_KContext ctx) {
   mcp_call *c = mcp_call_current(L);
-  mcp_task *t = task_find(c->session, lua_tostring(L, 1));
+  mcp_task *t = task_find(c->session, lua_tostring(L, 1), 0);
   (void)status; (void)ctx;
   if (c->signalled) return push_error(L, RPC_REQUEST_CANCELLED, "Request cancelled");
   if (t == NULL) return push_error(L, MCP_RPC_INVALID_PARAMS, "Failed to retrieve task: Task has expired");
@@ -425,7 +548,7 @@ int mcp_task_l_result(lua_State *L) {
   lua_settop(L, 1);
   if (c == NULL) return luaL_error(L, "task_result: not inside a request");
   sweep(0);
-  t = task_find(c->session, lua_tostring(L, 1));
+  t = task_find(c->session, lua_tostring(L, 1), 0);
   if (t == NULL) return push_error(L, MCP_RPC_INVALID_PARAMS, "Failed to retrieve task: Task not found");
   if (!terminal(t->status)) {
     if (L != c->co) return luaL_error(L, "task_result: cannot wait here");
@@ -434,7 +557,101 @@ int mcp_task_l_result(lua_State *L) {
   return push_outcome(L, t);
 }
 
-/* tasks/get, tasks/list, tasks/cancel. */
+/* The extension's input requests: the handler waits for tasks/update. */
+
+int mcp_task_takes_input(const mcp_call *c) { return c->task != NULL && c->task->ext; }
+
+/* The continuation: the answers in order, or nil and why there are none. */
+static int input_k(lua_State *L, int status, lua_KContext ctx) {
+  mcp_call *c = mcp_call_current(L);
+  mcp_task *t = c->task;
+  const char *why;
+  (void)status;
+  c->wait_cleanup = NULL;
+  c->wait_data = NULL;
+  if (t != NULL && !c->signalled && inputs_answered(t)) {
+    int n = t->ninputs;
+    if (!ctx) lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+      mcp_json_push(L, t->inputs[i].response);
+      if (!ctx) lua_rawseti(L, -2, i + 1);
+    }
+    inputs_clear(t);                 /* the task is working again (tasks/update) */
+    return 1;
+  }
+  if (c->signalled) why = c->req.reason ? c->req.reason : "cancelled";
+  else if (t == NULL) why = "the task expired";
+  else if (terminal(t->status)) why = "the task was cancelled";
+  else why = "timeout";
+  if (t != NULL) {
+    inputs_clear(t);
+    if (t->status == ST_INPUT_REQUIRED) set_status(t, ST_WORKING, NULL, 1);
+  }
+  lua_pushnil(L);
+  lua_pushstring(L, why);
+  return 2;
+}
+
+int mcp_task_input_wait(lua_State *L, mcp_call *c, int idx, double timeout, int single) {
+  mcp_task *t = c->task;
+  task_input *in;
+  mcp_buf b = MCP_BUF_INIT;
+  char err[128], msg[200];
+  int n;
+  idx = lua_absindex(L, idx);
+  n = (int)lua_rawlen(L, idx);
+  if (n == 0) return luaL_argerror(L, 1, "no requests");
+  if (c->signalled || t == NULL || terminal(t->status)) {
+    lua_pushnil(L);
+    lua_pushstring(L, c->signalled && c->req.reason ? c->req.reason : "the task has ended");
+    return 2;
+  }
+  in = calloc((size_t)n, sizeof *in);
+  if (in == NULL) abort();
+  for (int i = 0; i < n; i++) {
+    /* stack: ... request */
+    lua_rawgeti(L, idx, i + 1);
+    lua_getfield(L, -1, "method");
+    b.len = 0;
+    mcp_buf_adds(&b, "{\"method\":");
+    mcp_json_encode(L, -1, &b, err, sizeof err);   /* a string (lmcp.c checked) */
+    mcp_buf_adds(&b, ",\"params\":");
+    lua_getfield(L, -2, "params");
+    if (lua_isnil(L, -1)) mcp_buf_adds(&b, "{}");
+    else if (mcp_json_encode(L, -1, &b, err, sizeof err) != 0) {
+      for (int j = 0; j < i; j++) free(in[j].request);
+      free(in);
+      mcp_buf_free(&b);
+      return luaL_error(L, "request %d: params: %s", i + 1, err);
+    }
+    mcp_buf_addc(&b, '}');
+    lua_pop(L, 3);
+    in[i].request = malloc(b.len + 1);
+    if (in[i].request == NULL) abort();
+    memcpy(in[i].request, b.data, b.len);
+    in[i].request[b.len] = '\0';
+    snprintf(in[i].key, sizeof in[i].key, "input-%u", ++t->input_seq);
+  }
+  mcp_buf_free(&b);
+  inputs_clear(t);
+  t->inputs = in;
+  t->ninputs = n;
+  lua_rawgeti(L, idx, 1);
+  lua_getfield(L, -1, "method");
+  snprintf(msg, sizeof msg, "Waiting for input: %.100s%s", lua_tostring(L, -1),
+           n > 1 ? " and more" : "");
+  lua_pop(L, 2);
+  mcp_debug("request %.64s: task %s waits for %d input request(s)", c->req.key, t->id, n);
+  set_status(t, ST_INPUT_REQUIRED, msg, 1);
+  c->wait_cleanup = input_cleanup;
+  c->wait_data = t;
+  c->waiting = 1;
+  c->wake_ns = mcp_clock_ns() + (uint64_t)(timeout * 1e9);
+  mcp_call_rearm(c);
+  return lua_yieldk(L, 0, (lua_KContext)single, input_k);
+}
+
+/* Requests about tasks, answered at once. */
 
 static void reply(mcp_session *s, mcp_batch *b, void *stream, mcp_buf *out) {
   mcp_session_send(s, b, stream, out->data, out->len, 1);
@@ -444,8 +661,42 @@ static void reply(mcp_session *s, mcp_batch *b, void *stream, mcp_buf *out) {
 static void reply_error(mcp_session *s, mcp_batch *b, void *stream, const char *key, int code,
                         const char *msg) {
   mcp_buf out = MCP_BUF_INIT;
+  mcp_info("request %.64s: %s", key, msg);
   mcp_rpc_error(&out, key, code, "%s", msg);
   reply(s, b, stream, &out);
+}
+
+/* The extension's acknowledgement: an empty result. */
+static void reply_ack(mcp_session *s, void *stream, const char *key) {
+  mcp_buf out = MCP_BUF_INIT;
+  mcp_rpc_result_open(&out, key);
+  mcp_buf_adds(&out, "{\"resultType\":\"complete\"}");
+  mcp_rpc_close(&out);
+  reply(s, NULL, stream, &out);
+}
+
+/* The task params.taskId names in s, or NULL once the error is answered. */
+static mcp_task *lookup(mcp_session *s, mcp_batch *b, void *stream, const char *key, json_t *params,
+                        int ext) {
+  const char *id = json_string_value(json_object_get(params, "taskId"));
+  mcp_task *t;
+  if (id == NULL) {
+    reply_error(s, b, stream, key, MCP_RPC_INVALID_PARAMS, "Invalid params: taskId must be a string");
+    return NULL;
+  }
+  if ((t = task_find(s, id, ext)) == NULL)
+    reply_error(s, b, stream, key, MCP_RPC_INVALID_PARAMS, "Failed to retrieve task: Task not found");
+  return t;
+}
+
+/* Cancel a task that is not terminal: cancelled at once and for good (a
+ * late result is dropped); its call gets the cancel through the state
+ * machine (its tool's cancel policy applies). */
+static void cancel(mcp_task *t) {
+  mcp_call *c = t->call;
+  set_status(t, ST_CANCELLED, "The task was cancelled by request.", 1);
+  if (c != NULL) mcp_call_fire(c, MCP_EV_CANCEL, "task cancelled");
+  input_abandon(t);                  /* a handler that ignores cancels waits no more */
 }
 
 static void on_list(mcp_session *s, mcp_batch *b, void *stream, const char *key, json_t *params) {
@@ -466,15 +717,15 @@ static void on_list(mcp_session *s, mcp_batch *b, void *stream, const char *key,
   mcp_rpc_result_open(&out, key);
   mcp_buf_adds(&out, "{\"tasks\":[");
   for (t = T.head; t; t = t->next) {
-    if (t->session != s || t->seq <= after) continue;
+    if (t->session != s || t->ext || t->seq <= after) continue;
     if (n == mcp_cfg.page_size) break;
     if (n++) mcp_buf_addc(&out, ',');
-    add_task(&out, t);
+    add_task(&out, t, NULL, 0);
     last = t;
   }
   mcp_buf_addc(&out, ']');
   for (; t; t = t->next)
-    if (t->session == s && last) {
+    if (t->session == s && !t->ext && last) {
       mcp_buf_printf(&out, ",\"nextCursor\":\"%llu\"", last->seq);
       break;
     }
@@ -485,50 +736,106 @@ static void on_list(mcp_session *s, mcp_batch *b, void *stream, const char *key,
 
 int mcp_task_request(mcp_session *s, mcp_batch *b, void *stream, const char *key,
                      const char *method, json_t *params) {
-  const char *id;
   mcp_task *t;
   mcp_buf out = MCP_BUF_INIT;
   char msg[128];
-  int get = strcmp(method, "tasks/get") == 0, cancel = strcmp(method, "tasks/cancel") == 0;
-  if (!get && !cancel && strcmp(method, "tasks/list") != 0) return 0;
+  int get = strcmp(method, "tasks/get") == 0, cancelling = strcmp(method, "tasks/cancel") == 0;
+  if (!get && !cancelling && strcmp(method, "tasks/list") != 0) return 0;
   if (!mcp_sched_has_method("tasks/result")) return 0;    /* no tool offers tasks */
   sweep(1);
-  if (!get && !cancel) {
+  if (!get && !cancelling) {
     on_list(s, b, stream, key, params);
     return 1;
   }
-  id = json_string_value(json_object_get(params, "taskId"));
-  if (id == NULL) {
-    reply_error(s, b, stream, key, MCP_RPC_INVALID_PARAMS, "Invalid params: taskId must be a string");
-    return 1;
-  }
-  t = task_find(s, id);
-  if (t == NULL) {
-    reply_error(s, b, stream, key, MCP_RPC_INVALID_PARAMS, "Failed to retrieve task: Task not found");
-    return 1;
-  }
-  if (cancel) {
-    mcp_call *c = t->call;
+  if ((t = lookup(s, b, stream, key, params, 0)) == NULL) return 1;
+  if (cancelling) {
     if (terminal(t->status)) {
       snprintf(msg, sizeof msg, "Cannot cancel task: already in terminal status '%s'",
                status_names[t->status]);
       reply_error(s, b, stream, key, MCP_RPC_INVALID_PARAMS, msg);
       return 1;
     }
-    /* cancelled before the reply, and for good: a late result is dropped */
-    set_status(t, ST_CANCELLED, "The task was cancelled by request.", 1);
-    mcp_rpc_result_open(&out, key);
-    add_task(&out, t);
-    mcp_rpc_close(&out);
-    if (c != NULL) mcp_call_fire(c, MCP_EV_CANCEL, "task cancelled");
-    reply(s, b, stream, &out);
-    return 1;
+    cancel(t);
   }
   mcp_rpc_result_open(&out, key);
-  add_task(&out, t);
+  add_task(&out, t, NULL, 0);
   mcp_rpc_close(&out);
   reply(s, b, stream, &out);
   return 1;
+}
+
+/* tasks/update: answers to the handler's outstanding input requests. Keys
+ * not outstanding (unknown, answered already) are ignored, as the extension
+ * says; once all are answered the handler resumes. */
+static void on_update(mcp_session *s, void *stream, const char *key, mcp_task *t,
+                      json_t *responses) {
+  const char *k;
+  json_t *v;
+  int taken = 0;
+  if (terminal(t->status)) {
+    mcp_info("task %s: tasks/update ignored: the task is %s", t->id, status_names[t->status]);
+    reply_ack(s, stream, key);
+    return;
+  }
+  json_object_foreach(responses, k, v) {
+    int i;
+    for (i = 0; i < t->ninputs; i++)
+      if (strcmp(t->inputs[i].key, k) == 0 && t->inputs[i].response == NULL) break;
+    if (i == t->ninputs) {
+      mcp_info("task %s: inputResponses[\"%.64s\"] ignored: no such request outstanding", t->id, k);
+      continue;
+    }
+    t->inputs[i].response = json_incref(v);
+    taken++;
+  }
+  if (taken > 0 && inputs_answered(t)) {
+    mcp_call *c = t->call;
+    set_status(t, ST_WORKING, NULL, 1);
+    if (c != NULL && c->wait_cleanup == input_cleanup) {   /* resume the handler */
+      c->waiting = 0;
+      c->wake_ns = 0;
+      mcp_call_rearm(c);
+      mcp_call_wake(c);
+    }
+  }
+  reply_ack(s, stream, key);
+}
+
+void mcp_task_request_ext(mcp_session *s, void *stream, const char *key, const char *method,
+                          json_t *params) {
+  mcp_buf out = MCP_BUF_INIT;
+  json_t *responses = json_object_get(params, "inputResponses"), *v;
+  const char *k;
+  mcp_task *t;
+  sweep(1);
+  if (strcmp(method, "tasks/update") == 0) {
+    if (!json_is_object(responses)) {
+      reply_error(s, NULL, stream, key, MCP_RPC_INVALID_PARAMS,
+                  "Invalid params: inputResponses must be an object");
+      return;
+    }
+    json_object_foreach(responses, k, v)
+      if (!json_is_object(v)) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "Invalid params: inputResponses[\"%.64s\"] must be an object", k);
+        reply_error(s, NULL, stream, key, MCP_RPC_INVALID_PARAMS, msg);
+        return;
+      }
+  }
+  if ((t = lookup(s, NULL, stream, key, params, 1)) == NULL) return;
+  if (strcmp(method, "tasks/update") == 0) {
+    on_update(s, stream, key, t, responses);
+  } else if (strcmp(method, "tasks/cancel") == 0) {
+    /* An ack either way: a terminal task stays as it is. */
+    if (terminal(t->status)) mcp_info("task %s: cancel ignored: already %s", t->id, status_names[t->status]);
+    else cancel(t);
+    reply_ack(s, stream, key);
+  } else {
+    mcp_rpc_result_open(&out, key);
+    add_task(&out, t, "complete", 1);
+    mcp_rpc_close(&out);
+    reply(s, NULL, stream, &out);
+  }
 }
 
 void mcp_task_session_closed(mcp_session *s) {

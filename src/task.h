@@ -1,12 +1,23 @@
-/* Tasks (MCP 2025-11-25, experimental): a task-augmented tools/call answers
- * at once with a task; its handler runs on in its call, under the same
- * cancellation state machine, and its outcome is kept for tasks/result.
+/* Tasks: a tools/call answered at once with a task; its handler runs on in
+ * its call, under the same cancellation state machine, and its outcome is
+ * kept for the client to collect. Two wires:
+ *
+ * - 2025-11-25 (experimental, sessions): the client asks with params.task;
+ *   tasks/get, tasks/list, tasks/result, tasks/cancel; per session.
+ * - the tasks extension (io.modelcontextprotocol/tasks) for 2026-07-28
+ *   requests: the server decides (a tool with task support, a request that
+ *   declares the extension); CreateTaskResult (resultType "task"), tasks/get
+ *   with the result, error or inputRequests inline, tasks/update, tasks/cancel
+ *   (an ack), notifications/tasks to subscriptions/listen. A stateless request
+ *   has no session: its task belongs to the transport session that read it
+ *   (stdio's, or HTTP's one session of stateless requests), its scope.
  *
  * Ownership: task.c owns every mcp_task (created by mcp_task_l_create,
- * freed in task_free: at ttl expiry, when evicted, or when its session
+ * freed in task_free: at ttl expiry, when evicted, or when its scope
  * closes). A task and its call point at each other until the call ends
  * (mcp_task_call_gone); calls waiting in tasks/result are linked from the
- * task, each with a wait_cleanup that unlinks it. */
+ * task, each with a wait_cleanup that unlinks it; a call waiting for
+ * inputResponses (the extension) likewise. */
 #ifndef MCP_TASK_H
 #define MCP_TASK_H
 
@@ -15,7 +26,7 @@
 
 #include "buf.h"
 
-#define MCP_TASK_MAX_PER_SESSION 1000
+#define MCP_TASK_MAX_PER_SESSION 1000          /* per session, or per scope of stateless requests */
 #define MCP_TASK_DEFAULT_TTL_MS  3600000LL     /* 1 hour when the client gives none */
 #define MCP_TASK_MAX_TTL_MS      86400000LL    /* 24 hours at most */
 #define MCP_TASK_POLL_MS         1000
@@ -26,36 +37,60 @@ typedef struct mcp_session mcp_session;
 typedef struct mcp_batch mcp_batch;
 
 /* core.task_create(ttl): turn the running tools/call into a task; answers
- * the request with CreateTaskResult. Returns the task id, or false when the
- * call cannot be a task (in a batch), or nil, message (too many tasks). */
+ * the request with CreateTaskResult. Returns the task id (the same again
+ * once it is one), or false when the call cannot be a task (in a batch; no
+ * longer running; a 2026-07-28 request that does not declare the tasks
+ * extension, or for a tool without task support), or nil, message (too many
+ * tasks). A 2026-07-28 request's task has the server's ttl (the argument is
+ * ignored). */
 int mcp_task_l_create(lua_State *L);
 /* core.task_result(taskId): waits until the task is terminal, then returns
  * the tool's result (with _meta related-task), or nil, code, message, data. */
 int mcp_task_l_result(lua_State *L);
 
+/* Is c the call of a task of the tasks extension (a 2026-07-28 request)? */
+int mcp_task_takes_input(const mcp_call *c);
+/* The handler of such a task needs client input: the requests in the list
+ * at idx ({method = ..., params = ...} each) become the task's
+ * inputRequests, with keys unique over the task's life; the task is
+ * input_required, and the handler yields until tasks/update has answered
+ * them all, timeout seconds pass, or it is cancelled. The continuation
+ * returns the answers (the one answer when single, else a list in order),
+ * or nil and a message. */
+int mcp_task_input_wait(lua_State *L, mcp_call *c, int idx, double timeout, int single);
+
 /* Append ,"_meta":{related-task} to the params of a notification from c's
- * handler when c is a task's call (nothing otherwise; c may be NULL). */
+ * handler when c is a 2025-11-25 task's call (nothing otherwise; c may be NULL). */
 void mcp_task_add_meta(mcp_buf *b, const mcp_call *c);
 
 /* Set related-task in the _meta table on the top of L's stack (a request
- * from c's handler to the client), when c is a task's call. */
+ * from c's handler to the client), when c is a 2025-11-25 task's call. */
 void mcp_task_push_meta(lua_State *L, const mcp_call *c);
 /* c's handler sent a request (method) to the client and waits for the
  * answer: its task is input_required; method NULL: working again. */
 void mcp_task_input(const mcp_call *c, const char *method);
 
-/* tasks/get, tasks/list and tasks/cancel, answered at once. Returns 0 for
- * any other method (or when no tool offers tasks), 1 when it answered. */
+/* tasks/get, tasks/list and tasks/cancel of a session, answered at once.
+ * Returns 0 for any other method (or when no tool offers tasks), 1 when it
+ * answered. */
 int mcp_task_request(mcp_session *s, mcp_batch *b, void *stream, const char *key,
                      const char *method, json_t *params);
+/* tasks/get, tasks/update or tasks/cancel of a 2026-07-28 request read on s
+ * (its scope), which declared the extension: answered at once on stream. */
+void mcp_task_request_ext(mcp_session *s, void *stream, const char *key, const char *method,
+                          json_t *params);
+/* Is there a task of the extension with this id in scope s? If so, and b
+ * is not NULL, append its DetailedTask (as notifications/tasks carries it). */
+int mcp_task_describe(mcp_session *s, const char *id, mcp_buf *b);
 /* The call of a task responded: data is the whole JSON-RPC response. */
 void mcp_task_done(mcp_call *c, const char *data, size_t len);
 /* The call of a task ended (after mcp_task_done, or without a response). */
 void mcp_task_call_gone(mcp_call *c);
 /* Free the tasks whose ttl is over (also run on each task operation). */
 void mcp_task_sweep(void);
-/* Free every task of s (its calls are gone), or of all sessions (s NULL,
- * at shutdown: also closes the expiry timer). */
+/* Free every task of s (a session, or a scope of stateless requests; its
+ * calls are gone), or of all (s NULL, at shutdown: also closes the expiry
+ * timer). */
 void mcp_task_session_closed(mcp_session *s);
 void mcp_task_close(void);
 

@@ -307,7 +307,8 @@ local KNOWN_TYPES = { object = true, array = true, string = true, integer = true
                       boolean = true, null = true }
 local TOOL_FIELDS = { name = true, title = true, description = true, inputSchema = true,
                       outputSchema = true, annotations = true, timeout = true, cancel = true,
-                      grace = true, handler = true, _meta = true, icons = true, task = true }
+                      grace = true, handler = true, _meta = true, icons = true, task = true,
+                      defer_task = true }
 local POLICY_FIELDS = { timeout = true, cancel = true, grace = true }
 local NUMERIC = { "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength",
                   "maxLength", "minItems", "maxItems" }

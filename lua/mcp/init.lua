@@ -153,6 +153,12 @@ function mcp.tool(t)
   if t.task ~= nil and t.task ~= "forbidden" and t.task ~= "optional" and t.task ~= "required" then
     error(where .. ': task must be "forbidden", "optional" or "required"', 2)
   end
+  if t.defer_task ~= nil and type(t.defer_task) ~= "boolean" then
+    error(where .. ": defer_task must be a boolean", 2)
+  end
+  if t.defer_task and (t.task == nil or t.task == "forbidden") then
+    error(where .. ': defer_task needs task = "optional" or "required"', 2)
+  end
   local schema = t.inputSchema or { type = "object" }
   if schema.type == nil then schema.type = "object" end
   t.inputSchema = schema
@@ -339,7 +345,8 @@ function Ctx.realpath(_, path) return core.realpath(path) end
 
 -- Input from the client (lua/mcp/input.lua): in a session, requests to the
 -- client that yield until the answer; for a 2026-07-28 request, input
--- requests in an input-required result, answered when the client retries.
+-- requests in an input-required result, answered when the client retries;
+-- in a task of the tasks extension, its inputRequests, answered by tasks/update.
 -- Each returns the result, or nil and a message (and, in a session, the
 -- JSON-RPC error object when the client sent one). opts: key (names the
 -- input in an input-required result; default "<capability>_<n>"), timeout
@@ -349,7 +356,7 @@ local function input() return require "mcp.input" end
 
 function Ctx.request(self, method, params, opts)
   opts = opts or {}
-  if self._input then
+  if self._input and not core.task_input() then
     local key = opts.key or input().key(self, method)
     local results, errors = input().ask(self, { [key] = { method = method, params = params } })
     if results[key] == nil then return nil, errors[key] end
@@ -371,6 +378,16 @@ function Ctx.supports(_, capability) return core.client_supports(capability) end
 -- End the request with -32021 (missing required client capability) unless
 -- the client declared every capability named.
 function Ctx.require(self, ...) return input().require(self, ...) end
+-- The tasks extension: the rest of this call runs as a task; the request is
+-- answered now with the task (CreateTaskResult). For a tool with
+-- defer_task = true, once it has what it needs to go on alone (input
+-- gathered synchronously, say). Returns the task id, or false where there
+-- can be no task (not a 2026-07-28 request that declares the extension, or
+-- a tool without task support).
+function Ctx.task()
+  if not core.modern() then return false end
+  return core.task_create()
+end
 function Ctx.remaining()
   local d = core.deadline()
   if d == nil then return nil end

@@ -124,31 +124,56 @@ function M.key(ctx, method)
   return (CAPABILITY[method] or "input") .. "_" .. st.n
 end
 
+local function unoffered(cap)
+  return string.format("the client does not offer %s (no %s capability)", cap, cap)
+end
+
+-- Inputs the handler waits for: one request after the other in a session;
+-- all outstanding at once (the task's inputRequests, answered by
+-- tasks/update) in a task of the tasks extension.
+local function wait(requests, opts)
+  local results, errors, keys = {}, {}, {}
+  opts = opts or {}
+  for k, r in pairs(requests) do
+    local cap = CAPABILITY[r.method]
+    if cap and not core.client_supports(cap) then
+      errors[k] = unoffered(cap)
+    else
+      keys[#keys + 1] = k
+    end
+  end
+  table.sort(keys)
+  if core.task_input() and #keys > 0 then
+    local list = {}
+    for i, k in ipairs(keys) do list[i] = { method = requests[k].method, params = requests[k].params or {} } end
+    local res, err = core.request_all(list, opts.timeout)
+    for i, k in ipairs(keys) do
+      if res then results[k] = res[i] else errors[k] = err end
+    end
+    return results, errors
+  end
+  for _, k in ipairs(keys) do
+    local r = requests[k]
+    results[k], errors[k] = core.request(r.method, r.params or {}, opts.timeout, opts.max_total)
+  end
+  return results, errors
+end
+
 -- requests: { key = { method = ..., params = ... }, ... }. Returns results,
 -- errors: two tables by key (an answer, or why there is none). Under
 -- 2026-07-28, when an input the client can give has no answer yet, the
 -- request ends here with an input-required result asking for all of them.
 function M.ask(ctx, requests, opts)
-  local results, errors = {}, {}
   local st = ctx._input
-  if not st then                                   -- a session: ask one by one
-    local keys = {}
-    for k in pairs(requests) do keys[#keys + 1] = k end
-    table.sort(keys)
-    opts = opts or {}
-    for _, k in ipairs(keys) do
-      local r = requests[k]
-      results[k], errors[k] = core.request(r.method, r.params or {}, opts.timeout, opts.max_total)
-    end
-    return results, errors
-  end
+  if not st or core.task_input() then return wait(requests, opts) end
+  local results, errors = {}, {}
   local missing
   for k, r in pairs(requests) do
     local cap = CAPABILITY[r.method]
     if cap == nil then
       errors[k] = tostring(r.method) .. " cannot be an input request"
     elseif not core.client_supports(cap) then
-      errors[k] = string.format("the client does not offer %s (no %s capability)", cap, cap)
+      errors[k] = unoffered(cap)
     elseif st.answers[k] ~= nil then
       local bad = check_answer(r.method, st.answers[k])
       if bad then core.finish(nil, -32602, "Invalid params: inputResponses." .. k .. " " .. bad) end

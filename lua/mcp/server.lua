@@ -81,7 +81,7 @@ local function register(plugin, path, quiet)
       tool.cancel or d.cancel or "cooperative",
       tool.timeout or d.timeout or core.config.timeout,
       tool.grace or d.grace or core.config.grace,
-      plugin.name)
+      plugin.name, tool.task or "forbidden")
   end
   if not quiet then
     log("info", "loaded plugin %s from %s (%d tools, %d resources, %d prompts)", plugin.name, path,
@@ -335,8 +335,13 @@ end
 -- The checks before a handler runs: tool, args; or nil, code, message for a
 -- JSON-RPC error; or false, result for an isError result. A frame of its own,
 -- so that the handler's coroutine stack stays small (10,000 may be waiting).
--- A task-augmented call (params.task) is answered here with its task
--- (core.task_create); what follows, the handler's result included, goes to the task.
+-- A call that becomes a task is answered here with its task (core.task_create);
+-- what follows, the handler's result included, goes to the task. In a
+-- session (2025-11-25) the client asks with params.task; for a 2026-07-28
+-- request the server decides (the tasks extension): a tool with task support
+-- runs as a task when the request declares the extension (a task-only tool
+-- without it was refused with -32021 before the call started; one with
+-- defer_task starts its task itself, ctx:task()), and params.task is ignored.
 local function prepare(params)
   local name = params.name
   if type(name) ~= "string" then return nil, -32602, "Invalid params: name must be a string" end
@@ -350,7 +355,12 @@ local function prepare(params)
   local task, support = params.task, tool.task or "forbidden"
   -- without the tasks capability (no tool offers tasks), params.task is ignored
   if not methods["tasks/result"] then task = nil end
-  if task ~= nil then
+  if core.modern() then                     -- the tasks extension: params.task means nothing
+    if not tool.defer_task then
+      local ok, err = core.task_create()       -- false: no task support, or the extension is not declared
+      if ok == nil then return nil, -32603, "Internal error: " .. err end
+    end
+  elseif task ~= nil then
     if type(task) ~= "table" or mcp.is_array(task) then
       return nil, -32602, "Invalid params: task must be an object"
     end
@@ -367,6 +377,13 @@ local function prepare(params)
   return tool, args
 end
 
+-- What a handler returned: nil, code, message [, data] is a JSON-RPC error
+-- (as from read and get); anything else a CallToolResult.
+local function tool_result(res, code, msg, data)
+  if res == nil and math.type(code) == "integer" then return nil, code, msg or "error", data end
+  return normalize(res)
+end
+
 -- The handler runs unprotected: an error (or ctx:check()'s cancellation)
 -- ends the coroutine, and the C core turns it into an isError result (or no
 -- response, once cancelled). No pcall here, so that <close> variables of an
@@ -381,7 +398,7 @@ function methods.tools_call(params, id, session)
   local ok, code, emsg = input.open(ctx, "tools/call", params, tool.name, args)
   if not ok then return nil, code, emsg end
   params = nil                       -- not kept alive while the handler waits
-  return normalize(tool.handler(args, ctx))
+  return tool_result(tool.handler(args, ctx))
 end
 
 -- The Mcp-Param headers (x-mcp-header) of a tool, for the HTTP transport's
@@ -391,8 +408,9 @@ function M.param_headers(name)
   return tool and mcp._param_headers(tool)
 end
 
--- tasks/result waits until the task is terminal; tasks/get, tasks/list and
--- tasks/cancel are answered by the C core (task.c).
+-- tasks/result (2025-11-25) waits until the task is terminal; tasks/get,
+-- tasks/list, tasks/cancel and the extension's tasks/update are answered by
+-- the C core (task.c).
 methods["tasks/result"] = function(params)
   if type(params.taskId) ~= "string" then return nil, -32602, "Invalid params: taskId must be a string" end
   return core.task_result(params.taskId)
