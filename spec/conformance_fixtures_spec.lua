@@ -38,7 +38,7 @@ describe("conformance fixtures", function()
     assert.are.same({ 0, 50, 100 }, seen)
   end)
 
-  it("json_schema_2020_12_tool keeps $schema, $defs and additionalProperties in tools/list", function()
+  it("json_schema_2020_12_tool keeps $schema, $defs, additionalProperties and the SEP-2106 keywords in tools/list", function()
     local c = H.session{ plugins = CONF }
     local tool
     for _, t in ipairs(c:request("tools/list", {}).result.tools) do
@@ -47,6 +47,13 @@ describe("conformance fixtures", function()
     assert.are.equal("https://json-schema.org/draft/2020-12/schema", tool.inputSchema["$schema"])
     assert.truthy(tool.inputSchema["$defs"].address)
     assert.is_false(tool.inputSchema.additionalProperties)
+    -- SEP-2106: $anchor, allOf/anyOf, if/then/else
+    assert.are.equal("addressDef", tool.inputSchema["$defs"].address["$anchor"])
+    assert.are.same({ { required = { "phone" } }, { required = { "email" } } }, tool.inputSchema.allOf[1].anyOf)
+    assert.are.same({ required = { "contactMethod" }, properties = { contactMethod = { const = "phone" } } },
+                    tool.inputSchema["if"])
+    assert.are.same({ required = { "phone" } }, tool.inputSchema["then"])
+    assert.are.same({ required = { "email" } }, tool.inputSchema["else"])
   end)
 
   it("test://static-text and the template test://template/123/data read as specified", function()

@@ -94,7 +94,7 @@ return mcp.plugin {
         return mcp.text("Tool with progress executed successfully")
       end,
     },
-    -- json-schema-2020-12 (pending suite): the keywords must pass through tools/list
+    -- json-schema-2020-12 (run, not scored, by both requirement sets): the keywords must pass through tools/list
     mcp.tool {
       name = "json_schema_2020_12_tool",
       description = "Tool with JSON Schema 2020-12 features",
@@ -103,6 +103,7 @@ return mcp.plugin {
         type = "object",
         ["$defs"] = {
           address = {
+            ["$anchor"] = "addressDef",
             type = "object",
             properties = { street = { type = "string" }, city = { type = "string" } },
           },
@@ -110,12 +111,20 @@ return mcp.plugin {
         properties = {
           name = { type = "string" },
           address = { ["$ref"] = "#/$defs/address" },
+          contactMethod = { type = "string", enum = { "phone", "email" } },
+          phone = { type = "string" },
+          email = { type = "string" },
         },
+        -- SEP-2106 (checked at 2026-07-28): composition and conditional keywords pass through
+        allOf = { { anyOf = { { required = { "phone" } }, { required = { "email" } } } } },
+        ["if"] = { properties = { contactMethod = { const = "phone" } }, required = { "contactMethod" } },
+        ["then"] = { required = { "phone" } },
+        ["else"] = { required = { "email" } },
         additionalProperties = false,
       },
       handler = function(args) return mcp.text("received: " .. mcp.encode(args)) end,
     },
-    -- server-sse-polling (pending suite): over Streamable HTTP the transport
+    -- server-sse-polling (2025-11-25, not scored: pending): over Streamable HTTP the transport
     -- is expected to close the POST stream before the result and deliver it
     -- after the client reconnects; the tool itself only takes a moment.
     mcp.tool {
