@@ -93,7 +93,7 @@ if [ -n "${LUAMCP_CONFORMANCE_OUT:-}" ]; then
   KEEP=1
   mkdir -p "$OUT" || exit 1
   OUT=$(cd "$OUT" && pwd) || exit 1
-elif [ $MODE = oneshot ]; then
+elif [ "$MODE" = oneshot ]; then
   OUT=$(mktemp -d "${TMPDIR:-/tmp}/luamcp-conformance.XXXXXX") || exit 1
   KEEP=0
 else
@@ -106,8 +106,14 @@ SLOG=$OUT/server.log
 # ---- the server ------------------------------------------------------------
 
 server_pid() { cat "$STATE/pid" 2>/dev/null; }
-server_alive() { # the recorded server runs: it has not exited (rc) and its process is there
-  [ -f "$STATE/pid" ] && [ ! -f "$STATE/rc" ] && kill -0 "$(server_pid)" 2>/dev/null
+# The recorded server runs: it has not exited (no rc), its process is there,
+# and (where /proc says) that process is still our server, not a reused pid.
+server_alive() {
+  [ -f "$STATE/pid" ] && [ ! -f "$STATE/rc" ] || return 1
+  p=$(server_pid)
+  kill -0 "$p" 2>/dev/null || return 1
+  [ -r "/proc/$p/cmdline" ] || return 0
+  tr '\000' ' ' <"/proc/$p/cmdline" | grep -qF -- "--plugins $PLUGINS"
 }
 
 # Starts the server in the background, under `timeout` (a watchdog: a server
@@ -170,33 +176,37 @@ start_server() {
 stop_server() {
   [ -f "$STATE/pid" ] || { note "no server was started (nothing in $STATE)"; return 0; }
   pid=$(server_pid)
-  rc_ok=0
+  bad=0
   if [ -f "$STATE/rc" ]; then
     note "the server had already exited, with status $(cat "$STATE/rc"); its log ends:"
     tail -n 40 "$SLOG" | sed 's/^/  /' >&2
-    rc_ok=1
+    bad=1
+  elif ! server_alive; then
+    note "server $pid is gone, and no exit status was recorded"
+    bad=1
   else
     kill -TERM "$pid" 2>/dev/null
     i=0
     while [ ! -f "$STATE/rc" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
     if [ ! -f "$STATE/rc" ]; then
       note "server $pid did not exit on SIGTERM within 10 s: killed"
-      kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null
-      rc_ok=1
+      # `timeout` leads its own process group: the server is in it
+      kill -KILL "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null
+      bad=1
     elif [ "$(cat "$STATE/rc")" != 0 ]; then
       note "the server exited with status $(cat "$STATE/rc") after SIGTERM (want 0); its log ends:"
       tail -n 20 "$SLOG" | sed 's/^/  /' >&2
-      rc_ok=1
+      bad=1
     fi
   fi
   if grep -q 'AddressSanitizer\|LeakSanitizer\|runtime error:' "$SLOG"; then
     note "sanitizer report in the server log ($SLOG)"
-    rc_ok=1
+    bad=1
   fi
   [ "$VERBOSE" = 1 ] && { echo "--- server log"; cat "$SLOG"; }
   rm -f "$STATE/pid" "$STATE/url"
-  [ $rc_ok = 0 ] && note "server $pid stopped: exit status 0"
-  return $rc_ok
+  [ $bad = 0 ] && note "server $pid stopped: exit status 0"
+  return $bad
 }
 
 # ---- the sets --------------------------------------------------------------
@@ -258,7 +268,7 @@ run_set() {
 
 # ---- main ------------------------------------------------------------------
 
-if [ $MODE = stop ]; then
+if [ "$MODE" = stop ]; then
   stop_server
   exit $?
 fi
