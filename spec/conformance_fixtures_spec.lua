@@ -38,7 +38,7 @@ describe("conformance fixtures", function()
     assert.are.same({ 0, 50, 100 }, seen)
   end)
 
-  it("json_schema_2020_12_tool keeps $schema, $defs and additionalProperties in tools/list", function()
+  it("json_schema_2020_12_tool keeps $schema, $defs, additionalProperties and the SEP-2106 keywords in tools/list", function()
     local c = H.session{ plugins = CONF }
     local tool
     for _, t in ipairs(c:request("tools/list", {}).result.tools) do

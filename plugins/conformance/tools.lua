@@ -94,8 +94,9 @@ return mcp.plugin {
         return mcp.text("Tool with progress executed successfully")
       end,
     },
-    -- json-schema-2020-12 (pending suite): the keywords must pass through
-    -- tools/list, SEP-2106's too ($anchor, allOf/anyOf, if/then/else)
+    -- json-schema-2020-12 (run, not scored, by both requirement sets): the
+    -- keywords must pass through tools/list, SEP-2106's too ($anchor,
+    -- allOf/anyOf, if/then/else)
     mcp.tool {
       name = "json_schema_2020_12_tool",
       description = "Tool with JSON Schema 2020-12 features",
@@ -124,7 +125,7 @@ return mcp.plugin {
       },
       handler = function(args) return mcp.text("received: " .. mcp.encode(args)) end,
     },
-    -- server-sse-polling (pending suite): over Streamable HTTP the transport
+    -- server-sse-polling (2025-11-25, not scored: pending): over Streamable HTTP the transport
     -- is expected to close the POST stream before the result and deliver it
     -- after the client reconnects; the tool itself only takes a moment.
     mcp.tool {

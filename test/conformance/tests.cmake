@@ -1,13 +1,40 @@
-# The official MCP conformance suite against `luamcp --http` (see
-# test/conformance/run.sh). Needs npm and the npm registry on first use:
-# Node 22 and the suite are cached in ${XDG_CACHE_HOME:-~/.cache}/luamcp-conformance
-# (LUAMCP_NODE_CACHE). LUAMCP_SKIP_NODE=1 in ctest's environment skips them.
-foreach(suite active pending)
-  add_test(NAME conformance.${suite}
-    COMMAND sh ${CMAKE_SOURCE_DIR}/test/conformance/run.sh ${suite}
+# The official MCP conformance suite against ONE `luamcp --http` process (see
+# test/conformance/run.sh), as a ctest fixture:
+#
+#   conformance.start        starts the server (FIXTURES_SETUP)
+#   conformance.2025-11-25   --requirements 2025-11-25 against it
+#   conformance.2026-07-28   --requirements 2026-07-28 against it
+#   conformance.tasks        each tasks-* extension scenario against it
+#   conformance.stop         SIGTERM: it must exit 0, with no sanitizer report (FIXTURES_CLEANUP)
+#
+# One ctest test per set, so that each reports on its own (a 2025-11-25
+# regression shows while 2026-07-28 is still being built); `ctest -R
+# conformance.tasks` brings start and stop along. With `ctest -j` the sets run
+# against the server at the same time. The logs, checks.json files, the
+# server's log and its state stay in build/conformance/.
+#
+# Needs npm and the npm registry on first use: Node 22 and the suite are
+# cached in ${XDG_CACHE_HOME:-~/.cache}/luamcp-conformance (LUAMCP_NODE_CACHE).
+# LUAMCP_SKIP_NODE=1 in ctest's environment skips them.
+set(LUAMCP_CONFORMANCE_ENV
+  "LUAMCP_BIN=$<TARGET_FILE:luamcp>"
+  "LUAMCP_CONFORMANCE_OUT=${CMAKE_BINARY_DIR}/conformance")
+
+function(luamcp_conformance_test name timeout)
+  add_test(NAME conformance.${name}
+    COMMAND sh ${CMAKE_SOURCE_DIR}/test/conformance/run.sh ${ARGN}
     WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
-  set_tests_properties(conformance.${suite} PROPERTIES
-    ENVIRONMENT "LUAMCP_BIN=$<TARGET_FILE:luamcp>"
+  set_tests_properties(conformance.${name} PROPERTIES
+    ENVIRONMENT "${LUAMCP_CONFORMANCE_ENV}"
     SKIP_REGULAR_EXPRESSION "conformance: SKIPPED"
-    TIMEOUT 900)
+    TIMEOUT ${timeout})
+endfunction()
+
+luamcp_conformance_test(start 300 start)
+set_tests_properties(conformance.start PROPERTIES FIXTURES_SETUP luamcp_conformance_server)
+foreach(set 2025-11-25 2026-07-28 tasks)
+  luamcp_conformance_test(${set} 600 --shared ${set})
+  set_tests_properties(conformance.${set} PROPERTIES FIXTURES_REQUIRED luamcp_conformance_server)
 endforeach()
+luamcp_conformance_test(stop 60 stop)
+set_tests_properties(conformance.stop PROPERTIES FIXTURES_CLEANUP luamcp_conformance_server)
