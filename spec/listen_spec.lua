@@ -3,7 +3,9 @@
 -- (list_changed from hot reload, resources/updated), each tagged with the
 -- listen request's id in _meta; acknowledged first; ended by the client
 -- (disconnect over HTTP, notifications/cancelled on stdio) or gracefully by
--- the server ({resultType: "complete"}) at shutdown.
+-- the server at shutdown: notifications/cancelled referencing the listen
+-- request (the one notifications/cancelled a 2026-07-28 server sends), then
+-- the response {resultType: "complete"}.
 local H = require "spec.helper"
 local HH = require "spec.http_helper"
 local uv = require "luv"
@@ -162,12 +164,17 @@ describe("subscriptions/listen over Streamable HTTP", function()
     assert.are.equal("0", res.result.content[1].text)
   end)
 
-  it("ends a listener gracefully at shutdown with resultType complete", function()
+  it("ends a listener at shutdown with notifications/cancelled, then resultType complete", function()
     local dir = plugin_dir()
     local srv = HH.start{ plugins = { dir }, args = { "--log-level", "debug" } }
     local r = listen(srv, "s", { toolsListChanged = true })
     assert.are.equal("notifications/subscriptions/acknowledged", r:next_message().method)
     srv:kill("sigterm")
+    local cancel = r:next_message()
+    assert.are.equal("notifications/cancelled", cancel and cancel.method, srv:stderr_text())
+    assert.are.equal("s", cancel.params.requestId)
+    assert.are.equal("s", cancel.params._meta[SUB])
+    assert.is_string(cancel.params.reason)
     local last = r:next_message()
     assert.is_table(last, srv:stderr_text())
     assert.are.equal("s", last.id)
@@ -261,11 +268,14 @@ describe("subscriptions/listen over stdio", function()
     c:no_response(0.2)
   end)
 
-  it("is ended gracefully at shutdown (end of input) with resultType complete", function()
+  it("is ended at shutdown (end of input) with notifications/cancelled, then resultType complete", function()
     local c = start(plugin_dir())
     open(c, 3, { toolsListChanged = true })
     c.stdin_closed = true
     c.stdin:shutdown()
+    local cancel = c:take(function(m) return m.method == "notifications/cancelled" end)
+    assert(cancel, c:stderr_text())
+    assert.are.equal(3, cancel.params.requestId)
     local last = c:take(function(m) return m.id == 3 end)
     assert(last, c:stderr_text())
     assert.are.equal("complete", last.result.resultType)

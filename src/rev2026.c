@@ -281,9 +281,11 @@ static listener *find_listener(mcp_session *s, void *stream, const char *key) {
   return NULL;
 }
 
-/* End a listener: graceful (the response {resultType: "complete"}, the
- * server's teardown) or not (the client went away or cancelled: nothing more
- * is sent; over HTTP its stream is closed). Frees it. */
+/* End a listener: graceful, the server's teardown (notifications/cancelled
+ * referencing the listen request -- the one use 2026-07-28 leaves a server
+ * for it -- then the response {resultType: "complete"}), or not (the client
+ * went away or cancelled: nothing more is sent; over HTTP its stream is
+ * closed). Frees it. */
 static void listener_end(listener *l, const char *reason, int graceful) {
   listener **p = &listeners;
   mcp_session *s = l->parent;
@@ -292,6 +294,16 @@ static void listener_end(listener *l, const char *reason, int graceful) {
   mcp_info("subscriptions/listen %s ended: %s", l->key, reason);
   if (graceful) {
     mcp_buf b = MCP_BUF_INIT;
+    mcp_rpc_notification_open(&b, "notifications/cancelled");
+    mcp_buf_adds(&b, "{\"requestId\":");
+    mcp_buf_add(&b, l->key, strlen(l->key));
+    mcp_buf_adds(&b, ",\"reason\":");
+    mcp_json_add_string(&b, reason, strlen(reason));
+    mcp_buf_adds(&b, ",\"_meta\":{\"" META_SUB "\":");
+    mcp_buf_add(&b, l->key, strlen(l->key));
+    mcp_buf_adds(&b, "}}}");
+    s->write(s, l->stream, b.data, b.len, 0);
+    b.len = 0;
     mcp_rpc_result_open(&b, l->key);
     mcp_buf_adds(&b, "{\"resultType\":\"complete\",\"_meta\":{\"" META_SUB "\":");
     mcp_buf_add(&b, l->key, strlen(l->key));
