@@ -210,6 +210,7 @@ describe("2026-07-28 over Streamable HTTP", function()
     c:close()
     assert.truthy(srv:wait_stderr("fixture: slow cancelled 41 reason=client disconnected"),
                   srv:stderr_text())
+    assert.are.equal(1, srv:count_stderr("request 41 cancelled: client disconnected", true))   -- logged once
   end)
 
   it("cancels a request whose SSE stream closes after its first message", function()

@@ -558,6 +558,5 @@ void mcp_rev2026_stream_closed(mcp_session *s, void *stream, const char *reason)
       break;
     }
   if (c == NULL) return;
-  mcp_info("request %s cancelled: %s", c->req.key, reason);
-  mcp_call_fire(c, MCP_EV_CANCEL, reason);
+  mcp_call_fire(c, MCP_EV_CANCEL, reason);         /* logs "request ... cancelled: reason" */
 }
