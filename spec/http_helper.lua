@@ -4,6 +4,8 @@
 --   local srv = HH.start{ args = { "--token", "s3cret" } }     -- --http 127.0.0.1:0
 --   local s = HH.initialize(srv, "2025-11-25")                 -- POST initialize + initialized
 --   local resp, r = s:rpc("tools/call", { name = "echo", arguments = { text = "hi" } })
+--   local r, msg = HH.rpc26(srv, { jsonrpc = "2.0", id = 1, method = "tools/list",  -- 2026-07-28
+--                                  params = HH.params26() })
 --   local c = HH.connect(srv); c:send("GET /mcp HTTP/1.1\r\n...\r\n\r\n"); local r = c:response()
 --   HH.cleanup()                                               -- after_each
 --
@@ -549,6 +551,82 @@ function M.initialize(srv, version, opts)
     if n.status ~= 202 then error("notifications/initialized: " .. n:describe(), 2) end
   end
   return s
+end
+
+---------------------------------------------------------------------------
+-- Stateless requests (protocol revision 2026-07-28): no session, each POST
+-- carries its protocol version and client capabilities in params._meta and
+-- the request metadata headers.
+
+M.V26 = "2026-07-28"
+
+-- The _meta of a 2026-07-28 request: the protocol version, the client
+-- capabilities caps (default none: cjson writes {} for the empty table), then
+-- the fields of extra (which may replace those two).
+function M.meta26(caps, extra)
+  local m = {
+    ["io.modelcontextprotocol/protocolVersion"] = M.V26,
+    ["io.modelcontextprotocol/clientCapabilities"] = caps or {},
+  }
+  for k, v in pairs(extra or {}) do m[k] = v end
+  return m
+end
+
+-- params (default {}) with _meta = meta26(caps, extra). Returns params.
+function M.params26(p, caps, extra)
+  p = p or {}
+  p._meta = M.meta26(caps, extra)
+  return p
+end
+
+-- The Mcp-Name of a request: what its method names (a tool or prompt, a
+-- resource, a task), or nil.
+local function mcp_name(method, p)
+  if type(p) ~= "table" then return nil end
+  if method == "tools/call" or method == "prompts/get" then return p.name end
+  if method == "resources/read" then return p.uri end
+  if type(method) == "string" and method:find("^tasks/") then return p.taskId end
+  return nil
+end
+
+-- POST one message (a table) as a 2026-07-28 client on a fresh connection,
+-- with Host, Accept, Content-Type, MCP-Protocol-Version, Mcp-Method and, as
+-- the method names one, Mcp-Name (params.name, .uri or .taskId). opts:
+-- headers (a map of overrides; false drops one), extra (a list of {name,
+-- value} sent after those, in order), body (the text to send instead of msg
+-- encoded; msg still gives the headers), nowait, timeout. Returns the
+-- response (head read) and the conn; with nowait, only the conn (nil, c): a
+-- JSON answer has no head before the answer.
+function M.post26(srv, msg, opts)
+  opts = opts or {}
+  local h = {
+    { "Host", srv.host },
+    { "Accept", M.ACCEPT },
+    { "Content-Type", "application/json" },
+    { "MCP-Protocol-Version", M.V26 },
+    { "Mcp-Method", msg.method },
+  }
+  local name = mcp_name(msg.method, msg.params)
+  if name then h[#h + 1] = { "Mcp-Name", name } end
+  h = M.merge_headers(h, opts.headers)
+  for _, x in ipairs(opts.extra or {}) do h[#h + 1] = x end
+  local body = opts.body or cjson.encode(msg)
+  h[#h + 1] = { "Content-Length", tostring(#body) }
+  local c = M.connect(srv)
+  c:send(M.request_text{ method = "POST", headers = h, body = body })
+  if opts.nowait then return nil, c end
+  local r, why = c:response(opts.timeout)
+  if not r then
+    error("no response to POST " .. body .. ": " .. why .. "\nstderr:\n" .. srv:stderr_text(), 2)
+  end
+  return r, c
+end
+
+-- post26, then wait for the whole answer. Returns the response and its
+-- JSON-RPC message (nil when there is none), then the conn. opts as for post26.
+function M.rpc26(srv, msg, opts)
+  local r, c = M.post26(srv, msg, opts)
+  return r, M.rpc_response(r, opts and opts.timeout), c
 end
 
 ---------------------------------------------------------------------------

@@ -10,12 +10,10 @@ local cjson = H.cjson
 local FIX = "spec/fixtures/input_required"
 local V = "2026-07-28"
 
+-- params with the 2026-07-28 _meta; caps: the client capabilities (default:
+-- elicitation, sampling and roots).
 local function params(p, caps)
-  p._meta = {
-    ["io.modelcontextprotocol/protocolVersion"] = V,
-    ["io.modelcontextprotocol/clientCapabilities"] = caps or { elicitation = {}, sampling = {}, roots = {} },
-  }
-  return p
+  return HH.params26(p, caps or { elicitation = {}, sampling = {}, roots = {} })
 end
 
 local function call(c, name, extra, caps)
@@ -269,13 +267,9 @@ end)
 describe("input-required results over Streamable HTTP", function()
   after_each(function() HH.cleanup() end)
 
+  -- A 2026-07-28 tools/call. Returns the response and its JSON-RPC message.
   local function post(srv, id, p)
-    local c = HH.connect(srv)
-    c:request{ method = "POST", body = cjson.encode{ jsonrpc = "2.0", id = id, method = "tools/call", params = p },
-               headers = { ["Accept"] = HH.ACCEPT, ["Content-Type"] = "application/json",
-                           ["MCP-Protocol-Version"] = V, ["Mcp-Method"] = "tools/call", ["Mcp-Name"] = p.name } }
-    local r = assert(c:response())
-    return r, HH.rpc_response(r)
+    return HH.rpc26(srv, { jsonrpc = "2.0", id = id, method = "tools/call", params = p })
   end
 
   it("round-trip over two independent POSTs; -32021 is a 400", function()

@@ -9,19 +9,11 @@
 local H = require "spec.helper"
 local HH = require "spec.http_helper"
 local uv = require "luv"
-local cjson = H.cjson
 
-local V = "2026-07-28"
 local SUB = "io.modelcontextprotocol/subscriptionId"
 
-local function params(p)
-  p = p or {}
-  p._meta = {
-    ["io.modelcontextprotocol/protocolVersion"] = V,
-    ["io.modelcontextprotocol/clientCapabilities"] = {},
-  }
-  return p
-end
+-- params with the 2026-07-28 _meta (no client capabilities).
+local function params(p) return HH.params26(p) end
 
 local function write(path, text)
   local tmp = path .. ".tmp"
@@ -87,32 +79,18 @@ end
 ---------------------------------------------------------------------------
 -- Streamable HTTP
 
-local function post(srv, msg)
-  local c = HH.connect(srv)
-  local h = {
-    ["Accept"] = HH.ACCEPT, ["Content-Type"] = "application/json",
-    ["MCP-Protocol-Version"] = V, ["Mcp-Method"] = msg.method,
-  }
-  if msg.method == "tools/call" then h["Mcp-Name"] = msg.params.name end
-  c:request{ method = "POST", headers = h, body = cjson.encode(msg) }
-  local r, why = c:response()
-  assert(r, "no response: " .. tostring(why) .. "\nstderr:\n" .. srv:stderr_text())
-  return r, c
-end
-
 local function listen(srv, id, filter)
-  local r, c = post(srv, { jsonrpc = "2.0", id = id, method = "subscriptions/listen",
-                           params = params{ notifications = filter } })
+  local r, c = HH.post26(srv, { jsonrpc = "2.0", id = id, method = "subscriptions/listen",
+                               params = params{ notifications = filter } })
   assert.are.equal(200, r.status, r:describe())
   assert.is_true(r:is_sse(), r:describe())
   return r, c
 end
 
 local function call(srv, id, name, args)
-  local r = post(srv, { jsonrpc = "2.0", id = id, method = "tools/call",
-                        params = params{ name = name, arguments = args or {} } })
-  r:wait_done()
-  return HH.rpc_response(r)
+  local _, resp = HH.rpc26(srv, { jsonrpc = "2.0", id = id, method = "tools/call",
+                                 params = params{ name = name, arguments = args or {} } })
+  return resp
 end
 
 describe("subscriptions/listen over Streamable HTTP", function()
@@ -187,7 +165,7 @@ describe("subscriptions/listen over Streamable HTTP", function()
 
   it("server/discover states listChanged (with --watch) and subscribe", function()
     local srv = HH.start{ plugins = { plugin_dir() }, args = { "--watch" } }
-    local r = post(srv, { jsonrpc = "2.0", id = 1, method = "server/discover", params = params() })
+    local r = HH.post26(srv, { jsonrpc = "2.0", id = 1, method = "server/discover", params = params() })
     r:wait_done()
     local caps = HH.rpc_response(r).result.capabilities
     assert.is_true(caps.tools.listChanged)
@@ -197,7 +175,7 @@ describe("subscriptions/listen over Streamable HTTP", function()
 
   it("rejects a listen without a notifications filter with -32602", function()
     local srv = HH.start{ plugins = { plugin_dir() } }
-    local r = post(srv, { jsonrpc = "2.0", id = 1, method = "subscriptions/listen", params = params() })
+    local r = HH.post26(srv, { jsonrpc = "2.0", id = 1, method = "subscriptions/listen", params = params() })
     r:wait_done()
     assert.are.equal(-32602, HH.rpc_response(r).error.code)
   end)

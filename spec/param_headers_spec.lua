@@ -7,35 +7,21 @@ local HH = require "spec.http_helper"
 local cjson = H.cjson
 
 local FIX = "spec/fixtures/param_headers"
-local V = "2026-07-28"
 
-local function meta()
-  return { ["io.modelcontextprotocol/protocolVersion"] = V,
-           ["io.modelcontextprotocol/clientCapabilities"] = {} }    -- cjson: {} is an object
-end
+local meta = HH.meta26               -- no client capabilities
 
 local next_id = 0
 
 -- POST a 2026-07-28 tools/call. args: a table (encoded) or the JSON text of
--- the arguments; headers: a list of {name, value} after the standard ones.
--- Returns the response and its JSON-RPC message.
+-- the arguments (sent as written); headers: a list of {name, value} after the
+-- standard ones. Returns the response and its JSON-RPC message.
 local function call(srv, tool, args, headers)
   next_id = next_id + 1
   local body = ('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%s,"arguments":%s,"_meta":%s}}')
     :format(next_id, cjson.encode(tool), type(args) == "string" and args or cjson.encode(args),
             cjson.encode(meta()))
-  local h = {
-    { "Host", srv.host }, { "Accept", HH.ACCEPT }, { "Content-Type", "application/json" },
-    { "MCP-Protocol-Version", V }, { "Mcp-Method", "tools/call" }, { "Mcp-Name", tool },
-  }
-  for _, x in ipairs(headers or {}) do h[#h + 1] = x end
-  h[#h + 1] = { "Content-Length", tostring(#body) }
-  local c = HH.connect(srv)
-  c:send(HH.request_text{ method = "POST", headers = h, body = body })
-  local r, why = c:response()
-  assert(r, "no response: " .. tostring(why) .. "\nstderr:\n" .. srv:stderr_text())
-  r:wait_done()
-  local msg = HH.rpc_response(r)
+  local r, msg = HH.rpc26(srv, { method = "tools/call", params = { name = tool } },   -- for the headers
+                          { body = body, extra = headers })
   assert.are.equal(next_id, msg and msg.id, r:describe())
   return r, msg
 end
@@ -74,13 +60,9 @@ describe("Mcp-Param headers over Streamable HTTP (2026-07-28)", function()
   after_each(function() HH.cleanup() end)
 
   it("lists x-mcp-header as declared", function()
-    local c = HH.connect(srv)
-    local body = cjson.encode{ jsonrpc = "2.0", id = 1, method = "tools/list", params = { _meta = meta() } }
-    local r = c:exchange{ method = "POST", body = body, headers = {
-      ["Accept"] = HH.ACCEPT, ["Content-Type"] = "application/json",
-      ["MCP-Protocol-Version"] = V, ["Mcp-Method"] = "tools/list" } }
+    local _, list = HH.rpc26(srv, { jsonrpc = "2.0", id = 1, method = "tools/list", params = { _meta = meta() } })
     local props
-    for _, t in ipairs(HH.rpc_response(r).result.tools) do
+    for _, t in ipairs(list.result.tools) do
       if t.name == "mirror" then props = t.inputSchema.properties end
     end
     assert.are.equal("Region", props.region["x-mcp-header"])
@@ -186,13 +168,9 @@ describe("Mcp-Param headers over Streamable HTTP (2026-07-28)", function()
   it("applies the same encoding to Mcp-Name: trimmed, Base64 decoded strictly", function()
     local function named(name)
       next_id = next_id + 1
-      local body = cjson.encode{ jsonrpc = "2.0", id = next_id, method = "tools/call",
-                                 params = { name = "plain", arguments = {}, _meta = meta() } }
-      local c = HH.connect(srv)
-      local r = c:exchange{ method = "POST", body = body, headers = {
-        ["Accept"] = HH.ACCEPT, ["Content-Type"] = "application/json", ["MCP-Protocol-Version"] = V,
-        ["Mcp-Method"] = "tools/call", ["Mcp-Name"] = name } }
-      return r, HH.rpc_response(r)
+      return HH.rpc26(srv, { jsonrpc = "2.0", id = next_id, method = "tools/call",
+                             params = { name = "plain", arguments = {}, _meta = meta() } },
+                      { headers = { ["Mcp-Name"] = name } })
     end
     local r, msg = named("  plain  ")
     assert.are.equal(200, r.status, r:describe())
@@ -319,13 +297,9 @@ return mcp.plugin { name = "dup", tools = {
                                   "Mcp-Param-myfield is the header of inputSchema.properties.a already " ..
                                   "(Mcp-Param-MyField", nil, { plain = true }), srv:stderr_text())
     -- only the valid tool is served ("Method" makes Mcp-Param-Method, not Mcp-Method)
-    local c = HH.connect(srv)
-    local r = c:exchange{ method = "POST", headers = {
-      ["Accept"] = HH.ACCEPT, ["Content-Type"] = "application/json", ["MCP-Protocol-Version"] = V,
-      ["Mcp-Method"] = "tools/list" },
-      body = cjson.encode{ jsonrpc = "2.0", id = 1, method = "tools/list", params = { _meta = meta() } } }
+    local _, list = HH.rpc26(srv, { jsonrpc = "2.0", id = 1, method = "tools/list", params = { _meta = meta() } })
     local names = {}
-    for _, t in ipairs(HH.rpc_response(r).result.tools) do names[#names + 1] = t.name end
+    for _, t in ipairs(list.result.tools) do names[#names + 1] = t.name end
     assert.are.same({ "good" }, names)
     local _, msg = call(srv, "good", { value = "v" }, { { "Mcp-Param-Method", "v" } })
     assert.is_nil(msg.error)

@@ -9,21 +9,11 @@ local cjson = H.cjson
 local FIX = "spec/fixtures/rev2026"
 local V = "2026-07-28"
 
-local function meta(extra)
-  local m = {
-    ["io.modelcontextprotocol/protocolVersion"] = V,
-    ["io.modelcontextprotocol/clientCapabilities"] = {},
-    ["io.modelcontextprotocol/clientInfo"] = { name = "spec", version = "1" },
-  }
-  for k, v in pairs(extra or {}) do m[k] = v end
-  return m
-end
-
--- params with _meta; cjson writes {} for the empty capabilities table.
+-- params with _meta (clientInfo too); extra: more _meta fields, or replacements.
 local function params(p, extra)
-  p = p or {}
-  p._meta = meta(extra)
-  return p
+  local m = { ["io.modelcontextprotocol/clientInfo"] = { name = "spec", version = "1" } }
+  for k, v in pairs(extra or {}) do m[k] = v end
+  return HH.params26(p, nil, m)
 end
 
 local function proc_state(pid)
@@ -37,36 +27,12 @@ end
 ---------------------------------------------------------------------------
 -- Streamable HTTP
 
--- POST one message as a 2026-07-28 client on a fresh connection. headers:
--- overrides (false drops one). Returns the response (head read) and the conn;
--- with nowait, only the conn (a JSON answer has no head before the answer).
-local function post(srv, msg, headers, nowait)
-  local c = HH.connect(srv)
-  local h = {
-    ["Accept"] = HH.ACCEPT, ["Content-Type"] = "application/json",
-    ["MCP-Protocol-Version"] = V, ["Mcp-Method"] = msg.method,
-  }
-  local p = msg.params or {}
-  if msg.method == "tools/call" or msg.method == "prompts/get" then h["Mcp-Name"] = p.name end
-  if msg.method == "resources/read" then h["Mcp-Name"] = p.uri end
-  for k, v in pairs(headers or {}) do
-    for hk in pairs(h) do if hk:lower() == k:lower() then h[hk] = nil end end
-    h[k] = v
-  end
-  for k, v in pairs(h) do if v == false then h[k] = nil end end
-  c:request{ method = "POST", headers = h, body = cjson.encode(msg) }
-  if nowait then return nil, c end
-  local r, why = c:response()
-  assert(r, "no response: " .. tostring(why) .. "\nstderr:\n" .. srv:stderr_text())
-  return r, c
-end
-
 local function req(id, method, p) return { jsonrpc = "2.0", id = id, method = method, params = p } end
 
+-- A 2026-07-28 request on a fresh connection (HH.post26; headers: overrides,
+-- false drops one). Returns the whole response and its JSON-RPC message.
 local function rpc(srv, id, method, p, headers)
-  local r = post(srv, req(id, method, p), headers)
-  r:wait_done()
-  return r, HH.rpc_response(r)
+  return HH.rpc26(srv, req(id, method, p), { headers = headers })
 end
 
 describe("2026-07-28 over Streamable HTTP", function()
@@ -189,8 +155,8 @@ describe("2026-07-28 over Streamable HTTP", function()
   end)
 
   it("sends logs only to a request that asked for them, on its own SSE stream", function()
-    local r = post(srv, req(1, "tools/call", params({ name = "slow", arguments = { seconds = 0.1 } },
-                                                    { ["io.modelcontextprotocol/logLevel"] = "info" })))
+    local r = HH.post26(srv, req(1, "tools/call", params({ name = "slow", arguments = { seconds = 0.1 } },
+                                                        { ["io.modelcontextprotocol/logLevel"] = "info" })))
     r:wait_done()
     assert.is_true(r:is_sse(), r:describe())
     assert.are.equal("no", r:header("x-accel-buffering"))
@@ -204,8 +170,8 @@ describe("2026-07-28 over Streamable HTTP", function()
   end)
 
   it("cancels a request whose connection closes: the handler sees mcp.cancelled()", function()
-    local _, c = post(srv, req(41, "tools/call", params{ name = "slow", arguments = { seconds = 20 } }),
-                      nil, true)
+    local _, c = HH.post26(srv, req(41, "tools/call", params{ name = "slow", arguments = { seconds = 20 } }),
+                           { nowait = true })
     assert.truthy(srv:wait_stderr("fixture: slow started 41"))
     c:close()
     assert.truthy(srv:wait_stderr("fixture: slow cancelled 41 reason=client disconnected"),
@@ -214,8 +180,8 @@ describe("2026-07-28 over Streamable HTTP", function()
   end)
 
   it("cancels a request whose SSE stream closes after its first message", function()
-    local r, c = post(srv, req(43, "tools/call", params({ name = "slow", arguments = { seconds = 20 } },
-                                                       { ["io.modelcontextprotocol/logLevel"] = "debug" })))
+    local r, c = HH.post26(srv, req(43, "tools/call", params({ name = "slow", arguments = { seconds = 20 } },
+                                                           { ["io.modelcontextprotocol/logLevel"] = "debug" })))
     assert.is_true(r:is_sse(), r:describe())
     local m = r:next_message()
     assert.are.equal("notifications/message", m and m.method)
@@ -228,11 +194,11 @@ describe("2026-07-28 over Streamable HTTP", function()
   end)
 
   it("accepts a notification with 202 and cancels nothing with it", function()
-    local _, c = post(srv, req(45, "tools/call", params{ name = "slow", arguments = { seconds = 0.3 } }),
-                      nil, true)
+    local _, c = HH.post26(srv, req(45, "tools/call", params{ name = "slow", arguments = { seconds = 0.3 } }),
+                           { nowait = true })
     assert.truthy(srv:wait_stderr("fixture: slow started 45"))
-    local r = post(srv, { jsonrpc = "2.0", method = "notifications/cancelled",
-                          params = { requestId = 45, reason = "no" } })
+    local r = HH.post26(srv, { jsonrpc = "2.0", method = "notifications/cancelled",
+                              params = { requestId = 45, reason = "no" } })
     r:wait_done()
     assert.are.equal(202, r.status, r:describe())
     local a = c:response()
@@ -241,7 +207,8 @@ describe("2026-07-28 over Streamable HTTP", function()
   end)
 
   it("kills the child process of a request whose connection closes", function()
-    local _, c = post(srv, req(42, "tools/call", params{ name = "sleeper", arguments = {} }), nil, true)
+    local _, c = HH.post26(srv, req(42, "tools/call", params{ name = "sleeper", arguments = {} }),
+                           { nowait = true })
     local line = srv:wait_stderr("spawned sleep %(pid %d+%)")
     assert.truthy(line, srv:stderr_text())
     local pid = tonumber(line:match("pid (%d+)"))
@@ -261,8 +228,8 @@ describe("2026-07-28 over Streamable HTTP", function()
     c1:send(HH.request_text{ method = "POST", headers = h, body = body })
     assert.truthy(srv:wait_stderr("fixture: slow started 7"))
     -- a 2026-07-28 request with the same id, on its own connection
-    local _, c2 = post(srv, req(7, "tools/call", params{ name = "slow", arguments = { seconds = 20 } }),
-                       nil, true)
+    local _, c2 = HH.post26(srv, req(7, "tools/call", params{ name = "slow", arguments = { seconds = 20 } }),
+                            { nowait = true })
     assert.truthy(H.run_until(function() return srv:count_stderr("fixture: slow started 7", true) == 2 end))
     c1:drop()
     c2:drop()

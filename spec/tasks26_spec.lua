@@ -10,7 +10,6 @@ local HH = require "spec.http_helper"
 local cjson = H.cjson
 
 local FIX = { "spec/fixtures/tasks26" }
-local V = "2026-07-28"
 local EXT = "io.modelcontextprotocol/tasks"
 local SUB = "io.modelcontextprotocol/subscriptionId"
 local ISO = "^%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%d%.%d%d%dZ$"
@@ -19,14 +18,11 @@ local TASKS = { extensions = { [EXT] = {} } }
 local ASKING = { elicitation = {}, sampling = {}, extensions = { [EXT] = {} } }
 local NONE = {}                      -- no capabilities ({} in JSON)
 
--- params with the 2026-07-28 _meta; caps: the request's client capabilities
--- (default: the tasks extension only).
+-- params with the 2026-07-28 _meta (and the fields of a _meta it has); caps:
+-- the request's client capabilities (default: the tasks extension only).
 local function params(p, caps)
   p = p or {}
-  p._meta = p._meta or {}
-  p._meta["io.modelcontextprotocol/protocolVersion"] = V
-  p._meta["io.modelcontextprotocol/clientCapabilities"] = caps or TASKS
-  return p
+  return HH.params26(p, caps or TASKS, p._meta)
 end
 
 ---------------------------------------------------------------------------
@@ -473,30 +469,15 @@ end)
 ---------------------------------------------------------------------------
 -- Streamable HTTP
 
--- POST one 2026-07-28 message on a fresh connection, with the headers the
--- method needs. headers: overrides (false drops one).
-local function post(srv, msg, headers)
-  local c = HH.connect(srv)
-  local p = msg.params or {}
-  local h = {
-    ["Accept"] = HH.ACCEPT, ["Content-Type"] = "application/json",
-    ["MCP-Protocol-Version"] = V, ["Mcp-Method"] = msg.method,
-    ["Mcp-Name"] = msg.method == "tools/call" and p.name or p.taskId,
-  }
-  for k, v in pairs(headers or {}) do h[k] = v end
-  for k, v in pairs(h) do if v == false then h[k] = nil end end
-  c:request { method = "POST", headers = h, body = cjson.encode(msg) }
-  local r, why = c:response()
-  assert(r, "no response: " .. tostring(why) .. "\nstderr:\n" .. srv:stderr_text())
-  return r, c
-end
-
+-- A 2026-07-28 request on a fresh connection, with the headers the method
+-- needs (HH.post26; headers: overrides, false drops one). Returns the
+-- JSON-RPC response and the HTTP response.
 local next_id = 0
 local function rpc(srv, method, p, headers)
   next_id = next_id + 1
-  local r = post(srv, { jsonrpc = "2.0", id = next_id, method = method, params = p }, headers)
-  r:wait_done()
-  return HH.rpc_response(r), r
+  local r, resp = HH.rpc26(srv, { jsonrpc = "2.0", id = next_id, method = method, params = p },
+                           { headers = headers })
+  return resp, r
 end
 
 local function http_until(srv, id, status)
@@ -551,8 +532,8 @@ describe("tasks extension over Streamable HTTP", function()
   end)
 
   it("a closed connection does not cancel a task: its request was answered with the task", function()
-    local r, c = post(srv, { jsonrpc = "2.0", id = 1, method = "tools/call",
-                             params = params { name = "slow", arguments = { seconds = 0.3, tag = "d" } } })
+    local r, c = HH.post26(srv, { jsonrpc = "2.0", id = 1, method = "tools/call",
+                                 params = params { name = "slow", arguments = { seconds = 0.3, tag = "d" } } })
     r:wait_done()
     local id = HH.rpc_response(r).result.taskId
     c:drop()
@@ -575,7 +556,7 @@ describe("tasks extension over Streamable HTTP", function()
   it("subscriptions/listen with taskIds: ack, the current state, then each change, as tasks/get shows it", function()
     local id = rpc(srv, "tools/call", params({ name = "asks", arguments = {} }, ASKING)).result.taskId
     http_until(srv, id, "input_required")
-    local r = post(srv, { jsonrpc = "2.0", id = 77, method = "subscriptions/listen", params = params {
+    local r = HH.post26(srv, { jsonrpc = "2.0", id = 77, method = "subscriptions/listen", params = params {
       notifications = { taskIds = { id, "not-a-task" } } } })
     assert.is_true(r:is_sse(), r:describe())
     local ack = r:next_message()
