@@ -55,6 +55,13 @@ local function canonical(v, out)
   return out
 end
 
+-- The digest naming the request a state belongs to: method, name or uri,
+-- and arguments. Made when first needed (most calls never ask for input).
+local function binding(st)
+  st.bind = st.bind or core.sha256(table.concat(canonical(st.request, {})))
+  return st.bind
+end
+
 local function reject(why, detail)
   core.log_stderr("info", "requestState rejected: " .. detail)
   return nil, -32602, "Invalid params: requestState " .. why
@@ -72,23 +79,24 @@ function M.open(ctx, method, params, name, args)
   if state ~= nil and type(state) ~= "string" then
     return nil, -32602, "Invalid params: requestState must be a string"
   end
-  local bind = core.sha256(table.concat(canonical({ method, name, args or {} }, {})))
-  local answers = {}
+  local st = { answers = {}, kept = {}, n = 0, request = { method, name, args or {} } }
+  local answers = st.answers
   if state ~= nil then
     local text = core.unseal(state)
     local p = text and core.decode(text)
     if type(p) ~= "table" or p.v ~= 1 or type(p.a) ~= "table" then
       return reject("failed verification", "not sealed by this server, or changed")
     end
-    if p.b ~= bind then return reject("belongs to another request", "sealed for another request") end
+    if p.b ~= binding(st) then return reject("belongs to another request", "sealed for another request") end
     if type(p.e) ~= "number" or p.e < core.wall() then return reject("has expired", "expired") end
     answers = p.a
+    st.answers = answers
   end
   -- an answer already in the state stands: a retry cannot change it
   for k, v in pairs(responses or {}) do
     if answers[k] == nil then answers[k] = v end
   end
-  ctx._input = { answers = answers, kept = {}, bind = bind, n = 0 }
+  ctx._input = st
   ctx.resumed = state ~= nil
   return true
 end
@@ -112,7 +120,7 @@ local function check_answer(method, v)
 end
 
 local function seal(st)
-  local payload = { v = 1, b = st.bind, e = math.floor(core.wall() + core.config.state_ttl), a = st.kept }
+  local payload = { v = 1, b = binding(st), e = math.floor(core.wall() + core.config.state_ttl), a = st.kept }
   return core.seal(assert(core.encode(payload)))
 end
 
