@@ -202,6 +202,16 @@ describe("input-required results (2026-07-28)", function()
     assert.are.equal("complete", l.result.resultType)
   end)
 
+  it("a handler that asks after its timeout gets the timeout's result, with its resultType", function()
+    local c = H.start{ plugins = { FIX } }
+    local r = call(c, "late_ask")
+    assert.truthy(c:wait_stderr("fixture: late_ask asks after timeout"))
+    assert.is_true(r.result.isError, cjson.encode(r))
+    assert.truthy(text(r):find("timed out", 1, true))
+    assert.are.equal("complete", r.result.resultType)
+    assert.is_nil(r.result.inputRequests)
+  end)
+
   it("gather input first, then hand the rest to a task (defer_task): no requestState in the task", function()
     local c = H.start{ plugins = { FIX } }
     local caps = { elicitation = {}, extensions = { ["io.modelcontextprotocol/tasks"] = {} } }

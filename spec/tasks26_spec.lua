@@ -350,10 +350,31 @@ describe("tasks extension over stdio", function()
     until_status(c, s.taskId, "input_required")
     c:request("tasks/cancel", params { taskId = s.taskId })
     c:expect_stderr("fixture: asks_stubborn got nil: the task was cancelled", nil, { plain = true })
+    c:expect_stderr("fixture: asks_stubborn then got nil: the task has ended", nil, { plain = true })
     -- a late answer changes nothing
     assert.are.same({ resultType = "complete" }, c:request("tasks/update", params { taskId = s.taskId,
       inputResponses = { ["input-1"] = { action = "accept", content = {} } } }).result)
     assert.are.equal("cancelled", get(c, s.taskId).result.status)
+  end)
+
+  it("an answer that is not a result of its method reaches the handler as an error", function()
+    local c = server()
+    local t = start_task(c, "asks", {}, ASKING)
+    until_status(c, t.taskId, "input_required")
+    c:request("tasks/update", params { taskId = t.taskId, inputResponses = { ["input-1"] = { bogus = 1 } } })
+    c:expect_stderr('fixture: asks got nil: the client\'s answer needs an action', nil, { plain = true })
+    local done = until_status(c, t.taskId, "completed")
+    assert.is_true(done.result.isError)
+  end)
+
+  it("a handler whose task expired while it waits for input gets nil at each later input", function()
+    local c = server()
+    local t = start_task(c, "asks_stubborn", {}, ASKING)
+    until_status(c, t.taskId, "input_required")
+    advance(c, 3700)
+    c:expect_stderr("fixture: asks_stubborn got nil: the task expired", nil, { plain = true })
+    -- the next input is not an input-required round of a request long answered
+    c:expect_stderr("fixture: asks_stubborn then got nil: the task has ended", nil, { plain = true })
   end)
 
   it("an input request times out after its timeout; the task works on", function()

@@ -238,7 +238,8 @@ static int l_finish(lua_State *L) {
   if (L != c->co) return luaL_error(L, "finish: call it from the handler's coroutine, not one it created");
   if (!lua_isyieldable(L) || c->closing) return luaL_error(L, "finish: cannot yield here");
   c->finishing = 1;
-  if (lua_type(L, 1) == LUA_TTABLE) {
+  /* only a running call's return is sent as given; a timed-out one's is the timeout's */
+  if (lua_type(L, 1) == LUA_TTABLE && c->req.state == MCP_REQ_RUNNING) {
     lua_getfield(L, 1, "resultType");
     c->incomplete = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "input_required") == 0;
     lua_pop(L, 1);

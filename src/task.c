@@ -559,7 +559,9 @@ int mcp_task_l_result(lua_State *L) {
 
 /* The extension's input requests: the handler waits for tasks/update. */
 
-int mcp_task_takes_input(const mcp_call *c) { return c->task != NULL && c->task->ext; }
+/* Its task may be gone (expired, evicted) while the handler runs on: the
+ * call still takes input as a task, and mcp_task_input_wait answers nil. */
+int mcp_task_takes_input(const mcp_call *c) { return c->tasked && c->session->modern; }
 
 /* The continuation: the answers in order, or nil and why there are none. */
 static int input_k(lua_State *L, int status, lua_KContext ctx) {

@@ -356,9 +356,9 @@ local function input() return require "mcp.input" end
 
 function Ctx.request(self, method, params, opts)
   opts = opts or {}
-  if self._input and not core.task_input() then
+  if self._input then                 -- 2026-07-28: an input-required round, or a task's input
     local key = opts.key or input().key(self, method)
-    local results, errors = input().ask(self, { [key] = { method = method, params = params } })
+    local results, errors = input().ask(self, { [key] = { method = method, params = params } }, opts)
     if results[key] == nil then return nil, errors[key] end
     return results[key]
   end

@@ -156,7 +156,14 @@ local function wait(requests, opts)
     for i, k in ipairs(keys) do list[i] = { method = requests[k].method, params = requests[k].params or {} } end
     local res, err = core.request_all(list, opts.timeout)
     for i, k in ipairs(keys) do
-      if res then results[k] = res[i] else errors[k] = err end
+      local bad = res and check_answer(list[i].method, res[i])
+      if bad then                                  -- tasks/update took it as it came
+        errors[k] = "the client's answer " .. bad
+      elseif res then
+        results[k] = res[i]
+      else
+        errors[k] = err
+      end
     end
     return results, errors
   end
