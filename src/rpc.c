@@ -50,7 +50,7 @@ int mcp_rpc_error_code(const char *msg, size_t len) {
   } else {
     while (i < len && msg[i] != ',') i++;
   }
-  if (len - i < sizeof err - 1 + 1 || memcmp(msg + i, err, sizeof err - 1) != 0) return 0;
+  if (i >= len || len - i < sizeof err - 1 + 1 || memcmp(msg + i, err, sizeof err - 1) != 0) return 0;
   i += sizeof err - 1;
   len = len - i < sizeof num - 1 ? len - i : sizeof num - 1;
   memcpy(num, msg + i, len);
