@@ -241,7 +241,7 @@ static int l_finish(lua_State *L) {
   /* only a running call's return is sent as given; a timed-out one's is the timeout's */
   if (lua_type(L, 1) == LUA_TTABLE && c->req.state == MCP_REQ_RUNNING) {
     lua_getfield(L, 1, "resultType");
-    c->incomplete = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "input_required") == 0;
+    c->typed = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "input_required") == 0;
     lua_pop(L, 1);
   }
   return lua_yield(L, lua_gettop(L));

@@ -217,13 +217,11 @@ static void eph_write(mcp_session *s, void *stream, const char *data, size_t len
                 (int)(len < 80 ? len : 80), data);
     return;
   }
-  /* an input-required result carries its own resultType and is never cached */
-  if (data != NULL && last && !e->call->incomplete) {
+  /* an input-required result or a task carries its own resultType, and is never cached */
+  if (data != NULL && last && !e->call->typed) {
     mcp_rpc_result_open(&want, e->call->req.key);
     mcp_buf_addc(&want, '{');
-    /* a result that names its own resultType (a task's) keeps it */
-    if (len > want.len && memcmp(data, want.data, want.len) == 0 &&
-        !(len - want.len > 13 && memcmp(data + want.len, "\"resultType\":", 13) == 0)) {
+    if (len > want.len && memcmp(data, want.data, want.len) == 0) {
       int empty = data[want.len] == '}';
       mcp_buf_add(&out, want.data, want.len);
       mcp_buf_adds(&out, "\"resultType\":\"complete\"");

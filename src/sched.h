@@ -63,7 +63,7 @@ struct mcp_call {
   unsigned timer_on : 1;     /* the timer is initialized on first use */
   unsigned tasked : 1;       /* answered with a task: its response goes to the task */
   unsigned finishing : 1;    /* mcp.core.finish yielded the call's return values */
-  unsigned incomplete : 1;   /* ... and they are an input-required result (2026-07-28) */
+  unsigned typed : 1;        /* its result names its own resultType (input_required, task) */
 };
 
 /* server_ref: the mcp.server module, with dispatch(method, params, id,

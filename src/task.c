@@ -360,6 +360,7 @@ int mcp_task_l_create(lua_State *L) {
     mcp_buf_addc(&b, '}');
   }
   mcp_rpc_close(&b);
+  c->typed = ext;                               /* CreateTaskResult: resultType "task" */
   mcp_session_send(c->session, NULL, c->stream, b.data, b.len, 1);
   mcp_buf_free(&b);
   c->stream = NULL;
