@@ -276,6 +276,15 @@ static void respond_result(mcp_call *c, int nres) {
   respond_send(c, b);
 }
 
+/* A tool's isError result saying msg, into b. */
+static void tool_error_result(mcp_buf *b, mcp_call *c, const char *msg) {
+  mcp_rpc_result_open(b, c->req.key);
+  mcp_buf_adds(b, "{\"content\":[{\"type\":\"text\",\"text\":");
+  mcp_json_add_string(b, msg, strlen(msg));
+  mcp_buf_adds(b, "}],\"isError\":true}");
+  mcp_rpc_close(b);
+}
+
 /* The handler raised: a tool gets an isError result with the message, any
  * other method a JSON-RPC internal error. The error value is on co's top. */
 static void respond_error(mcp_call *c) {
@@ -283,11 +292,7 @@ static void respond_error(mcp_call *c) {
   char msg[1024];
   error_message(c->co, msg, sizeof msg);
   if (c->tool) {
-    mcp_rpc_result_open(b, c->req.key);
-    mcp_buf_adds(b, "{\"content\":[{\"type\":\"text\",\"text\":");
-    mcp_json_add_string(b, msg, strlen(msg));
-    mcp_buf_adds(b, "}],\"isError\":true}");
-    mcp_rpc_close(b);
+    tool_error_result(b, c, msg);
   } else {
     mcp_rpc_error(b, c->req.key, MCP_RPC_INTERNAL, "Internal error: %s", msg);
   }
@@ -299,11 +304,7 @@ static void respond_timeout(mcp_call *c) {
   char msg[256];
   if (c->tool) {
     snprintf(msg, sizeof msg, "Tool \"%s\" timed out after %g seconds", c->tool, c->timeout);
-    mcp_rpc_result_open(b, c->req.key);
-    mcp_buf_adds(b, "{\"content\":[{\"type\":\"text\",\"text\":");
-    mcp_json_add_string(b, msg, strlen(msg));
-    mcp_buf_adds(b, "}],\"isError\":true}");
-    mcp_rpc_close(b);
+    tool_error_result(b, c, msg);
   } else {
     mcp_rpc_error(b, c->req.key, MCP_RPC_TIMEOUT, "Request timed out after %g seconds", c->timeout);
   }
