@@ -80,7 +80,6 @@ function M.open(ctx, method, params, name, args)
     return nil, -32602, "Invalid params: requestState must be a string"
   end
   local st = { answers = {}, kept = {}, n = 0, request = { method, name, args or {} } }
-  local answers = st.answers
   if state ~= nil then
     local text = core.unseal(state)
     local p = text and core.decode(text)
@@ -89,12 +88,11 @@ function M.open(ctx, method, params, name, args)
     end
     if p.b ~= binding(st) then return reject("belongs to another request", "sealed for another request") end
     if type(p.e) ~= "number" or p.e < core.wall() then return reject("has expired", "expired") end
-    answers = p.a
-    st.answers = answers
+    st.answers = p.a
   end
   -- an answer already in the state stands: a retry cannot change it
   for k, v in pairs(responses or {}) do
-    if answers[k] == nil then answers[k] = v end
+    if st.answers[k] == nil then st.answers[k] = v end
   end
   ctx._input = st
   ctx.resumed = state ~= nil
