@@ -3,7 +3,7 @@
 # Idempotent and quiet when nothing is missing.
 set -e
 PKGS="build-essential cmake pkg-config liblua5.4-dev lua5.4 libuv1-dev libjansson-dev \
-libhttp-parser-dev lua-cjson lua-busted lua-luv"
+libhttp-parser-dev libcurl4-openssl-dev libsqlite3-dev ca-certificates lua-cjson lua-busted lua-luv"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

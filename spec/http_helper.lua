@@ -396,7 +396,16 @@ function Conn:close()
   if not self.tcp:is_closing() then self.tcp:close() end
 end
 
--- Reset the connection (RST rather than FIN where the platform allows).
+-- Reset the connection: SO_LINGER 0, so the peer gets RST rather than FIN
+-- and its next write fails (ECONNRESET, EPIPE).
+function Conn:reset()
+  if self.closed then return end
+  self.closed = true
+  pcall(function() self.tcp:read_stop() end)
+  if not self.tcp:is_closing() then self.tcp:close_reset() end
+end
+
+-- Close the connection without reading what is left.
 function Conn:drop()
   if self.closed then return end
   self.closed = true
@@ -438,7 +447,8 @@ function Session:conn_for(opts)
 end
 
 -- POST a message (a table, encoded, or raw text). opts: conn, fresh, headers
--- (overrides; false drops one). Returns the response (head read) and the conn.
+-- (overrides; false drops one), nowait. Returns the response (head read) and
+-- the conn; with nowait, only the conn (nil, c).
 function Session:post(msg, opts)
   opts = opts or {}
   local c = self:conn_for(opts)
@@ -446,6 +456,7 @@ function Session:post(msg, opts)
   local headers = self:headers(opts.headers)
   table.insert(headers, { "Content-Length", tostring(#body) })
   c:send(M.request_text{ method = "POST", headers = headers, body = body })
+  if opts.nowait then return nil, c end
   local r, why = c:response(opts.timeout)
   if not r then error("no response to POST " .. body .. ": " .. why, 2) end
   return r, c

@@ -42,6 +42,7 @@ struct http_conn {
   unsigned streaming : 1;      /* a chunked answer is open */
   unsigned keep_alive : 1;
   unsigned closing : 1;
+  unsigned doomed : 1;         /* to be closed on the next loop turn; writes ignored */
   unsigned error : 1;          /* answered an error; close once written */
   unsigned kick : 1;           /* the timer is due at once: parse the next request */
   unsigned http10 : 1;         /* an HTTP/1.0 peer: no chunked encoding */
@@ -62,6 +63,7 @@ static struct {
 } H;
 
 static void conn_close(http_conn *c);
+static void conn_close_later(http_conn *c);
 static void drive(http_conn *c);
 static void on_timer(uv_timer_t *t);
 
@@ -104,16 +106,22 @@ static void write_done(uv_write_t *req, int status) {
   if (c->pending == 0 && !c->busy && (!c->keep_alive || c->error)) conn_close(c);
 }
 
+/* The writers below run under the transport, which may be in the middle of
+ * a stream of its own: none of them closes the connection. A write that
+ * fails (the peer reset it) or overflows dooms the connection instead: later
+ * writes are ignored and the close, with on_close, comes on the next loop
+ * turn, when no caller holds the exchange. */
 static int conn_write(http_conn *c, const char *data, size_t len) {
   uv_buf_t b;
   int n = 0;
-  if (c->closing || len == 0) return 0;
+  if (c->closing || c->doomed) return -1;
+  if (len == 0) return 0;
   if (c->pending == 0) {
     b = uv_buf_init((char *)data, (unsigned)len);
     n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
     if (n < 0 && n != UV_EAGAIN) {
-      mcp_debug("http: write: %s", uv_strerror(n));
-      conn_close(c);
+      mcp_debug("http: write: %s; connection dropped", uv_strerror(n));
+      conn_close_later(c);
       return -1;
     }
     if (n < 0) n = 0;
@@ -123,7 +131,7 @@ static int conn_write(http_conn *c, const char *data, size_t len) {
   if (c->pending + len > H.cfg.max_pending) {
     mcp_warn("http: a client reads too slowly (%zu bytes pending); connection dropped",
              c->pending + len);
-    conn_close(c);
+    conn_close_later(c);
     return -1;
   }
   write_req *w = malloc(sizeof *w + sizeof(size_t) + len);
@@ -133,10 +141,11 @@ static int conn_write(http_conn *c, const char *data, size_t len) {
   memcpy(w->data + sizeof(size_t), data + n, len);
   b = uv_buf_init(w->data + sizeof(size_t), (unsigned)len);
   c->pending += len;
-  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, write_done) < 0) {
+  if ((n = uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, write_done)) < 0) {
+    mcp_debug("http: write: %s; connection dropped", uv_strerror(n));
     c->pending -= len;
     free(w);
-    conn_close(c);
+    conn_close_later(c);
     return -1;
   }
   return 0;
@@ -159,9 +168,9 @@ static void exchange_done(http_conn *c) {
   c->busy = 0;
   c->streaming = 0;
   c->ud = NULL;
-  if (c->closing) return;
+  if (c->closing || c->doomed) return;
   if (!c->keep_alive || c->error) {
-    if (c->pending == 0) conn_close(c);
+    if (c->pending == 0) conn_close_later(c);
     return;
   }
   http_parser_pause(&c->parser, 0);
@@ -407,7 +416,7 @@ static void dispatch(http_conn *c) {
 
 /* Parse what was read, one request at a time. */
 static void drive(http_conn *c) {
-  while (!c->closing && !c->busy && c->in_off < c->in.len) {
+  while (!c->closing && !c->doomed && !c->busy && c->in_off < c->in.len) {
     size_t n = http_parser_execute(&c->parser, &H.settings, c->in.data + c->in_off,
                                    c->in.len - c->in_off);
     enum http_errno err = HTTP_PARSER_ERRNO(&c->parser);
@@ -427,12 +436,16 @@ static void drive(http_conn *c) {
   }
   if (c->in_off == c->in.len) c->in.len = c->in_off = 0;
   /* Idle between requests; a request begun keeps the header timer it started. */
-  if (!c->busy && !c->closing && c->in.len == 0 && c->header_bytes == 0)
+  if (!c->busy && !c->closing && !c->doomed && c->in.len == 0 && c->header_bytes == 0)
     uv_timer_start(&c->timer, on_timer, H.cfg.idle_ms, 0);
 }
 
 static void on_timer(uv_timer_t *t) {
   http_conn *c = t->data;
+  if (c->doomed) {
+    conn_close(c);
+    return;
+  }
   if (c->kick) {
     c->kick = 0;
     drive(c);
@@ -508,7 +521,15 @@ static void conn_close(http_conn *c) {
   uv_close((uv_handle_t *)&c->timer, timer_closed);
 }
 
-void http_conn_drop(http_conn *c) { conn_close(c); }
+/* Close from under a caller: read nothing more, write nothing more, and
+ * close on the next loop turn (the connection's timer, due at once). */
+static void conn_close_later(http_conn *c) {
+  if (c->closing || c->doomed) return;
+  c->doomed = 1;
+  c->kick = 0;
+  uv_read_stop((uv_stream_t *)&c->tcp);
+  uv_timer_start(&c->timer, on_timer, 0, 0);
+}
 
 static void on_connection(uv_stream_t *server, int status) {
   http_conn *c;

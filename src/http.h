@@ -58,15 +58,18 @@ void http_conn_set_data(http_conn *c, void *ud);
 /* Header lines (each ending in \r\n) added to every answer of the current
  * exchange (e.g. CORS); copied. */
 void http_conn_set_headers(http_conn *c, const char *headers);
-/* A whole response. headers: extra lines, each ending in \r\n, or NULL. */
+/* The answer's writers never close the connection under their caller: when
+ * a write fails (the peer reset the connection) or too much is pending, the
+ * connection is doomed, later writes are ignored, and it is closed, with
+ * on_close, on the next loop turn.
+ * A whole response. headers: extra lines, each ending in \r\n, or NULL. */
 void http_respond(http_conn *c, int status, const char *headers, const char *content_type,
                   const char *body, size_t len);
 /* A streamed response (chunked), e.g. Server-Sent Events. */
 void http_stream_begin(http_conn *c, int status, const char *headers, const char *content_type);
-/* Returns -1 when the peer reads too slowly (the connection is then dropped). */
+/* Returns -1 when the connection is doomed: the peer reset it or reads too
+ * slowly. */
 int http_stream_write(http_conn *c, const char *data, size_t len);
 void http_stream_end(http_conn *c);
-/* Drop the connection now (on_close runs). */
-void http_conn_drop(http_conn *c);
 
 #endif
