@@ -22,7 +22,7 @@ int mcp_parse_number(const char *s, double *out);
 /* Say what is wrong, then the usage, on stderr; returns 2 (the exit status). */
 int mcp_usage_error(const char *usage, const char *fmt, const char *arg);
 /* Apply one of the options every command shares: --timeout, --grace,
- * --max-line, --memory-limit, --page-size, --state-ttl (each takes a value). Returns 1
+ * --max-line, --memory-limit, --page-size, --state-ttl, --http-allow (each takes a value). Returns 1
  * when applied, -1 when the value is bad, 0 when flag is none of them. */
 int mcp_config_option(const char *flag, const char *value);
 

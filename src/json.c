@@ -12,7 +12,8 @@
 json_t *mcp_json_parse(const char *s, size_t n, char *err, size_t errlen) {
   json_error_t e;
   json_t *v = json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
-  if (v == NULL) snprintf(err, errlen, "%s at line %d column %d", e.text, e.line, e.column);
+  if (v == NULL)
+    snprintf(err, errlen, "%s at byte %d (line %d column %d)", e.text, e.position, e.line, e.column);
   return v;
 }
 

@@ -9,12 +9,14 @@
 
 #include "config.h"
 #include "fsread.h"
+#include "httpc.h"
 #include "json.h"
 #include "rev2026.h"
 #include "lmcp.h"
 #include "log.h"
 #include "rpc.h"
 #include "seal.h"
+#include "op.h"
 #include "sched.h"
 #include "session.h"
 #include "spawn.h"
@@ -633,6 +635,8 @@ void mcp_lua_open(lua_State *L) {
 int luaopen_mcp_core(lua_State *L) {
   mcp_json_open(L);
   luaL_newlib(L, core_funcs);
+  mcp_op_open(L);
+  mcp_httpc_open_lib(L);
   luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
   lua_setfield(L, -2, "array_mt");
   lua_pushlightuserdata(L, NULL);

@@ -18,11 +18,14 @@
 #include "stdio_transport.h"
 #include "transport_http.h"
 #include "watch.h"
+#include "httpc.h"
+#include "op.h"
 
 static const char usage[] =
   "usage: luamcp [--plugins DIR]... [--timeout SECONDS] [--grace SECONDS]\n"
   "              [--log-level LEVEL] [--max-line BYTES] [--memory-limit MB]\n"
-  "              [--page-size N] [--state-ttl SECONDS] [--http HOST:PORT [--allow-origin ORIGIN]...\n"
+  "              [--page-size N] [--state-ttl SECONDS] [--http-allow HOST[:PORT]]...\n"
+  "              [--http HOST:PORT [--allow-origin ORIGIN]...\n"
   "              [--token TOKEN] [--max-body BYTES] [--max-connections N] [--max-sessions N]\n"
   "              [--idle-timeout SECONDS]] [--watch] [--version] [--help]\n"
   "       luamcp list|call|check|new ...   (see luamcp list --help)\n"
@@ -38,6 +41,9 @@ static const char usage[] =
   "  --page-size N        items per list page (50)\n"
   "  --state-ttl SECONDS  how long an input-required result's requestState is\n"
   "                       accepted back (3600; 2026-07-28 clients)\n"
+  "  --http-allow H[:P]   handlers' HTTP requests (ctx:http) may reach only these\n"
+  "                       hosts; a name resolving to a loopback, private or\n"
+  "                       link-local address is refused unless named as such\n"
   "  --http HOST:PORT     serve Streamable HTTP instead of stdio (port 0: any)\n"
   "  --allow-origin O     also accept this Origin (localhost origins always are)\n"
   "  --token TOKEN        require Authorization: Bearer TOKEN (or $LUAMCP_TOKEN)\n"
@@ -65,6 +71,7 @@ static int use_http, use_watch;
 
 static void closed(void) {
   if (use_watch) mcp_watch_close();
+  mcp_httpc_close();
   uv_close((uv_handle_t *)&sigterm, NULL);
   uv_close((uv_handle_t *)&sigint, NULL);
   mcp_sched_close();
@@ -84,6 +91,7 @@ static void shutdown_begin(const char *why) {
   shutting_down = 1;
   mcp_info("shutting down: %s", why);
   mcp_rev2026_listen_close_all("shutdown");   /* subscriptions/listen end gracefully */
+  mcp_ops_shutdown();                          /* plugin-level I/O (shared clients' streams) */
   if (use_http) {
     mcp_http_shutdown(closed);     /* ends every session, then every connection */
     return;
@@ -140,7 +148,7 @@ int main(int argc, char **argv) {
                 strcmp(a, "--grace") == 0 || strcmp(a, "--log-level") == 0 ||
                 strcmp(a, "--max-line") == 0 || strcmp(a, "--memory-limit") == 0 ||
                 strcmp(a, "--page-size") == 0 || strcmp(a, "--http") == 0 ||
-                strcmp(a, "--state-ttl") == 0 ||
+                strcmp(a, "--state-ttl") == 0 || strcmp(a, "--http-allow") == 0 ||
                 strcmp(a, "--allow-origin") == 0 || strcmp(a, "--token") == 0 ||
                 strcmp(a, "--max-body") == 0 || strcmp(a, "--max-connections") == 0 ||
                 strcmp(a, "--idle-timeout") == 0 || strcmp(a, "--max-sessions") == 0;

@@ -9,6 +9,7 @@
 #include "json.h"
 #include "log.h"
 #include "rpc.h"
+#include "op.h"
 #include "sched.h"
 #include "session.h"
 #include "task.h"
@@ -417,6 +418,7 @@ static void wait_cancel(mcp_call *c) {
   }
   if (!c->waiting) return;
   c->waiting = 0;
+  c->awaiting = 0;
   c->wake_ns = 0;
   timer_arm(c);
 }
@@ -431,6 +433,7 @@ static void call_finish(mcp_call *c) {
     c->oncancel_ref = LUA_NOREF;
   }
   if (c->out_id) mcp_out_abandon(c, "request finished");
+  mcp_ops_stop(c, "request finished", 1);
   if (c->out_result_ref != LUA_NOREF) {
     luaL_unref(S.L, LUA_REGISTRYINDEX, c->out_result_ref);
     c->out_result_ref = LUA_NOREF;
@@ -554,6 +557,7 @@ static void co_reset(mcp_call *c) {
   c->hard_ns = mcp_clock_ns() + CLOSE_NS;
   lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
   wait_cancel(c);
+  mcp_ops_stop(c, c->req.reason ? c->req.reason : "request aborted", 0);
   if (c->out_id) mcp_out_abandon(c, c->req.reason ? c->req.reason : "request aborted");
   /* A dead thread reports its own error again; only a suspended one's
    * status tells about its <close> methods. */
@@ -584,6 +588,7 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
   if (act & MCP_ACT_SIGNAL) {
     c->signalled = 1;
     wait_cancel(c);
+    mcp_ops_stop(c, c->req.reason, 0);
     if (c->co) queue_push(c);
     run_oncancel(c);
   }

@@ -49,6 +49,7 @@ struct mcp_call {
    * abort, the end of the call) runs it once, and it detaches wait_data. */
   void (*wait_cleanup)(mcp_call *c);
   void *wait_data;
+  struct mcp_op *ops;        /* operations it started (op.c): cancelled when it stops or ends */
   mcp_call *qprev, *qnext;   /* run queue */
   mcp_call *aprev, *anext;   /* all live calls */
   unsigned waiting : 1;      /* a wait is armed; its callback resumes */
@@ -64,6 +65,7 @@ struct mcp_call {
   unsigned tasked : 1;       /* answered with a task: its response goes to the task */
   unsigned finishing : 1;    /* mcp.core.finish yielded the call's return values */
   unsigned typed : 1;        /* its result names its own resultType (input_required, task) */
+  unsigned awaiting : 1;     /* waits in core.await: an op's completion wakes it */
 };
 
 /* server_ref: the mcp.server module, with dispatch(method, params, id,

@@ -11,7 +11,13 @@ mcp.CANCELLED = CANCELLED          -- the error value of ctx:check()
 mcp.version = core.version
 mcp.now = core.now
 mcp.cancelled = core.cancelled
-mcp.sleep = core.sleep
+local await = require "mcp.await"
+mcp.sleep = await.sleep
+-- Operations (HTTP, SQL, futures): wait for one; run several functions at once.
+mcp.await = await.wait
+mcp.all = await.all
+mcp.json = { encode = core.encode, decode = core.decode, null = core.null }
+mcp.http = require("mcp.http").request
 mcp.encode = core.encode
 mcp.decode = core.decode
 -- Yielding: a child process, whole-file reads and directory listings (README).
@@ -24,6 +30,7 @@ mcp.realpath = core.realpath
 function mcp.array(t)
   return setmetatable(t or {}, array_mt)
 end
+mcp.json.array = mcp.array
 
 function mcp.is_array(t)
   return getmetatable(t) == array_mt
@@ -302,6 +309,12 @@ function mcp.plugin(p)
       error(where .. ": resources[" .. i .. "] is not an mcp.resource{...} or mcp.resource_template{...}", 2)
     end
   end
+  if p.http_allow ~= nil then
+    if type(p.http_allow) ~= "table" then error(where .. ": http_allow must be a list of HOST[:PORT]", 2) end
+    for i, h in ipairs(p.http_allow) do
+      if type(h) ~= "string" or h == "" then error(where .. ": http_allow[" .. i .. "] must be HOST[:PORT]", 2) end
+    end
+  end
   p.prompts = p.prompts or {}
   for i, pr in ipairs(p.prompts) do
     if getmetatable(pr) ~= PROMPT then
@@ -333,7 +346,7 @@ function Ctx.check()
 end
 function Ctx.progress(_, progress, total, message) return core.progress(progress, total, message) end
 function Ctx.log(_, level, data) return core.log(level, data) end
-function Ctx.sleep(_, seconds) return core.sleep(seconds) end
+function Ctx.sleep(_, seconds) return await.sleep(seconds) end
 function Ctx.on_cancel(_, fn) return core.on_cancel(fn) end
 -- Over HTTP: close the connection under this request's SSE stream without
 -- ending the stream (SSE polling); the client resumes it with Last-Event-ID.
@@ -342,6 +355,8 @@ function Ctx.spawn(_, cmd, args, opts) return core.spawn(cmd, args, opts) end
 function Ctx.read_file(_, path, opts) return core.read_file(path, opts) end
 function Ctx.list_dir(_, path) return core.list_dir(path) end
 function Ctx.realpath(_, path) return core.realpath(path) end
+function Ctx.http(_, req) return mcp.http(req) end
+function Ctx.all(_, fns) return mcp.all(fns) end
 
 -- Input from the client (lua/mcp/input.lua): in a session, requests to the
 -- client that yield until the answer; for a 2026-07-28 request, input

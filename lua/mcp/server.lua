@@ -71,6 +71,7 @@ local function register(plugin, path, quiet)
     end
   end
   check_unique(plugin)
+  core.http_allow(plugin.name, plugin.http_allow)
   register_more(plugin)
   local d = plugin.defaults
   for _, tool in ipairs(plugin.tools) do

@@ -1,0 +1,877 @@
+/* The HTTP client of handlers on libcurl's multi interface.
+ *
+ * One multi handle for the process: curl tells which sockets to watch
+ * (CURLMOPT_SOCKETFUNCTION: one uv_poll each) and when to call it back
+ * (CURLMOPT_TIMERFUNCTION: one uv_timer); libuv's events go back to curl as
+ * curl_multi_socket_action. Connections (and TLS sessions, DNS answers) stay
+ * in the multi handle's cache, so calls reuse them.
+ *
+ * A transfer is an operation of its call (op.h). A cancel takes it out of
+ * the multi handle at once, which closes its connection; from then on none
+ * of its Lua callbacks runs. curl forbids removing a handle from inside its
+ * own callbacks, so a cancel that happens there (a callback that raised, or
+ * one that cancelled another transfer) only marks the transfer, and the
+ * removal follows as soon as curl_multi_socket_action returns, in the same
+ * loop turn. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include <curl/curl.h>
+#include <lauxlib.h>
+#include <uv.h>
+
+#include "buf.h"
+#include "httpc.h"
+#include "json.h"
+#include "log.h"
+#include "op.h"
+#include "sched.h"
+#include "sse.h"
+
+#define DEFAULT_TIMEOUT 30.0
+#define DEFAULT_MAX_BYTES ((size_t)16 << 20)
+#define MAX_REDIRECTS 10L
+#define MAX_ALLOW 64
+
+typedef struct {
+  char host[256];                /* lower case; an IP literal without brackets */
+  int port;                      /* 0: any */
+} allow_entry;
+
+typedef struct {
+  allow_entry e[MAX_ALLOW];
+  int n;
+} allow_list;
+
+/* A plugin's own narrowing (mcp.plugin{http_allow = {...}}), by plugin
+ * name. Kept until shutdown, updated in place on reload, so that transfers
+ * may point at one. */
+typedef struct plugin_allow {
+  char *name;
+  allow_list list;
+  struct plugin_allow *next;
+} plugin_allow;
+
+/* A transfer. Its op is held by the engine from start until it leaves the
+ * multi handle (done, or cancelled), by its Lua handle while reachable. */
+typedef struct transfer {
+  mcp_op op;                     /* first */
+  CURL *easy;                    /* NULL once it left the multi handle */
+  struct curl_slist *headers;
+  mcp_buf body;                  /* the response body, unless streamed */
+  mcp_buf head;                  /* header lines of the last response */
+  mcp_sse sse;
+  allow_list *req_allow;         /* the request's own narrowing (req.allow), owned */
+  const allow_list *plugin_allow;  /* its plugin's, or NULL */
+  size_t max_bytes;
+  int chunk_ref, sse_ref;        /* on_chunk, on_sse, or LUA_NOREF */
+  long status;
+  CURLcode rc;
+  char *url;                     /* the request's URL, then the effective one */
+  char code[24];                 /* our own failure: too_large, blocked, callback */
+  char msg[400];
+  char errbuf[CURL_ERROR_SIZE];
+  unsigned in_multi : 1;
+  unsigned stopped : 1;          /* a callback returned false */
+  unsigned streaming : 1;        /* the body goes to a callback */
+  unsigned decided : 1;          /* whether it streams is decided (first body bytes) */
+  struct transfer *next_dead;    /* cancelled inside curl: removed after it returns */
+} transfer;
+
+typedef struct {
+  uv_poll_t poll;
+  curl_socket_t fd;
+} sock_ctx;
+
+static struct {
+  CURLM *multi;
+  uv_timer_t timer;
+  int in_curl;                   /* depth inside curl_multi_socket_action */
+  transfer *dead;                /* to remove once curl returns */
+  allow_list allow;              /* --http-allow */
+  plugin_allow *plugins;
+  int running;
+} C;
+
+/* Allow lists. */
+
+static int parse_allow(allow_list *a, const char *entry) {
+  allow_entry *e;
+  const char *colon, *end;
+  size_t hl;
+  if (a->n >= MAX_ALLOW || entry == NULL || entry[0] == '\0') return -1;
+  e = &a->e[a->n];
+  if (entry[0] == '[') {                               /* [v6]:port */
+    end = strchr(entry, ']');
+    if (end == NULL) return -1;
+    hl = (size_t)(end - entry - 1);
+    if (hl == 0 || hl >= sizeof e->host) return -1;
+    memcpy(e->host, entry + 1, hl);
+    colon = end[1] == ':' ? end + 1 : NULL;
+    if (end[1] != '\0' && colon == NULL) return -1;
+  } else {
+    colon = strrchr(entry, ':');
+    if (colon && strchr(entry, ':') != colon) colon = NULL;   /* a bare v6 literal */
+    hl = colon ? (size_t)(colon - entry) : strlen(entry);
+    if (hl == 0 || hl >= sizeof e->host) return -1;
+    memcpy(e->host, entry, hl);
+  }
+  e->host[hl] = '\0';
+  for (char *p = e->host; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+  e->port = 0;
+  if (colon) {
+    char *stop;
+    long port = strtol(colon + 1, &stop, 10);
+    if (*stop != '\0' || port < 1 || port > 65535) return -1;
+    e->port = (int)port;
+  }
+  a->n++;
+  return 0;
+}
+
+int mcp_httpc_allow(const char *entry) { return parse_allow(&C.allow, entry); }
+
+static const allow_entry *find_allow(const allow_list *a, const char *host, int port) {
+  for (int i = 0; i < a->n; i++)
+    if (strcasecmp(a->e[i].host, host) == 0 && (a->e[i].port == 0 || a->e[i].port == port))
+      return &a->e[i];
+  return NULL;
+}
+
+/* Loopback, private, link-local (cloud metadata), unspecified, multicast. */
+static int special_v4(uint32_t a) {
+  return (a >> 24) == 127 || (a >> 24) == 10 || (a >> 24) == 0 || (a >> 20) == 0xac1 ||
+         (a >> 16) == 0xc0a8 || (a >> 16) == 0xa9fe || (a >> 22) == (100u << 2 | 1) ||
+         (a >> 28) >= 0xe;
+}
+
+static int special_addr(const struct sockaddr *sa) {
+  if (sa->sa_family == AF_INET)
+    return special_v4(ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr));
+  if (sa->sa_family == AF_INET6) {
+    const unsigned char *b = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+    static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+    static const unsigned char zero[15] = { 0 };
+    if (memcmp(b, mapped, 12) == 0)
+      return special_v4((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 | b[15]);
+    if (memcmp(b, zero, 15) == 0) return 1;           /* :: and ::1 */
+    return (b[0] & 0xfe) == 0xfc || (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) || b[0] == 0xff;
+  }
+  return 1;
+}
+
+/* Does the allow entry name exactly this address (an IP literal), or is it
+ * localhost and the address loopback? */
+static int entry_names_addr(const allow_entry *e, const struct sockaddr *sa) {
+  char ip[INET6_ADDRSTRLEN];
+  if (sa->sa_family == AF_INET) inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof ip);
+  else if (sa->sa_family == AF_INET6) inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof ip);
+  else return 0;
+  if (strcasecmp(e->host, ip) == 0) return 1;
+  if (strcasecmp(e->host, "localhost") == 0) {
+    if (sa->sa_family == AF_INET)
+      return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    return strcmp(ip, "::1") == 0;
+  }
+  return 0;
+}
+
+/* The host and port of the URL being connected to (after redirects). */
+static int current_target(transfer *t, char *host, size_t cap, int *port) {
+  char *url = NULL, *h = NULL, *p = NULL;
+  CURLU *u = curl_url();
+  int ok = 0;
+  curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
+  if (u && url && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_HOST, &h, 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_PORT, &p, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+    size_t n = strlen(h);
+    if (n >= 2 && h[0] == '[') {                     /* [v6] */
+      memmove(h, h + 1, n - 2);
+      h[n - 2] = '\0';
+    }
+    snprintf(host, cap, "%s", h);
+    *port = atoi(p);
+    ok = 1;
+  }
+  curl_free(h);
+  curl_free(p);
+  curl_url_cleanup(u);
+  return ok;
+}
+
+/* May t connect to sa? Each list that is set must allow the URL's host and
+ * port; an address that is special must be named by the entry itself. */
+static int allowed(transfer *t, const struct sockaddr *sa) {
+  static const char *const whose[3] = { " (--http-allow)", " (the plugin's http_allow)", " (req.allow)" };
+  const allow_list *lists[3] = { C.allow.n ? &C.allow : NULL, t->plugin_allow, t->req_allow };
+  char host[256];
+  int port;
+  if (!lists[0] && !lists[1] && !lists[2]) return 1;
+  if (!current_target(t, host, sizeof host, &port)) {
+    snprintf(t->msg, sizeof t->msg, "blocked: cannot tell where the request goes");
+    return 0;
+  }
+  for (int i = 0; i < 3; i++) {
+    const allow_entry *e;
+    if (lists[i] == NULL) continue;
+    if ((e = find_allow(lists[i], host, port)) == NULL) {
+      snprintf(t->msg, sizeof t->msg, "blocked: %.255s:%d is not an allowed host%s", host, port, whose[i]);
+      return 0;
+    }
+    if (special_addr(sa) && !entry_names_addr(e, sa)) {
+      snprintf(t->msg, sizeof t->msg,
+               "blocked: %.255s resolved to a loopback, private or link-local address", host);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static curl_socket_t on_opensocket(void *ud, curlsocktype purpose, struct curl_sockaddr *a) {
+  transfer *t = ud;
+  (void)purpose;
+  if (!allowed(t, &a->addr)) {
+    snprintf(t->code, sizeof t->code, "blocked");
+    mcp_info("http: %s", t->msg);
+    return CURL_SOCKET_BAD;
+  }
+  return socket(a->family, a->socktype, a->protocol);
+}
+
+/* Lua callbacks. They run on the main thread on behalf of the call; a
+ * callback that raises fails the transfer, one that returns false ends it. */
+
+static int run_callback(transfer *t, int ref, int nargs) {
+  lua_State *L = mcp_sched_lua();
+  int stop;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+  lua_insert(L, -1 - nargs);
+  if (mcp_call_pcall(t->op.call, nargs, 1) != LUA_OK) {
+    snprintf(t->code, sizeof t->code, "callback");
+    snprintf(t->msg, sizeof t->msg, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "callback failed");
+    lua_pop(L, 1);
+    return -1;
+  }
+  stop = lua_isboolean(L, -1) && !lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  if (t->op.done) return -1;                         /* cancelled meanwhile */
+  if (stop) t->stopped = 1;
+  return stop;
+}
+
+static int on_event(void *ud, const mcp_sse_event *ev) {
+  transfer *t = ud;
+  lua_State *L = mcp_sched_lua();
+  lua_createtable(L, 0, 3);
+  lua_pushstring(L, ev->event);
+  lua_setfield(L, -2, "event");
+  lua_pushlstring(L, ev->data, ev->data_len);
+  lua_setfield(L, -2, "data");
+  lua_pushstring(L, ev->id);
+  lua_setfield(L, -2, "id");
+  return run_callback(t, t->sse_ref, 1);
+}
+
+/* Stream the body to a callback only for a success, and to on_sse only for
+ * text/event-stream; anything else (an error page) is kept in body. */
+static void decide(transfer *t) {
+  char *ct = NULL;
+  long status = 0;
+  t->decided = 1;
+  curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_getinfo(t->easy, CURLINFO_CONTENT_TYPE, &ct);
+  if (status < 200 || status > 299) return;
+  if (t->sse_ref != LUA_NOREF) t->streaming = ct != NULL && strncasecmp(ct, "text/event-stream", 17) == 0;
+  else t->streaming = t->chunk_ref != LUA_NOREF;
+}
+
+static size_t on_write(char *p, size_t size, size_t n, void *ud) {
+  transfer *t = ud;
+  size_t len = size * n;
+  int r;
+  if (t->op.done) return CURL_WRITEFUNC_ERROR;
+  if (!t->decided) decide(t);
+  if (!t->streaming) {
+    if (t->body.len + len > t->max_bytes) {
+      snprintf(t->code, sizeof t->code, "too_large");
+      snprintf(t->msg, sizeof t->msg, "the response is larger than max_bytes (%zu)", t->max_bytes);
+      return CURL_WRITEFUNC_ERROR;
+    }
+    mcp_buf_add(&t->body, p, len);
+    return len;
+  }
+  if (t->sse_ref != LUA_NOREF) {
+    t->sse.max = t->max_bytes;
+    r = mcp_sse_feed(&t->sse, p, len, on_event, t);
+    if (r == -1 && t->code[0] == '\0') {
+      snprintf(t->code, sizeof t->code, "too_large");
+      snprintf(t->msg, sizeof t->msg, "an event is larger than max_bytes (%zu)", t->max_bytes);
+    }
+  } else {
+    lua_pushlstring(mcp_sched_lua(), p, len);
+    r = run_callback(t, t->chunk_ref, 1);
+  }
+  return r == 0 ? len : CURL_WRITEFUNC_ERROR;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ud) {
+  transfer *t = ud;
+  size_t len = size * n;
+  if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) t->head.len = 0;   /* a new response (redirect, 100) */
+  if (t->head.len + len > 256 * 1024) return 0;
+  mcp_buf_add(&t->head, p, len);
+  return len;
+}
+
+/* Leaving the multi handle: the one place a transfer lets go of curl. */
+static void unref_fns(transfer *t) {
+  lua_State *L = mcp_sched_lua();
+  luaL_unref(L, LUA_REGISTRYINDEX, t->chunk_ref);
+  luaL_unref(L, LUA_REGISTRYINDEX, t->sse_ref);
+  t->chunk_ref = t->sse_ref = LUA_NOREF;
+}
+
+static void transfer_end(transfer *t) {
+  char *url = NULL;
+  if (t->easy == NULL) return;
+  curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
+  curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
+  if (url != NULL && (url = strdup(url)) != NULL) {
+    free(t->url);
+    t->url = url;
+  }
+  if (t->in_multi) curl_multi_remove_handle(C.multi, t->easy);
+  t->in_multi = 0;
+  curl_easy_cleanup(t->easy);
+  t->easy = NULL;
+  curl_slist_free_all(t->headers);
+  t->headers = NULL;
+  unref_fns(t);
+  mcp_op_done(&t->op);
+  mcp_op_release(&t->op);
+}
+
+static void reap_dead(void) {
+  while (C.dead) {
+    transfer *t = C.dead;
+    C.dead = t->next_dead;
+    transfer_end(t);
+  }
+}
+
+static void read_done(void) {
+  CURLMsg *m;
+  int left;
+  while ((m = curl_multi_info_read(C.multi, &left)) != NULL) {
+    transfer *t = NULL;
+    if (m->msg != CURLMSG_DONE) continue;
+    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&t);
+    t->rc = m->data.result;
+    if (t->rc != CURLE_OK && t->errbuf[0] == '\0')
+      snprintf(t->errbuf, sizeof t->errbuf, "%s", curl_easy_strerror(t->rc));
+    transfer_end(t);
+  }
+}
+
+static void socket_action(curl_socket_t fd, int flags) {
+  C.in_curl++;
+  curl_multi_socket_action(C.multi, fd, flags, &C.running);
+  C.in_curl--;
+  if (C.in_curl == 0) {
+    read_done();
+    reap_dead();
+  }
+}
+
+/* libuv <-> curl. */
+
+static void on_poll(uv_poll_t *h, int status, int events) {
+  sock_ctx *s = h->data;
+  int flags = 0;
+  if (status < 0) flags = CURL_CSELECT_ERR;
+  if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
+  if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
+  socket_action(s->fd, flags);
+}
+
+static void on_timeout(uv_timer_t *h) {
+  (void)h;
+  socket_action(CURL_SOCKET_TIMEOUT, 0);
+}
+
+static int on_curl_timer(CURLM *m, long ms, void *ud) {
+  (void)m; (void)ud;
+  if (ms < 0) uv_timer_stop(&C.timer);
+  else uv_timer_start(&C.timer, on_timeout, (uint64_t)ms, 0);
+  return 0;
+}
+
+static void sock_closed(uv_handle_t *h) { free(h->data); }
+
+static int on_curl_socket(CURL *e, curl_socket_t fd, int what, void *ud, void *sockp) {
+  sock_ctx *s = sockp;
+  int events = 0;
+  (void)e; (void)ud;
+  if (what == CURL_POLL_REMOVE) {
+    if (s) {
+      uv_poll_stop(&s->poll);
+      uv_close((uv_handle_t *)&s->poll, sock_closed);
+      curl_multi_assign(C.multi, fd, NULL);
+    }
+    return 0;
+  }
+  if (s == NULL) {
+    s = calloc(1, sizeof *s);
+    if (s == NULL) abort();
+    s->fd = fd;
+    if (uv_poll_init_socket(mcp_sched_loop(), &s->poll, fd) != 0) {
+      free(s);
+      return -1;
+    }
+    s->poll.data = s;
+    curl_multi_assign(C.multi, fd, s);
+  }
+  if (what & CURL_POLL_IN) events |= UV_READABLE;
+  if (what & CURL_POLL_OUT) events |= UV_WRITABLE;
+  uv_poll_start(&s->poll, events, on_poll);
+  return 0;
+}
+
+static void multi_init(void) {
+  if (C.multi) return;
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  C.multi = curl_multi_init();
+  if (C.multi == NULL) abort();
+  curl_multi_setopt(C.multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+  curl_multi_setopt(C.multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+  curl_multi_setopt(C.multi, CURLMOPT_MAX_HOST_CONNECTIONS, 64L);
+  uv_timer_init(mcp_sched_loop(), &C.timer);
+}
+
+/* The op. */
+
+static void t_cancel(mcp_op *op) {
+  transfer *t = (transfer *)op;
+  if (t->easy == NULL) return;
+  unref_fns(t);                                      /* no callback of it runs again */
+  if (C.in_curl > 0) {                               /* inside curl: right after it returns */
+    t->next_dead = C.dead;
+    C.dead = t;
+    return;
+  }
+  transfer_end(t);
+}
+
+static const char *rc_code(CURLcode rc) {
+  switch (rc) {
+    case CURLE_OPERATION_TIMEDOUT: return "timeout";
+    case CURLE_COULDNT_RESOLVE_HOST: return "couldnt_resolve_host";
+    case CURLE_COULDNT_RESOLVE_PROXY: return "couldnt_resolve_proxy";
+    case CURLE_COULDNT_CONNECT: return "couldnt_connect";
+    case CURLE_UNSUPPORTED_PROTOCOL: return "unsupported_protocol";
+    case CURLE_URL_MALFORMAT: return "url_malformat";
+    case CURLE_TOO_MANY_REDIRECTS: return "too_many_redirects";
+    case CURLE_GOT_NOTHING: return "got_nothing";
+    case CURLE_SEND_ERROR: return "send_error";
+    case CURLE_RECV_ERROR: return "recv_error";
+    case CURLE_PARTIAL_FILE: return "partial_file";
+    case CURLE_PEER_FAILED_VERIFICATION: return "peer_failed_verification";
+    case CURLE_SSL_CONNECT_ERROR: return "ssl_connect_error";
+    case CURLE_SSL_CACERT_BADFILE: return "ssl_cacert_badfile";
+    case CURLE_WRITE_ERROR: return "write_error";
+    case CURLE_BAD_CONTENT_ENCODING: return "bad_content_encoding";
+    case CURLE_HTTP2: return "http2";
+    case CURLE_HTTP2_STREAM: return "http2_stream";
+    case CURLE_WEIRD_SERVER_REPLY: return "weird_server_reply";
+    default: return "curl_error";
+  }
+}
+
+/* stack: -> {status=, headers=, body=, url=[, stopped=true]} or nil, message, code */
+static int t_push(lua_State *L, mcp_op *op) {
+  transfer *t = (transfer *)op;
+  const char *p, *end;
+  if (t->code[0] != '\0' || (t->rc != CURLE_OK && !t->stopped)) {
+    lua_pushnil(L);
+    if (t->code[0] != '\0') {
+      lua_pushstring(L, t->msg[0] ? t->msg : t->code);
+      lua_pushstring(L, t->code);
+    } else {
+      lua_pushstring(L, t->errbuf);
+      lua_pushstring(L, rc_code(t->rc));
+    }
+    return 3;
+  }
+  lua_createtable(L, 0, 5);
+  lua_pushinteger(L, t->status);
+  lua_setfield(L, -2, "status");
+  lua_pushlstring(L, t->body.data ? t->body.data : "", t->body.len);
+  lua_setfield(L, -2, "body");
+  lua_pushstring(L, t->url ? t->url : "");
+  lua_setfield(L, -2, "url");
+  if (t->stopped) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "stopped");
+  }
+  lua_newtable(L);                                   /* headers: lower-case name = value */
+  p = t->head.data;
+  end = p ? p + t->head.len : NULL;
+  while (p && p < end) {
+    const char *eol = memchr(p, '\n', (size_t)(end - p)), *colon;
+    const char *stop = eol ? eol : end;
+    colon = memchr(p, ':', (size_t)(stop - p));
+    if (colon && colon > p && *p != ' ' && *p != '\t') {
+      const char *v = colon + 1, *ve = stop;
+      luaL_Buffer b;
+      while (v < ve && (*v == ' ' || *v == '\t')) v++;
+      while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t')) ve--;
+      luaL_buffinit(L, &b);
+      for (const char *k = p; k < colon; k++) luaL_addchar(&b, (char)(*k >= 'A' && *k <= 'Z' ? *k + 32 : *k));
+      luaL_pushresult(&b);                           /* name */
+      lua_pushvalue(L, -1);
+      if (lua_rawget(L, -3) == LUA_TSTRING) {        /* repeated: joined with ", " */
+        lua_pushliteral(L, ", ");
+        lua_pushlstring(L, v, (size_t)(ve - v));
+        lua_concat(L, 3);
+      } else {
+        lua_pop(L, 1);
+        lua_pushlstring(L, v, (size_t)(ve - v));
+      }
+      lua_rawset(L, -3);
+    }
+    p = eol ? eol + 1 : end;
+  }
+  lua_setfield(L, -2, "headers");
+  return 1;
+}
+
+static void t_free(mcp_op *op) {
+  transfer *t = (transfer *)op;
+  mcp_buf_free(&t->body);
+  mcp_buf_free(&t->head);
+  mcp_sse_free(&t->sse);
+  free(t->url);
+  free(t->req_allow);
+  free(t);
+}
+
+static const mcp_op_type transfer_type = { "http", t_cancel, t_push, t_free };
+
+/* Reading the request table. Bad input is returned as nil, message,
+ * "invalid"; a programming mistake (a field of the wrong type) raises. The
+ * transfer and its handle exist from the start, so that whatever raises
+ * leaves nothing behind: the handle is collected and cancels the op. */
+
+static int invalid(lua_State *L, transfer *t, const char *fmt, const char *arg) {
+  mcp_op_cancel(&t->op, "invalid request");
+  lua_pushnil(L);
+  lua_pushfstring(L, fmt, arg);
+  lua_pushliteral(L, "invalid");
+  return 3;
+}
+
+static int valid_header(const char *name, const char *value, size_t vlen) {
+  if (name[0] == '\0') return 0;
+  for (const char *p = name; *p; p++)
+    if (*p <= ' ' || *p == ':' || *p == 127) return 0;
+  for (size_t i = 0; i < vlen; i++)
+    if (value[i] == '\r' || value[i] == '\n' || value[i] == '\0') return 0;
+  return 1;
+}
+
+static double opt_number(lua_State *L, const char *field, double dflt) {
+  double v = dflt;
+  if (lua_getfield(L, 1, field) != LUA_TNIL) {
+    if (!lua_isnumber(L, -1) || lua_tonumber(L, -1) < 0)
+      luaL_error(L, "http: req.%s must be a number >= 0", field);
+    v = lua_tonumber(L, -1);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+/* stack: query -> query. Appends "k=v&..." URL-encoded, keys sorted, a list
+ * value as the key repeated. */
+static void add_query(lua_State *L, mcp_buf *url) {
+  int q = lua_gettop(L), keys, n = 0;
+  lua_newtable(L);
+  keys = lua_gettop(L);
+  for (lua_pushnil(L); lua_next(L, q); lua_pop(L, 1)) {
+    if (lua_type(L, -2) != LUA_TSTRING) luaL_error(L, "http: req.query keys must be strings");
+    lua_pushvalue(L, -2);
+    lua_rawseti(L, keys, ++n);
+  }
+  lua_getglobal(L, "table");
+  lua_getfield(L, -1, "sort");
+  lua_pushvalue(L, keys);
+  lua_call(L, 1, 0);
+  lua_pop(L, 1);
+  for (int i = 1; i <= n; i++) {
+    int m = 1, list;
+    lua_rawgeti(L, keys, i);
+    lua_pushvalue(L, -1);
+    lua_gettable(L, q);                              /* stack: key value */
+    list = lua_istable(L, -1);
+    if (list) m = (int)lua_rawlen(L, -1);
+    for (int j = 1; j <= m; j++) {
+      char *k, *v;
+      if (list) lua_rawgeti(L, -1, j); else lua_pushvalue(L, -1);
+      if (lua_isboolean(L, -1)) {
+        lua_pushstring(L, lua_toboolean(L, -1) ? "true" : "false");
+        lua_replace(L, -2);
+      }
+      if (!lua_isstring(L, -1))
+        luaL_error(L, "http: req.query.%s must be a string, a number or a boolean", lua_tostring(L, -3));
+      k = curl_easy_escape(NULL, lua_tostring(L, -3), 0);
+      v = curl_easy_escape(NULL, lua_tostring(L, -1), (int)lua_rawlen(L, -1));
+      mcp_buf_addc(url, memchr(url->data, '?', url->len) ? '&' : '?');
+      mcp_buf_printf(url, "%s=%s", k, v);
+      curl_free(k);
+      curl_free(v);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
+  }
+  lua_pop(L, 1);
+}
+
+static int fn_ref(lua_State *L, const char *field) {
+  if (lua_getfield(L, 1, field) == LUA_TNIL) {
+    lua_pop(L, 1);
+    return LUA_NOREF;
+  }
+  if (!lua_isfunction(L, -1)) luaL_error(L, "http: req.%s must be a function", field);
+  return luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+/* stack: req handle headers -> req handle */
+static int set_headers(lua_State *L, transfer *t) {
+  luaL_checktype(L, -1, LUA_TTABLE);
+  for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) {
+    size_t vlen = 0;
+    const char *name = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+    const char *value = lua_isstring(L, -1) ? lua_tolstring(L, -1, &vlen) : NULL;
+    mcp_buf line = MCP_BUF_INIT;
+    if (value == NULL || !valid_header(name, value, vlen)) return -1;
+    mcp_buf_printf(&line, "%s: %s", name, value);
+    mcp_buf_addc(&line, '\0');
+    t->headers = curl_slist_append(t->headers, line.data);
+    mcp_buf_free(&line);
+  }
+  lua_pop(L, 1);
+  return 0;
+}
+
+/* stack: list -> (popped). An empty list allows no host. */
+static void read_allow(lua_State *L, allow_list *a, const char *what) {
+  luaL_checktype(L, -1, LUA_TTABLE);
+  a->n = 0;
+  for (int i = 1; lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
+    if (!lua_isstring(L, -1) || parse_allow(a, lua_tostring(L, -1)) != 0)
+      luaL_error(L, "%s[%d] must be HOST or HOST:PORT (at most %d)", what, i, MAX_ALLOW);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 2);                                     /* the nil that ended it, the list */
+}
+
+/* http_allow(plugin, list | nil): a plugin's narrowing, from its declaration. */
+static int l_http_allow(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  plugin_allow *p;
+  for (p = C.plugins; p && strcmp(p->name, name) != 0; p = p->next) {}
+  if (lua_isnoneornil(L, 2)) {
+    if (p) p->list.n = -1;                           /* none: checked as absent */
+    return 0;
+  }
+  if (p == NULL) {
+    p = calloc(1, sizeof *p);
+    if (p == NULL || (p->name = strdup(name)) == NULL) abort();
+    p->next = C.plugins;
+    C.plugins = p;
+  }
+  lua_settop(L, 2);
+  read_allow(L, &p->list, "http_allow");
+  if (p->list.n == 0) parse_allow(&p->list, "-");   /* an empty list: a host never named */
+  return 0;
+}
+
+static const allow_list *plugin_list(mcp_call *c) {
+  if (c == NULL || c->logger == NULL) return NULL;
+  for (plugin_allow *p = C.plugins; p; p = p->next)
+    if (strcmp(p->name, c->logger) == 0) return p->list.n > 0 ? &p->list : NULL;
+  return NULL;
+}
+
+static int has_header(const struct curl_slist *h, const char *name) {
+  size_t n = strlen(name);
+  for (; h; h = h->next)
+    if (strncasecmp(h->data, name, n) == 0 && h->data[n] == ':') return 1;
+  return 0;
+}
+
+/* The options of the easy handle, once the request is read. */
+static void setup(transfer *t, const char *method, double timeout, double connect_timeout,
+                  int follow, int has_body) {
+  CURL *e = t->easy;
+  curl_easy_setopt(e, CURLOPT_URL, t->url);
+  curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, follow ? 1L : 0L);
+  curl_easy_setopt(e, CURLOPT_MAXREDIRS, MAX_REDIRECTS);
+  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+  curl_easy_setopt(e, CURLOPT_USERAGENT, "luamcp/" LUAMCP_VERSION);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
+  curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_opensocket);
+  curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, t);
+  if (timeout > 0) curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(timeout * 1000.0 + 0.5));
+  if (connect_timeout > 0)
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(connect_timeout * 1000.0 + 0.5));
+  if (t->headers) curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+  if (has_body) {
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)t->body.len);
+    curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, t->body.len ? t->body.data : "");
+    t->body.len = 0;                                 /* copied: the buffer is the response's now */
+  }
+  if (method != NULL && strcmp(method, "HEAD") == 0) curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  else if (method != NULL && strcmp(method, has_body ? "POST" : "GET") != 0)
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+}
+
+/* http(req): an op (its handle), or nil, message, "invalid" | "cancelled". */
+static int l_http(lua_State *L) {
+  mcp_call *c = mcp_call_current(L);
+  mcp_buf url = MCP_BUF_INIT;
+  const char *s, *method = NULL;
+  double timeout, connect_timeout;
+  int has_body = 0, json = 0, background, follow = 1;
+  transfer *t;
+  char err[256];
+
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  background = lua_getfield(L, 1, "background") != LUA_TNIL && lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  if (c != NULL && c->signalled && !background) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "cancelled: %s", c->req.reason ? c->req.reason : "request stopped");
+    lua_pushliteral(L, "cancelled");
+    return 3;
+  }
+  multi_init();
+  t = calloc(1, sizeof *t);
+  if (t == NULL || (t->easy = curl_easy_init()) == NULL) abort();
+  t->chunk_ref = t->sse_ref = LUA_NOREF;
+  mcp_op_init(&t->op, &transfer_type, background ? NULL : c);
+  mcp_op_push(L, &t->op);                            /* stack: req handle */
+
+  if (lua_getfield(L, 1, "url") != LUA_TSTRING) return luaL_error(L, "http: req.url must be a string");
+  s = lua_tostring(L, -1);
+  if (strncasecmp(s, "http://", 7) != 0 && strncasecmp(s, "https://", 8) != 0)
+    return invalid(L, t, "http: %s: only http and https URLs", s);
+  if (strpbrk(s, "\r\n \t") != NULL) return invalid(L, t, "http: %s: a URL has no spaces or line breaks", s);
+  lua_pop(L, 1);
+  if (lua_getfield(L, 1, "method") != LUA_TNIL) {
+    method = luaL_checkstring(L, -1);                /* anchored in req */
+    if (method[0] == '\0' || method[strspn(method, "ABCDEFGHIJKLMNOPQRSTUVWXYZ-")] != '\0')
+      return invalid(L, t, "http: bad method %s (upper-case letters)", method);
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, 1, "body") != LUA_TNIL) {
+    size_t n;
+    if (lua_type(L, -1) != LUA_TSTRING)
+      return invalid(L, t, "http: req.body must be a string (req.json sends a %s)", luaL_typename(L, -1));
+    s = lua_tolstring(L, -1, &n);
+    mcp_buf_add(&t->body, s, n);
+    has_body = 1;
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, 1, "json") != LUA_TNIL) {
+    if (has_body) return invalid(L, t, "http: req.body and req.json together%s", "");
+    if (mcp_json_encode(L, lua_gettop(L), &t->body, err, sizeof err) != 0)
+      return invalid(L, t, "http: req.json: %s", err);
+    has_body = json = 1;
+  }
+  lua_pop(L, 1);
+  timeout = opt_number(L, "timeout", DEFAULT_TIMEOUT);
+  connect_timeout = opt_number(L, "connect_timeout", 0);
+  t->max_bytes = (size_t)opt_number(L, "max_bytes", (double)DEFAULT_MAX_BYTES);
+  if (lua_getfield(L, 1, "follow") != LUA_TNIL) follow = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  if (c != NULL && c->deadline_ns != 0 && !background) {   /* never past the call's deadline */
+    uint64_t now = mcp_clock_ns();
+    double left = c->deadline_ns > now ? (double)(c->deadline_ns - now) / 1e9 : 0.001;
+    if (timeout == 0 || left < timeout) timeout = left;
+  }
+  lua_getfield(L, 1, "url");
+  mcp_buf_add(&url, lua_tostring(L, -1), lua_rawlen(L, -1));
+  lua_pop(L, 1);
+  if (lua_getfield(L, 1, "query") != LUA_TNIL) {
+    luaL_checktype(L, -1, LUA_TTABLE);
+    mcp_buf_addc(&url, '\0');                        /* for memchr's sake; dropped below */
+    url.len--;
+    add_query(L, &url);
+  }
+  lua_pop(L, 1);
+  mcp_buf_addc(&url, '\0');
+  t->url = url.data;                                 /* owned by t from here */
+  if (lua_getfield(L, 1, "headers") != LUA_TNIL && set_headers(L, t) != 0)
+    return invalid(L, t, "http: header %s: a token name, and a value without CR, LF or NUL",
+                   lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?");
+  if (lua_gettop(L) > 2) lua_pop(L, 1);
+  if (json && !has_header(t->headers, "content-type"))
+    t->headers = curl_slist_append(t->headers, "Content-Type: application/json");
+  if (lua_getfield(L, 1, "allow") != LUA_TNIL) {
+    if ((t->req_allow = calloc(1, sizeof *t->req_allow)) == NULL) abort();
+    read_allow(L, t->req_allow, "http: req.allow");
+    if (t->req_allow->n == 0) parse_allow(t->req_allow, "-");
+  } else {
+    lua_pop(L, 1);
+  }
+  t->plugin_allow = plugin_list(c);
+  t->chunk_ref = fn_ref(L, "on_chunk");
+  t->sse_ref = fn_ref(L, "on_sse");
+
+  setup(t, method, timeout, connect_timeout, follow, has_body);
+  t->in_multi = 1;
+  curl_multi_add_handle(C.multi, t->easy);           /* starts at curl's next timer */
+  return 1;
+}
+
+void mcp_httpc_open_lib(lua_State *L) {
+  lua_pushcfunction(L, l_http);
+  lua_setfield(L, -2, "http");
+  lua_pushcfunction(L, l_http_allow);
+  lua_setfield(L, -2, "http_allow");
+}
+
+static void timer_closed(uv_handle_t *h) {
+  (void)h;
+}
+
+void mcp_httpc_close(void) {
+  while (C.plugins) {
+    plugin_allow *p = C.plugins;
+    C.plugins = p->next;
+    free(p->name);
+    free(p);
+  }
+  if (C.multi == NULL) return;
+  /* ops are cancelled before this, so no transfer is left in the handle */
+  curl_multi_cleanup(C.multi);
+  C.multi = NULL;
+  uv_close((uv_handle_t *)&C.timer, timer_closed);
+  curl_global_cleanup();
+}

@@ -1,0 +1,330 @@
+/* Operations a handler starts and waits on (see op.h), the two simple kinds
+ * (a timer, a future completed from Lua), and core.await. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <uv.h>
+
+#include "log.h"
+#include "op.h"
+#include "sched.h"
+
+#define OP_MT "mcp.op"
+
+static mcp_op *plugin_ops;               /* ops started outside any call */
+
+static mcp_op **list_of(mcp_op *op) { return op->call ? &op->call->ops : &plugin_ops; }
+
+static void unlink_op(mcp_op *op) {
+  if (!op->listed) return;
+  if (op->prev) op->prev->next = op->next; else *list_of(op) = op->next;
+  if (op->next) op->next->prev = op->prev;
+  op->prev = op->next = NULL;
+  op->listed = 0;
+}
+
+void mcp_op_init(mcp_op *op, const mcp_op_type *type, mcp_call *c) {
+  mcp_op **head;
+  op->type = type;
+  op->call = c;
+  op->engine = 1;
+  head = list_of(op);
+  op->next = *head;
+  if (*head) (*head)->prev = op;
+  *head = op;
+  op->listed = 1;
+}
+
+static void maybe_free(mcp_op *op) {
+  if (op->engine || op->handle) return;
+  unlink_op(op);
+  op->type->free(op);
+}
+
+void mcp_op_done(mcp_op *op) {
+  mcp_call *c = op->call;
+  if (op->done) return;
+  op->done = 1;
+  if (c != NULL && c->awaiting && c->waiting) {
+    c->waiting = 0;
+    mcp_call_wake(c);
+  }
+}
+
+void mcp_op_release(mcp_op *op) {
+  op->engine = 0;
+  maybe_free(op);
+}
+
+/* Done first, then the engine stops (and may let go, freeing the op). */
+void mcp_op_cancel(mcp_op *op, const char *why) {
+  if (op->done) return;
+  op->cancelled = 1;
+  snprintf(op->reason, sizeof op->reason, "cancelled: %s", why ? why : "request stopped");
+  mcp_op_done(op);
+  op->type->cancel(op);
+}
+
+void mcp_ops_stop(mcp_call *c, const char *why, int finished) {
+  mcp_op *op = c->ops;
+  while (op != NULL) {
+    mcp_op *next = op->next;
+    mcp_op_cancel(op, why);
+    op = next;
+  }
+  if (!finished) return;
+  while ((op = c->ops) != NULL) {        /* nothing of the call is left to wake */
+    unlink_op(op);
+    op->call = NULL;
+  }
+}
+
+void mcp_ops_shutdown(void) {
+  for (mcp_op *op = plugin_ops, *next; op != NULL; op = next) {
+    next = op->next;
+    mcp_op_cancel(op, "shutdown");
+  }
+}
+
+/* Handles. */
+
+mcp_op *mcp_op_check(lua_State *L, int idx) {
+  mcp_op **p = luaL_checkudata(L, idx, OP_MT);
+  if (*p == NULL) luaL_argerror(L, idx, "a released operation");
+  return *p;
+}
+
+void mcp_op_push(lua_State *L, mcp_op *op) {
+  mcp_op **p = lua_newuserdatauv(L, sizeof *p, 0);
+  *p = op;
+  op->handle = 1;
+  luaL_setmetatable(L, OP_MT);
+}
+
+static int op_gc(lua_State *L) {
+  mcp_op **p = luaL_checkudata(L, 1, OP_MT);
+  mcp_op *op = *p;
+  if (op == NULL) return 0;
+  *p = NULL;
+  op->handle = 0;
+  /* Unreachable and still running: nobody can read what it brings. */
+  if (!op->done) mcp_op_cancel(op, "dropped");
+  maybe_free(op);
+  return 0;
+}
+
+static int op_done_l(lua_State *L) {
+  lua_pushboolean(L, mcp_op_check(L, 1)->done);
+  return 1;
+}
+
+/* op:result(): the outcome of a done op; a cancelled one's is nil,
+ * "cancelled: <reason>", "cancelled". */
+static int op_result(lua_State *L) {
+  mcp_op *op = mcp_op_check(L, 1);
+  if (!op->done) return luaL_error(L, "%s: not done yet (wait for it first)", op->type->name);
+  if (op->cancelled) {
+    lua_pushnil(L);
+    lua_pushstring(L, op->reason);
+    lua_pushliteral(L, "cancelled");
+    return 3;
+  }
+  return op->type->push(L, op);
+}
+
+static int op_cancel_l(lua_State *L) {
+  mcp_op_cancel(mcp_op_check(L, 1), luaL_optstring(L, 2, "cancelled by the handler"));
+  return 0;
+}
+
+static int op_tostring(lua_State *L) {
+  mcp_op **p = luaL_checkudata(L, 1, OP_MT);
+  lua_pushfstring(L, "mcp.op(%s)", *p ? (*p)->type->name : "released");
+  return 1;
+}
+
+/* await(op, ...): the index of the first op that is done, waiting for one
+ * when none is. A cancel of the call cancels every op, so it wakes too. */
+static int await_k(lua_State *L, int status, lua_KContext ctx) {
+  mcp_call *c = mcp_call_current(L);
+  int n = (int)ctx;
+  (void)status;
+  lua_settop(L, n);
+  c->awaiting = 0;
+  for (int i = 1; i <= n; i++) {
+    if (mcp_op_check(L, i)->done) {
+      lua_pushinteger(L, i);
+      return 1;
+    }
+  }
+  c->awaiting = 1;
+  c->waiting = 1;
+  return lua_yieldk(L, 0, n, await_k);
+}
+
+static int l_await(lua_State *L) {
+  int n = lua_gettop(L);
+  mcp_call *c = mcp_call_current(L);
+  if (n == 0) return luaL_error(L, "await: no operation to wait for");
+  for (int i = 1; i <= n; i++) mcp_op_check(L, i);
+  if (c == NULL)
+    return luaL_error(L, "await: not inside a request (a plugin's top level cannot wait)");
+  if (L != c->co)
+    return luaL_error(L, "await: call it from the handler's coroutine (or under mcp.all)");
+  if (!lua_isyieldable(L) || c->closing) return luaL_error(L, "await: cannot yield here");
+  return await_k(L, LUA_OK, n);
+}
+
+/* A future: done when Lua completes it (f:complete(...)); its on_cancel
+ * function runs, on the main thread, when it is cancelled before that. */
+typedef struct {
+  mcp_op op;
+  int values_ref;                        /* table.pack of the values */
+  int on_cancel_ref;
+} future;
+
+static void future_unref(future *f) {
+  lua_State *L = mcp_sched_lua();
+  luaL_unref(L, LUA_REGISTRYINDEX, f->on_cancel_ref);
+  f->on_cancel_ref = LUA_NOREF;
+}
+
+static void future_cancel(mcp_op *op) {
+  future *f = (future *)op;
+  lua_State *L = mcp_sched_lua();
+  if (f->on_cancel_ref != LUA_NOREF) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, f->on_cancel_ref);
+    lua_pushstring(L, op->reason + sizeof "cancelled: " - 1);
+    if (mcp_call_pcall(NULL, 1, 0) != LUA_OK) {
+      mcp_warn("a future's on_cancel failed: %s", lua_tostring(L, -1));
+      lua_pop(L, 1);
+    }
+  }
+  future_unref(f);
+  mcp_op_release(op);
+}
+
+static int future_push(lua_State *L, mcp_op *op) {
+  future *f = (future *)op;
+  int n;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, f->values_ref);
+  n = (int)lua_rawlen(L, -1);
+  luaL_checkstack(L, n, "future values");
+  for (int i = 1; i <= n; i++) lua_rawgeti(L, -i, i);
+  lua_remove(L, -n - 1);
+  return n;
+}
+
+static void future_free(mcp_op *op) {
+  future *f = (future *)op;
+  luaL_unref(mcp_sched_lua(), LUA_REGISTRYINDEX, f->values_ref);
+  free(f);
+}
+
+static const mcp_op_type future_type = { "future", future_cancel, future_push, future_free };
+
+/* future([on_cancel]) */
+static int l_future(lua_State *L) {
+  future *f;
+  if (!lua_isnoneornil(L, 1)) luaL_checktype(L, 1, LUA_TFUNCTION);
+  f = calloc(1, sizeof *f);
+  if (f == NULL) abort();
+  f->values_ref = LUA_NOREF;
+  lua_settop(L, 1);
+  f->on_cancel_ref = lua_isnil(L, 1) ? LUA_NOREF : luaL_ref(L, LUA_REGISTRYINDEX);
+  mcp_op_init(&f->op, &future_type, mcp_call_current(L));
+  mcp_op_push(L, &f->op);
+  return 1;
+}
+
+/* f:complete(...): the values its waiter gets; false when it was already
+ * done (cancelled, or completed before). */
+static int future_complete(lua_State *L) {
+  mcp_op *op = mcp_op_check(L, 1);
+  future *f = (future *)op;
+  int n = lua_gettop(L) - 1;
+  if (op->type != &future_type) return luaL_argerror(L, 1, "not a future");
+  if (op->done) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  lua_createtable(L, n, 0);
+  for (int i = 1; i <= n; i++) {
+    lua_pushvalue(L, i + 1);
+    lua_rawseti(L, -2, i);
+  }
+  f->values_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  future_unref(f);
+  mcp_op_done(op);
+  mcp_op_release(op);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* A timer: done after its seconds (the loop's clock). */
+typedef struct {
+  mcp_op op;
+  uv_timer_t timer;
+} op_timer;
+
+static void timer_closed(uv_handle_t *h) { mcp_op_release(h->data); }
+
+static void timer_fired(uv_timer_t *t) {
+  mcp_op_done(t->data);
+  uv_close((uv_handle_t *)t, timer_closed);
+}
+
+static void timer_cancel(mcp_op *op) {
+  op_timer *t = (op_timer *)op;
+  if (!uv_is_closing((uv_handle_t *)&t->timer)) uv_close((uv_handle_t *)&t->timer, timer_closed);
+}
+
+static int timer_push(lua_State *L, mcp_op *op) {
+  (void)op;
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static void timer_free(mcp_op *op) { free(op); }
+
+static const mcp_op_type timer_type = { "timer", timer_cancel, timer_push, timer_free };
+
+/* timer(seconds) */
+static int l_timer(lua_State *L) {
+  double s = luaL_checknumber(L, 1);
+  op_timer *t = calloc(1, sizeof *t);
+  if (t == NULL) abort();
+  uv_timer_init(mcp_sched_loop(), &t->timer);
+  t->timer.data = t;
+  mcp_op_init(&t->op, &timer_type, mcp_call_current(L));
+  uv_timer_start(&t->timer, timer_fired, s > 0 ? (uint64_t)(s * 1000.0 + 0.5) : 0, 0);
+  mcp_op_push(L, &t->op);
+  return 1;
+}
+
+static const luaL_Reg op_methods[] = {
+  {"done", op_done_l},
+  {"result", op_result},
+  {"cancel", op_cancel_l},
+  {"complete", future_complete},
+  {NULL, NULL}
+};
+
+void mcp_op_open(lua_State *L) {
+  luaL_newmetatable(L, OP_MT);
+  luaL_newlib(L, op_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, op_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, op_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+  lua_pushcfunction(L, l_await);
+  lua_setfield(L, -2, "await");
+  lua_pushcfunction(L, l_future);
+  lua_setfield(L, -2, "future");
+  lua_pushcfunction(L, l_timer);
+  lua_setfield(L, -2, "timer");
+}

@@ -1,0 +1,67 @@
+/* Operations: I/O a handler starts and waits on (an HTTP transfer, an SQL
+ * statement, a timer, a future that Lua completes), several at a time.
+ *
+ * An op belongs to the call that started it (mcp_call.ops), or, started
+ * outside any call (a plugin's shared MCP client), to the plugin-level list.
+ * Whatever stops a call (a cancel, a timeout, an abort, the end of its
+ * session, shutdown) and the call's own end cancel every op it still has:
+ * the engine stops the I/O at once (a transfer leaves curl's multi handle, a
+ * statement is interrupted) and no plugin callback of that op runs
+ * afterwards. A handler waiting in core.await then wakes with nil,
+ * "cancelled: <reason>".
+ *
+ * Memory: the engine holds the op while its I/O runs, the Lua handle (a
+ * userdata) while Lua can reach it; the op is freed (type->free) when both
+ * have let go, in mcp_op_release or the handle's __gc, nowhere else. */
+#ifndef MCP_OP_H
+#define MCP_OP_H
+
+#include <lua.h>
+
+typedef struct mcp_call mcp_call;
+typedef struct mcp_op mcp_op;
+
+typedef struct {
+  const char *name;                      /* "http", "sql", "timer", "future" */
+  /* Stop the I/O now. The engine calls mcp_op_done (at once or later, e.g.
+   * when a thread-pool job comes back) and mcp_op_release when it lets go. */
+  void (*cancel)(mcp_op *op);
+  /* Push the outcome (the op is done and was not cancelled); returns how
+   * many values. Runs on the waiting coroutine. */
+  int (*push)(lua_State *L, mcp_op *op);
+  void (*free)(mcp_op *op);
+} mcp_op_type;
+
+struct mcp_op {
+  const mcp_op_type *type;
+  mcp_call *call;                        /* the owner call; NULL: plugin-level, or the call ended */
+  mcp_op *prev, *next;                   /* the owner's list */
+  char reason[160];                      /* a cancelled op's "cancelled: <reason>" */
+  unsigned done : 1;                     /* the outcome is in, or it was cancelled */
+  unsigned cancelled : 1;
+  unsigned engine : 1;                   /* the engine holds it */
+  unsigned handle : 1;                   /* a Lua handle holds it */
+  unsigned listed : 1;                   /* on the owner's list */
+};
+
+/* Start: link op (zeroed by the caller but for its own fields) to call c
+ * (NULL: plugin-level); the engine holds it. */
+void mcp_op_init(mcp_op *op, const mcp_op_type *type, mcp_call *c);
+/* Push a Lua handle of the op (methods: done, wait, cancel). */
+void mcp_op_push(lua_State *L, mcp_op *op);
+/* The engine: the outcome is in. Wakes a call waiting on it. */
+void mcp_op_done(mcp_op *op);
+/* The engine lets go (after mcp_op_done). */
+void mcp_op_release(mcp_op *op);
+/* Cancel one op (why: the reason, without "cancelled: "). No-op once done. */
+void mcp_op_cancel(mcp_op *op, const char *why);
+/* Cancel every op of c and detach them from it (finished: the call is gone). */
+void mcp_ops_stop(mcp_call *c, const char *why, int finished);
+/* Cancel every plugin-level op (shutdown). */
+void mcp_ops_shutdown(void);
+/* The op of a handle at index idx, or raises. */
+mcp_op *mcp_op_check(lua_State *L, int idx);
+/* core.await, core.future, core.timer and the op metatable into the table on top. */
+void mcp_op_open(lua_State *L);
+
+#endif
