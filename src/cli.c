@@ -17,6 +17,8 @@
 #include <uv.h>
 
 #include "config.h"
+#include "httpc.h"
+#include "op.h"
 #include "json.h"
 #include "lmcp.h"
 #include "log.h"
@@ -339,6 +341,8 @@ static void finish(mcp_session *s) {
   (void)s;
   if (C.closing) return;
   C.closing = 2;
+  mcp_ops_shutdown();
+  mcp_httpc_close();
   uv_close((uv_handle_t *)&C.sigint, handle_closed);
   uv_close((uv_handle_t *)&C.ticker, handle_closed);
 }

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "httpc.h"
+#include "allow.h"
 
 mcp_config mcp_cfg = {
   .timeout = 60, .grace = 2, .max_line = 4u << 20, .memory_limit = 256u << 20, .page_size = 50,
@@ -44,7 +44,7 @@ int mcp_config_option(const char *flag, const char *value) {
     mcp_cfg.state_ttl = d;
     return 1;
   }
-  if (strcmp(flag, "--http-allow") == 0) return mcp_httpc_allow(value) == 0 ? 1 : -1;
+  if (strcmp(flag, "--http-allow") == 0) return mcp_allow_add(mcp_allow_server(1), value) == 0 ? 1 : -1;
   if (strcmp(flag, "--page-size") == 0) {
     if (!mcp_parse_number(value, &d) || d < 1) return -1;
     mcp_cfg.page_size = (int)d;

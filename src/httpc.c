@@ -13,8 +13,6 @@
  * one that cancelled another transfer) only marks the transfer, and the
  * removal follows as soon as curl_multi_socket_action returns, in the same
  * loop turn. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +23,7 @@
 #include <lauxlib.h>
 #include <uv.h>
 
+#include "allow.h"
 #include "buf.h"
 #include "httpc.h"
 #include "json.h"
@@ -36,27 +35,6 @@
 #define DEFAULT_TIMEOUT 30.0
 #define DEFAULT_MAX_BYTES ((size_t)16 << 20)
 #define MAX_REDIRECTS 10L
-#define MAX_ALLOW 64
-
-typedef struct {
-  char host[256];                /* lower case; an IP literal without brackets */
-  int port;                      /* 0: any */
-} allow_entry;
-
-typedef struct {
-  allow_entry e[MAX_ALLOW];
-  int n;
-} allow_list;
-
-/* A plugin's own narrowing (mcp.plugin{http_allow = {...}}), by plugin
- * name. Kept until shutdown, updated in place on reload, so that transfers
- * may point at one. */
-typedef struct plugin_allow {
-  char *name;
-  allow_list list;
-  struct plugin_allow *next;
-} plugin_allow;
-
 /* A transfer. Its op is held by the engine from start until it leaves the
  * multi handle (done, or cancelled), by its Lua handle while reachable. */
 typedef struct transfer {
@@ -66,8 +44,8 @@ typedef struct transfer {
   mcp_buf body;                  /* the response body, unless streamed */
   mcp_buf head;                  /* header lines of the last response */
   mcp_sse sse;
-  allow_list *req_allow;         /* the request's own narrowing (req.allow), owned */
-  const allow_list *plugin_allow;  /* its plugin's, or NULL */
+  mcp_allow *req_allow;          /* the request's own narrowing (req.allow), owned */
+  const mcp_allow *plugin_allow; /* its plugin's, or NULL */
   size_t max_bytes;
   int chunk_ref, sse_ref;        /* on_chunk, on_sse, or LUA_NOREF */
   long status;
@@ -93,93 +71,8 @@ static struct {
   uv_timer_t timer;
   int in_curl;                   /* depth inside curl_multi_socket_action */
   transfer *dead;                /* to remove once curl returns */
-  allow_list allow;              /* --http-allow */
-  plugin_allow *plugins;
   int running;
 } C;
-
-/* Allow lists. */
-
-static int parse_allow(allow_list *a, const char *entry) {
-  allow_entry *e;
-  const char *colon, *end;
-  size_t hl;
-  if (a->n >= MAX_ALLOW || entry == NULL || entry[0] == '\0') return -1;
-  e = &a->e[a->n];
-  if (entry[0] == '[') {                               /* [v6]:port */
-    end = strchr(entry, ']');
-    if (end == NULL) return -1;
-    hl = (size_t)(end - entry - 1);
-    if (hl == 0 || hl >= sizeof e->host) return -1;
-    memcpy(e->host, entry + 1, hl);
-    colon = end[1] == ':' ? end + 1 : NULL;
-    if (end[1] != '\0' && colon == NULL) return -1;
-  } else {
-    colon = strrchr(entry, ':');
-    if (colon && strchr(entry, ':') != colon) colon = NULL;   /* a bare v6 literal */
-    hl = colon ? (size_t)(colon - entry) : strlen(entry);
-    if (hl == 0 || hl >= sizeof e->host) return -1;
-    memcpy(e->host, entry, hl);
-  }
-  e->host[hl] = '\0';
-  for (char *p = e->host; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
-  e->port = 0;
-  if (colon) {
-    char *stop;
-    long port = strtol(colon + 1, &stop, 10);
-    if (*stop != '\0' || port < 1 || port > 65535) return -1;
-    e->port = (int)port;
-  }
-  a->n++;
-  return 0;
-}
-
-int mcp_httpc_allow(const char *entry) { return parse_allow(&C.allow, entry); }
-
-static const allow_entry *find_allow(const allow_list *a, const char *host, int port) {
-  for (int i = 0; i < a->n; i++)
-    if (strcasecmp(a->e[i].host, host) == 0 && (a->e[i].port == 0 || a->e[i].port == port))
-      return &a->e[i];
-  return NULL;
-}
-
-/* Loopback, private, link-local (cloud metadata), unspecified, multicast. */
-static int special_v4(uint32_t a) {
-  return (a >> 24) == 127 || (a >> 24) == 10 || (a >> 24) == 0 || (a >> 20) == 0xac1 ||
-         (a >> 16) == 0xc0a8 || (a >> 16) == 0xa9fe || (a >> 22) == (100u << 2 | 1) ||
-         (a >> 28) >= 0xe;
-}
-
-static int special_addr(const struct sockaddr *sa) {
-  if (sa->sa_family == AF_INET)
-    return special_v4(ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr));
-  if (sa->sa_family == AF_INET6) {
-    const unsigned char *b = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
-    static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-    static const unsigned char zero[15] = { 0 };
-    if (memcmp(b, mapped, 12) == 0)
-      return special_v4((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 | b[15]);
-    if (memcmp(b, zero, 15) == 0) return 1;           /* :: and ::1 */
-    return (b[0] & 0xfe) == 0xfc || (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) || b[0] == 0xff;
-  }
-  return 1;
-}
-
-/* Does the allow entry name exactly this address (an IP literal), or is it
- * localhost and the address loopback? */
-static int entry_names_addr(const allow_entry *e, const struct sockaddr *sa) {
-  char ip[INET6_ADDRSTRLEN];
-  if (sa->sa_family == AF_INET) inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof ip);
-  else if (sa->sa_family == AF_INET6) inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof ip);
-  else return 0;
-  if (strcasecmp(e->host, ip) == 0) return 1;
-  if (strcasecmp(e->host, "localhost") == 0) {
-    if (sa->sa_family == AF_INET)
-      return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-    return strcmp(ip, "::1") == 0;
-  }
-  return 0;
-}
 
 /* The host and port of the URL being connected to (after redirects). */
 static int current_target(transfer *t, char *host, size_t cap, int *port) {
@@ -205,12 +98,12 @@ static int current_target(transfer *t, char *host, size_t cap, int *port) {
   return ok;
 }
 
-/* May t connect to sa? Each list that is set must allow the URL's host and
- * port; an address that is special must be named by the entry itself. */
+/* May t connect to sa? Each list that is set (the server's, the plugin's,
+ * the request's) must allow the URL's host and port, and the address. */
 static int allowed(transfer *t, const struct sockaddr *sa) {
-  static const char *const whose[3] = { " (--http-allow)", " (the plugin's http_allow)", " (req.allow)" };
-  const allow_list *lists[3] = { C.allow.n ? &C.allow : NULL, t->plugin_allow, t->req_allow };
-  char host[256];
+  static const char *const whose[3] = { "--http-allow", "the plugin's http_allow", "req.allow" };
+  const mcp_allow *lists[3] = { mcp_allow_server(0), t->plugin_allow, t->req_allow };
+  char host[256], why[320];
   int port;
   if (!lists[0] && !lists[1] && !lists[2]) return 1;
   if (!current_target(t, host, sizeof host, &port)) {
@@ -218,15 +111,8 @@ static int allowed(transfer *t, const struct sockaddr *sa) {
     return 0;
   }
   for (int i = 0; i < 3; i++) {
-    const allow_entry *e;
-    if (lists[i] == NULL) continue;
-    if ((e = find_allow(lists[i], host, port)) == NULL) {
-      snprintf(t->msg, sizeof t->msg, "blocked: %.255s:%d is not an allowed host%s", host, port, whose[i]);
-      return 0;
-    }
-    if (special_addr(sa) && !entry_names_addr(e, sa)) {
-      snprintf(t->msg, sizeof t->msg,
-               "blocked: %.255s resolved to a loopback, private or link-local address", host);
+    if (lists[i] && !mcp_allow_check(lists[i], host, port, sa, why, sizeof why)) {
+      snprintf(t->msg, sizeof t->msg, "blocked: %s (%s)", why, whose[i]);
       return 0;
     }
   }
@@ -558,7 +444,7 @@ static void t_free(mcp_op *op) {
   mcp_buf_free(&t->head);
   mcp_sse_free(&t->sse);
   free(t->url);
-  free(t->req_allow);
+  mcp_allow_free(t->req_allow);
   free(t);
 }
 
@@ -669,13 +555,13 @@ static int set_headers(lua_State *L, transfer *t) {
   return 0;
 }
 
-/* stack: list -> (popped). An empty list allows no host. */
-static void read_allow(lua_State *L, allow_list *a, const char *what) {
+/* stack: list -> (popped). */
+static void read_allow(lua_State *L, mcp_allow *a, const char *what) {
   luaL_checktype(L, -1, LUA_TTABLE);
-  a->n = 0;
+  mcp_allow_clear(a);
   for (int i = 1; lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
-    if (!lua_isstring(L, -1) || parse_allow(a, lua_tostring(L, -1)) != 0)
-      luaL_error(L, "%s[%d] must be HOST or HOST:PORT (at most %d)", what, i, MAX_ALLOW);
+    if (!lua_isstring(L, -1) || mcp_allow_add(a, lua_tostring(L, -1)) != 0)
+      luaL_error(L, "%s[%d] must be HOST or HOST:PORT", what, i);
     lua_pop(L, 1);
   }
   lua_pop(L, 2);                                     /* the nil that ended it, the list */
@@ -684,29 +570,17 @@ static void read_allow(lua_State *L, allow_list *a, const char *what) {
 /* http_allow(plugin, list | nil): a plugin's narrowing, from its declaration. */
 static int l_http_allow(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
-  plugin_allow *p;
-  for (p = C.plugins; p && strcmp(p->name, name) != 0; p = p->next) {}
   if (lua_isnoneornil(L, 2)) {
-    if (p) p->list.n = -1;                           /* none: checked as absent */
+    mcp_allow_plugin_drop(name);
     return 0;
   }
-  if (p == NULL) {
-    p = calloc(1, sizeof *p);
-    if (p == NULL || (p->name = strdup(name)) == NULL) abort();
-    p->next = C.plugins;
-    C.plugins = p;
-  }
   lua_settop(L, 2);
-  read_allow(L, &p->list, "http_allow");
-  if (p->list.n == 0) parse_allow(&p->list, "-");   /* an empty list: a host never named */
+  read_allow(L, mcp_allow_plugin(name, 1), "http_allow");
   return 0;
 }
 
-static const allow_list *plugin_list(mcp_call *c) {
-  if (c == NULL || c->logger == NULL) return NULL;
-  for (plugin_allow *p = C.plugins; p; p = p->next)
-    if (strcmp(p->name, c->logger) == 0) return p->list.n > 0 ? &p->list : NULL;
-  return NULL;
+static const mcp_allow *plugin_list(mcp_call *c) {
+  return c != NULL && c->logger != NULL ? mcp_allow_plugin(c->logger, 0) : NULL;
 }
 
 static int has_header(const struct curl_slist *h, const char *name) {
@@ -835,9 +709,8 @@ static int l_http(lua_State *L) {
   if (json && !has_header(t->headers, "content-type"))
     t->headers = curl_slist_append(t->headers, "Content-Type: application/json");
   if (lua_getfield(L, 1, "allow") != LUA_TNIL) {
-    if ((t->req_allow = calloc(1, sizeof *t->req_allow)) == NULL) abort();
+    t->req_allow = mcp_allow_new();
     read_allow(L, t->req_allow, "http: req.allow");
-    if (t->req_allow->n == 0) parse_allow(t->req_allow, "-");
   } else {
     lua_pop(L, 1);
   }
@@ -858,21 +731,12 @@ void mcp_httpc_open_lib(lua_State *L) {
   lua_setfield(L, -2, "http_allow");
 }
 
-static void timer_closed(uv_handle_t *h) {
-  (void)h;
-}
-
 void mcp_httpc_close(void) {
-  while (C.plugins) {
-    plugin_allow *p = C.plugins;
-    C.plugins = p->next;
-    free(p->name);
-    free(p);
-  }
+  mcp_allow_close_all();
   if (C.multi == NULL) return;
   /* ops are cancelled before this, so no transfer is left in the handle */
   curl_multi_cleanup(C.multi);
   C.multi = NULL;
-  uv_close((uv_handle_t *)&C.timer, timer_closed);
+  uv_close((uv_handle_t *)&C.timer, NULL);
   curl_global_cleanup();
 }
