@@ -1,0 +1,71 @@
+/* Outbound allow lists: entries parsed, hosts and ports matched, and the
+ * addresses that only an entry naming them may reach (loopback, private,
+ * link-local with cloud metadata, unique local, v4-mapped v6). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+
+#include "allow.h"
+#include "test.h"
+
+static struct sockaddr_storage addr(const char *ip) {
+  struct sockaddr_storage ss;
+  memset(&ss, 0, sizeof ss);
+  if (strchr(ip, ':')) {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+    a->sin6_family = AF_INET6;
+    inet_pton(AF_INET6, ip, &a->sin6_addr);
+  } else {
+    struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+    a->sin_family = AF_INET;
+    inet_pton(AF_INET, ip, &a->sin_addr);
+  }
+  return ss;
+}
+
+static int special(const char *ip) {
+  struct sockaddr_storage ss = addr(ip);
+  return mcp_allow_special((struct sockaddr *)&ss);
+}
+
+static int check(const mcp_allow *a, const char *host, int port, const char *ip) {
+  struct sockaddr_storage ss = addr(ip);
+  char why[320];
+  return mcp_allow_check(a, host, port, (struct sockaddr *)&ss, why, sizeof why);
+}
+
+int main(void) {
+  const char *specials[] = { "127.0.0.1", "127.1.2.3", "10.0.0.1", "172.16.0.1", "172.31.255.255",
+                             "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1",
+                             "::1", "::", "fe80::1", "fc00::1", "fd12::1", "ff02::1", "::ffff:127.0.0.1",
+                             "::ffff:169.254.169.254" };
+  const char *publics[] = { "93.184.216.34", "172.32.0.1", "192.169.0.1", "100.128.0.1", "8.8.8.8",
+                            "2606:4700::1", "::ffff:8.8.8.8" };
+  mcp_allow *a = mcp_allow_new();
+  for (size_t i = 0; i < sizeof specials / sizeof *specials; i++) CHECK(special(specials[i]), "%s", specials[i]);
+  for (size_t i = 0; i < sizeof publics / sizeof *publics; i++) CHECK(!special(publics[i]), "%s", publics[i]);
+
+  CHECK(mcp_allow_add(a, "API.example.com") == 0, "a name");
+  CHECK(mcp_allow_add(a, "files.example.com:8443") == 0, "a name and a port");
+  CHECK(mcp_allow_add(a, "10.1.2.3") == 0, "a private literal");
+  CHECK(mcp_allow_add(a, "[::1]:9000") == 0, "a v6 literal and a port");
+  CHECK(mcp_allow_add(a, "localhost:8080") == 0, "localhost");
+  CHECK(mcp_allow_add(a, "") != 0 && mcp_allow_add(a, ":80") != 0 && mcp_allow_add(a, "h:0") != 0 &&
+        mcp_allow_add(a, "h:x") != 0 && mcp_allow_add(a, "[::1") != 0 && mcp_allow_add(a, "h:") != 0,
+        "malformed entries");
+
+  CHECK(check(a, "api.example.com", 443, "93.184.216.34"), "any port, case-insensitive");
+  CHECK(!check(a, "api.example.com", 443, "169.254.169.254"), "a name resolving to metadata");
+  CHECK(!check(a, "api.example.com", 443, "127.0.0.1"), "a name resolving to loopback");
+  CHECK(check(a, "files.example.com", 8443, "93.184.216.35"), "its port");
+  CHECK(!check(a, "files.example.com", 443, "93.184.216.35"), "another port");
+  CHECK(!check(a, "evil.example.com", 443, "93.184.216.36"), "another host");
+  CHECK(check(a, "10.1.2.3", 80, "10.1.2.3"), "a private address named by its entry");
+  CHECK(check(a, "::1", 9000, "::1"), "v6 loopback named by its entry");
+  CHECK(check(a, "localhost", 8080, "127.0.0.1") && check(a, "localhost", 8080, "::1"), "localhost");
+  CHECK(!check(a, "localhost", 8080, "10.0.0.1"), "localhost resolving elsewhere");
+  mcp_allow_clear(a);
+  CHECK(!check(a, "api.example.com", 443, "93.184.216.34"), "an empty list allows nothing");
+  mcp_allow_free(a);
+  TEST_END("test_allow");
+}
