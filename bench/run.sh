@@ -26,6 +26,8 @@
 #   BENCH_SOAK_SECONDS   length of the HTTP memory soak (default 15)
 #   BENCH_HTTP_PORT      first TCP port on 127.0.0.1 to use (default 28930; each
 #                        server run takes the next one)
+#   BENCH_HANDLER_IO     1 (default): ctx:http figures next to curl (bench/httpc.lua;
+#                        BENCH_HTTPC_N, BENCH_HTTPC_PAR, BENCH_HTTPC_ROUNDS, BENCH_CANCELS)
 #   CC                   C compiler (default cc)
 set -u
 
@@ -215,6 +217,14 @@ version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1
   echo "raw results: $RES"
 } | tee "$OUT/report.txt"
 
-[ "$RUN_HTTP" = 1 ] || exit 0
-. "$ROOT/bench/run-http.sh"
+[ "$RUN_HTTP" = 1 ] && . "$ROOT/bench/run-http.sh"
+
+# ---- handler I/O: ctx:http next to curl, cancel -> origin connection closed --
+if [ "${BENCH_HANDLER_IO:-1}" = 1 ] && [ $LUAMCP_OK = 1 ]; then
+  if $CC -O2 -Wall -o "$OUT/origin" bench/origin.c -luv 2>"$RES/origin.err"; then
+    lua5.4 bench/httpc.lua "$LUAMCP_BIN" "$OUT/origin" "$OUT" | tee -a "$OUT/report.txt"
+  else
+    note "cannot build bench/origin.c (libuv1-dev): see $RES/origin.err"
+  fi
+fi
 exit 0

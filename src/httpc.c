@@ -337,7 +337,7 @@ static void multi_init(void) {
   curl_multi_setopt(C.multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
   curl_multi_setopt(C.multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
   curl_multi_setopt(C.multi, CURLMOPT_MAX_HOST_CONNECTIONS, 64L);
-  curl_multi_setopt(C.multi, CURLMOPT_MAXCONNECTS, 32L);   /* idle connections kept */
+  curl_multi_setopt(C.multi, CURLMOPT_MAXCONNECTS, 128L);  /* idle connections kept */
   uv_timer_init(mcp_sched_loop(), &C.timer);
 }
 
