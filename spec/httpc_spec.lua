@@ -159,6 +159,39 @@ describe("ctx:http", function()
       assert.equal(0, #o.requests)
     end)
 
+    it("verifies TLS certificates against the system's CA store", function()
+      local dir = os.tmpname()
+      os.remove(dir)
+      assert(os.execute("mkdir -p " .. dir .. " && openssl req -x509 -newkey rsa:2048 -nodes -days 1 " ..
+                        "-subj /CN=localhost -keyout " .. dir .. "/k.pem -out " .. dir .. "/c.pem 2>/dev/null"))
+      local probe = H.uv.new_tcp()
+      probe:bind("127.0.0.1", 0)
+      local port = probe:getsockname().port
+      probe:close()
+      local tls = H.uv.spawn("openssl", { args = { "s_server", "-accept", "127.0.0.1:" .. port, "-www", "-quiet",
+        "-cert", dir .. "/c.pem", "-key", dir .. "/k.pem" } }, function() end)
+      assert.is_true(H.run_until(function()
+        local t = H.uv.new_tcp()
+        local ok
+        t:connect("127.0.0.1", port, function(err) ok = not err end)
+        H.run_until(function() return ok ~= nil end, 1)
+        t:close()
+        return ok
+      end, 5))
+      local r = fetch(c, { url = "https://localhost:" .. port .. "/" })
+      tls:kill("sigterm")
+      os.execute("rm -rf " .. dir)
+      assert.equal("peer_failed_verification", r.code, cjson.encode(r))
+    end)
+
+    it("takes a proxy from the environment", function()
+      H.cleanup()
+      c = H.session{ plugins = PLUGINS, env = { http_proxy = o.url, no_proxy = "" } }
+      local r = fetch(c, { url = "http://api.example.invalid/hello" })
+      assert.equal(200, r.status, cjson.encode(r))
+      assert.equal("http://api.example.invalid/hello", o.requests[1].proxied)
+    end)
+
     it("reuses connections across calls", function()
       for _ = 1, 5 do assert.equal(200, fetch(c, { url = o.url .. "/hello" }).status) end
       assert.equal(1, #o.conns)

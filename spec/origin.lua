@@ -6,6 +6,8 @@
 --   local o = O.start()              -- o.url "http://127.0.0.1:PORT"
 --   ... o.conns (each {opened=, closed=, paths={...}}), o.requests ...
 --   o:stop()
+-- A request in absolute form (the origin used as a proxy) is served by its
+-- path, with req.proxied set to the target.
 --
 -- Paths:
 --   /hello                 "hello" (text/plain)
@@ -99,7 +101,13 @@ local function serve(o, tcp)
   end
 
   local function answer(req)
-    local path, q = req.target:match("^([^?]*)%??(.*)$")
+    local target = req.target
+    if target:match("^https?://") then          -- absolute form: we are the proxy
+      req.proxied = target
+      target = target:match("^https?://[^/]*(.*)$")
+      if target == "" then target = "/" end
+    end
+    local path, q = target:match("^([^?]*)%??(.*)$")
     q = parse_query(q)
     req.path, req.query = path, q
     conn.paths[#conn.paths + 1] = path
