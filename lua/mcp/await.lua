@@ -31,8 +31,18 @@ end
 
 -- Sleep that works under mcp.all too (a timer op there; core.sleep, which
 -- follows the server's clock, elsewhere). Returns false when cancelled.
+-- Its own errors name the caller's line (a C function called from here
+-- would name this file).
 function M.sleep(seconds)
-  if not children[coroutine.running()] then return core.sleep(seconds) end
+  local co = coroutine.running()
+  if not children[co] then
+    if not core.in_request() then
+      error("mcp.sleep: not inside a request (a plugin's top level cannot wait)", 2)
+    elseif core.nested[co] then
+      error("mcp.sleep: call it from the handler's coroutine (or a function of mcp.all), not one it created", 2)
+    end
+    return core.sleep(seconds)
+  end
   if core.cancelled() then return false end
   local ok = M.wait(core.timer(seconds))
   return ok == true
