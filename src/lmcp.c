@@ -22,6 +22,7 @@
 #include "sched.h"
 #include "session.h"
 #include "spawn.h"
+#include "sqlite.h"
 #include "task.h"
 
 static mcp_call *current(lua_State *L) { return mcp_call_current(L); }
@@ -29,6 +30,12 @@ static mcp_call *current(lua_State *L) { return mcp_call_current(L); }
 static int l_cancelled(lua_State *L) {
   mcp_call *c = current(L);
   lua_pushboolean(L, c != NULL && c->signalled);
+  return 1;
+}
+
+/* in_request(): is a request's handler running (a wait is possible)? */
+static int l_in_request(lua_State *L) {
+  lua_pushboolean(L, current(L) != NULL);
   return 1;
 }
 
@@ -595,6 +602,7 @@ static int l_decode(lua_State *L) {
 
 static const luaL_Reg core_funcs[] = {
   {"cancelled", l_cancelled},
+  {"in_request", l_in_request},
   {"reason", l_reason},
   {"now", l_now},
   {"deadline", l_deadline},
@@ -653,6 +661,7 @@ int luaopen_mcp_core(lua_State *L) {
   mcp_json_open(L);
   luaL_newlib(L, core_funcs);
   mcp_op_open(L);
+  mcp_sqlite_open_lib(L);
   mcp_proc_open_lib(L);
   mcp_httpc_open_lib(L);
   luaL_getmetatable(L, MCP_JSON_ARRAY_MT);

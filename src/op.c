@@ -108,9 +108,10 @@ static int op_gc(lua_State *L) {
   mcp_op *op = *p;
   if (op == NULL) return 0;
   *p = NULL;
-  op->handle = 0;
-  /* Unreachable and still running: nobody can read what it brings. */
+  /* Unreachable and still running: nobody can read what it brings. The
+   * handle holds it through the cancel, where the engine may let go. */
   if (!op->done) mcp_op_cancel(op, "dropped");
+  op->handle = 0;
   maybe_free(op);
   return 0;
 }
