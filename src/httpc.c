@@ -210,7 +210,11 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud) {
   transfer *t = ud;
   size_t len = size * n;
   if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) t->head.len = 0;   /* a new response (redirect, 100) */
-  if (t->head.len + len > 256 * 1024) return 0;
+  if (t->head.len + len > 256 * 1024) {
+    snprintf(t->code, sizeof t->code, "too_large");
+    snprintf(t->msg, sizeof t->msg, "the response headers are larger than 256 KiB");
+    return 0;
+  }
   mcp_buf_add(&t->head, p, len);
   return len;
 }
