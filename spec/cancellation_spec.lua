@@ -410,6 +410,17 @@ describe("cancellation", function()
       assert.are.equal("still serving", H.text(c:call("echo", { text = "still serving" })))
     end)
 
+    it("a handler spinning in a coroutine it created is stopped by its timeout and grace, and its <close> runs", function()
+      local c = debug_session()
+      c:send(H.call_raw("10", "spin_nested"))
+      c:expect_stderr("fixture: spin_nested started 10", nil, { plain = true })
+      local resp = c:take(function(m) return m.id == 10 end, 10)
+      assert.is_true(resp.result.isError, H.cjson.encode(resp))
+      c:expect_stderr("fixture: closed spin_nested 10 cancelled=true", 5, { plain = true })
+      assert.are.equal(0, c:count_stderr("fixture: spin_nested escaped", true))
+      assert.are.equal("still serving", H.text(c:call("echo", { text = "still serving" })))
+    end)
+
     -- Regression: an error raised from the count hook leaves the thread with
     -- hooks off; reusing it made the next spinning handler unpreemptable.
     it("after a handler is killed where it cannot yield, the next spinning handler is still time-sliced", function()

@@ -12,6 +12,7 @@
 #include "op.h"
 #include "sched.h"
 #include "session.h"
+#include "slice.h"
 #include "task.h"
 
 #define SLICE_NS      2000000ull    /* a CPU-bound handler yields after 2 ms */
@@ -64,6 +65,8 @@ void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 
 static inline mcp_call **extra(lua_State *L) { return (mcp_call **)lua_getextraspace(L); }
 
+static void hook(lua_State *L, lua_Debug *ar);
+
 #define TOKEN_MT "mcp.token"
 #define NESTED_KEY "mcp.nested"
 
@@ -91,6 +94,10 @@ void mcp_call_token(lua_State *L, mcp_call *c) {
     c->token_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   }
   lua_rawgeti(L, LUA_REGISTRYINDEX, c->token_ref);
+}
+
+void mcp_call_watch(lua_State *co) {
+  if (mcp_slice_on()) lua_sethook(co, hook, LUA_MASKCOUNT, HOOK_COUNT);
 }
 
 void mcp_call_tokens_open(lua_State *L) {
@@ -140,8 +147,6 @@ static void queue_remove(mcp_call *c) {
 
 /* Coroutines: a pool, since a finished or reset thread can run again. */
 
-static void hook(lua_State *L, lua_Debug *ar);
-
 static void co_acquire(mcp_call *c) {
   if (S.npool > 0) {
     S.npool--;
@@ -150,7 +155,7 @@ static void co_acquire(mcp_call *c) {
   } else {
     c->co = lua_newthread(S.L);
     c->co_ref = luaL_ref(S.L, LUA_REGISTRYINDEX);
-    lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
+    if (!mcp_slice_on()) lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
   }
   *extra(c->co) = c;
 }
@@ -163,7 +168,8 @@ static void co_release(mcp_call *c) {
   *extra(c->co) = NULL;
   lua_settop(c->co, 0);
   if (lua_status(c->co) == LUA_OK && !c->tainted && S.npool < POOL_MAX) {
-    lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
+    if (mcp_slice_on()) lua_sethook(c->co, NULL, 0, 0);
+    else lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
     S.pool[S.npool].co = c->co;
     S.pool[S.npool].ref = c->co_ref;
     S.npool++;
@@ -175,8 +181,11 @@ static void co_release(mcp_call *c) {
 }
 
 /*
- * The count hook. It runs every HOOK_COUNT instructions of every handler
- * coroutine (and of coroutines a handler creates, which inherit it).
+ * The count hook. A handler's own coroutine runs without it until its time
+ * slice is over: then the alarm (slice.c) installs it, and it runs every
+ * HOOK_COUNT instructions for the rest of that resume. Coroutines a handler
+ * creates have it at all times (mcp_call_watch), since the alarm cannot
+ * tell which of them runs. Without the alarm every coroutine has it always.
  *
  * It does three things, in this order of precedence:
  * 1. Killing: once a call is being aborted by error, the hook raises on every
@@ -215,6 +224,7 @@ static void hook(lua_State *L, lua_Debug *ar) {
     }
     return;
   }
+  if (lua_gethookcount(L) == 1) lua_sethook(L, hook, LUA_MASKCOUNT, HOOK_COUNT);  /* the alarm's */
   if (uv_hrtime() < c->slice_end_ns) return;      /* slices are real CPU time */
   if (L == c->co && lua_isyieldable(L)) {
     lua_yield(L, 0);
@@ -460,9 +470,12 @@ static void call_resume(mcp_call *c, int nargs) {
   c->in_resume = 1;
   c->slice_end_ns = uv_hrtime() + SLICE_NS;
   mem_enforced = 1;
+  mcp_slice_begin(c->co);
   status = lua_resume(c->co, S.L, nargs, &nres);
+  mcp_slice_end();
   mem_enforced = 0;
   c->in_resume = 0;
+  if (status == LUA_YIELD && mcp_slice_on() && !c->killing) lua_sethook(c->co, NULL, 0, 0);
   if (status == LUA_YIELD && c->finishing) {   /* mcp.core.finish: its values are the return */
     int below = lua_gettop(c->co) - nres;
     if (below > 0) {
@@ -710,6 +723,7 @@ int mcp_sched_init(uv_loop_t *loop, lua_State *L, int server_ref) {
   lua_getfield(L, -1, "methods");
   S.methods_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);
+  mcp_slice_init(hook, SLICE_NS);
   uv_idle_init(loop, &S.idle);
   uv_check_init(loop, &S.check);
   uv_check_start(&S.check, run_queue);
@@ -823,6 +837,7 @@ void mcp_sched_close(void) {
   uv_close((uv_handle_t *)&S.idle, NULL);
   uv_close((uv_handle_t *)&S.check, NULL);
   mcp_task_close();
+  mcp_slice_close();
   bury();
   for (int i = 0; i < S.npool; i++) luaL_unref(S.L, LUA_REGISTRYINDEX, S.pool[i].ref);
   S.npool = 0;

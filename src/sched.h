@@ -98,6 +98,9 @@ mcp_call *mcp_call_current(lua_State *L);
  * creates and pushes; a token outlives its call and then names none. */
 void mcp_call_token(lua_State *L, mcp_call *c);
 void mcp_call_tokens_open(lua_State *L);
+/* A coroutine the handler created: the count hook stays on it (time
+ * slices and forced aborts reach it; the alarm only reaches the handler's own). */
+void mcp_call_watch(lua_State *co);
 /* Wait helpers for yielding bindings (lmcp.c). */
 int mcp_call_sleep(lua_State *L, mcp_call *c, double seconds);
 /* Fire CLOSE on every live call of session s (all sessions when s is NULL). */
