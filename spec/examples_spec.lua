@@ -65,4 +65,8 @@ describe("example plugins", function()
     assert.is_nil(c:wait(0.3))
     o:stop()
   end)
+
+  it("gateway.lua: mounts luamcp's own plugins, prefixed self_", function()
+    assert.are.equal("via the gateway", T.text(srv:call("self_echo", { text = "via the gateway" })))
+  end)
 end)

@@ -22,6 +22,7 @@ mcp_buf *mcp_scratch(void);
 void mcp_scratch_free(void);
 
 static inline void mcp_buf_add(mcp_buf *b, const void *p, size_t n) {
+  if (n == 0) return;                 /* b->data may still be NULL: no memcpy to it */
   if (b->cap - b->len < n) mcp_buf_grow(b, n);
   memcpy(b->data + b->len, p, n);
   b->len += n;

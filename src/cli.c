@@ -22,6 +22,7 @@
 #include "json.h"
 #include "lmcp.h"
 #include "log.h"
+#include "proc.h"
 #include "sched.h"
 #include "session.h"
 
@@ -164,6 +165,8 @@ static void push_opts(lua_State *L, const cli_opts *o) {
   lua_setfield(L, -2, "dirs");
   lua_pushboolean(L, o->json);
   lua_setfield(L, -2, "json");
+  lua_pushstring(L, o->cmd);
+  lua_setfield(L, -2, "cmd");
   for (int i = 0; i < o->npos; i++) {
     lua_pushstring(L, o->pos[i]);
     lua_setfield(L, -2, i == 0 ? "name" : "arguments");
@@ -343,6 +346,7 @@ static void finish(mcp_session *s) {
   C.closing = 2;
   mcp_ops_shutdown();
   mcp_httpc_close();
+  mcp_proc_close_all();          /* a mount's upstream: the loop ends once it is reaped */
   uv_close((uv_handle_t *)&C.sigint, handle_closed);
   uv_close((uv_handle_t *)&C.ticker, handle_closed);
 }
@@ -498,7 +502,8 @@ int mcp_cli_main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   if (strcmp(o.cmd, "new") != 0 && set_stdout_aside() != 0) return 1;
   if (out == NULL) out = stdout;
-  r = strcmp(o.cmd, "call") == 0 ? run_call(&o) : run_lua_cmd(&o);
+  /* list runs as a request too: a mount's lists are fetched inside a call */
+  r = strcmp(o.cmd, "call") == 0 || strcmp(o.cmd, "list") == 0 ? run_call(&o) : run_lua_cmd(&o);
   fflush(out);
   return r;
 }

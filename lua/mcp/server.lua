@@ -6,6 +6,8 @@ local core = require "mcp.core"
 local mcp = require "mcp"
 local schema = require "mcp.schema"
 local input = require "mcp.input"
+local client = require "mcp.client"
+local mount = require "mcp.mount"
 
 local M = {}
 local tools, tool_list = {}, {}
@@ -13,6 +15,7 @@ local resources, resource_list = {}, {}       -- by uri; in load order
 local templates, template_list = {}, {}       -- by uriTemplate; in load order (the order of matching)
 local prompts, prompt_list = {}, {}           -- by name; in load order
 local completers = 0                          -- prompts and templates with a complete
+local mounts = 0                              -- plugins that mount another server (mount.lua)
 
 local function log(level, fmt, ...)
   core.log_stderr(level, string.format(fmt, ...))
@@ -131,23 +134,35 @@ local function read_source(path)
   return src
 end
 
+local clients_of = setmetatable({}, { __mode = "k" })   -- plugin -> its mcp.connect clients
+
 -- Run a plugin file: the plugin, or nil and an error with file:line.
 local function load_file(path, dir, source)
   local env = setmetatable({}, { __index = _G })
   env.require = plugin_require(dir, env)
   local chunk, err = load(source, "@" .. path, "t", env)
   if not chunk then return nil, err end
+  local clients = {}                    -- mcp.connect clients it makes
+  local prev = client.collect(clients)
   local ok, plugin = xpcall(chunk, debug.traceback)
+  client.collect(prev)
+  if ok and not mcp.is_plugin(plugin) then ok, plugin = false, path .. ": a plugin file must return mcp.plugin{...}" end
   if not ok then
+    for _, c in ipairs(clients) do c:close() end
     plugin = tostring(plugin)
     -- an error raised in a tail call (return mcp.plugin{...}) has no position
     if not plugin:find(path, 1, true) then plugin = path .. ": " .. plugin end
     return nil, plugin
   end
-  if not mcp.is_plugin(plugin) then
-    return nil, path .. ": a plugin file must return mcp.plugin{...}"
-  end
+  clients_of[plugin] = clients
   return plugin
+end
+
+-- A plugin that goes (reloaded, removed) takes its clients with it: their
+-- children are stopped, their sessions ended.
+local function close_clients(plugin)
+  for _, c in ipairs(clients_of[plugin] or {}) do c:close() end
+  clients_of[plugin] = nil
 end
 
 -- The plugins loaded, one unit per file, in directory then name order.
@@ -158,10 +173,18 @@ local units, dirs_loaded = {}, {}
 local function rebuild(list, fresh)
   reset_registry()
   local kept = {}
+  mounts = 0
   for _, u in ipairs(list) do
     local ok, err = pcall(register, u.plugin, u.path, not fresh[u])
+    if not ok and mount.of(u.plugin) and mount.unmount(u.plugin) then
+      -- its mounted part clashes with another plugin: its own part, and the
+      -- upstream's lists fetched again (without the names taken)
+      log("warning", "plugin %s: its mounted part is left out: %s", u.plugin.name, err)
+      ok, err = pcall(register, u.plugin, u.path, not fresh[u])
+    end
     if ok then
       kept[#kept + 1] = u
+      if mount.of(u.plugin) then mounts = mounts + 1 end
     else
       u.error = u.path .. ": " .. err
     end
@@ -199,7 +222,10 @@ function M.load(dirs)
   end
   units = rebuild(list, fresh)
   for _, u in ipairs(list) do
-    if u.error then log("error", "plugin not loaded: %s", u.error) end
+    if u.error then
+      log("error", "plugin not loaded: %s", u.error)
+      close_clients(u.plugin)
+    end
   end
   M.sync_methods()
 end
@@ -208,6 +234,7 @@ M.watching = false
 
 local function kinds(plugin, into)
   if plugin == nil then return end
+  if mount.of(plugin) then into.tools, into.resources, into.prompts = true, true, true end
   if #plugin.tools > 0 then into.tools = true end
   if #plugin.resources > 0 then into.resources = true end
   if #plugin.prompts > 0 then into.prompts = true end
@@ -220,6 +247,7 @@ end
 -- lib_changed: set of dirs whose lib/ changed.
 function M.rescan(lib_changed)
   lib_changed = lib_changed or {}
+  local before = units
   local by_path = {}
   for _, u in ipairs(units) do by_path[u.path] = u end
   local list, fresh, changed, errors = {}, {}, {}, {}
@@ -268,6 +296,13 @@ function M.rescan(lib_changed)
     end
   end
   units = kept
+  local live = {}
+  for _, u in ipairs(units) do live[u.plugin] = true end
+  for _, l in ipairs { before, list } do
+    for _, u in ipairs(l) do
+      if not live[u.plugin] then close_clients(u.plugin) end
+    end
+  end
   M.sync_methods()
   for _, err in ipairs(errors) do
     log("error", "reload: %s", err)
@@ -373,6 +408,7 @@ local function prepare(params)
   elseif support == "required" then
     return nil, -32601, "Method not found: tool " .. name .. " must be called as a task (params.task)"
   end
+  if tool.mounted then return tool, args end    -- the upstream checks its arguments
   local ok, err = schema.validate(tool.inputSchema, args)
   if not ok then return false, mcp.error("Invalid arguments: " .. err) end
   return tool, args
@@ -737,7 +773,39 @@ methods["completion/complete"] = function(params, id, session)
   return result
 end
 
+-- Mounts: the lists of a plugin that mounts another server are fetched
+-- inside a call (they wait), when a client lists them or names something
+-- not known yet; the registry is then rebuilt with them.
+local LISTS = { ["tools/list"] = true, ["resources/list"] = true, ["resources/templates/list"] = true,
+                ["prompts/list"] = true }
+
+local function taken(plugin)
+  local by_kind = { tool = tools, resource = resources, template = templates, prompt = prompts }
+  return function(kind, key)
+    local owner = by_kind[kind][key]
+    if owner and owner.plugin ~= plugin then return owner.plugin.name end
+  end
+end
+
+function M.refresh_mounts()
+  local changed = false
+  for _, u in ipairs(units) do
+    if mount.of(u.plugin) and mount.refresh(u.plugin, taken(u.plugin)) then changed = true end
+  end
+  if not changed then return end
+  units = rebuild(units, {})
+  M.sync_methods()
+end
+
+local function unknown(method, params)
+  if method == "tools/call" then return type(params.name) == "string" and tools[params.name] == nil end
+  if method == "prompts/get" then return type(params.name) == "string" and prompts[params.name] == nil end
+  if method == "resources/read" then return type(params.uri) == "string" and find_resource(params.uri) == nil end
+  return LISTS[method]
+end
+
 function M.dispatch(method, params, id, session)
+  if mounts > 0 and unknown(method, params) then M.refresh_mounts() end
   return methods[method](params, id, session)
 end
 
@@ -765,11 +833,13 @@ end
 function M.capabilities()
   local caps, watch = { logging = {} }, M.watching
   -- with hot reload, anything may come later: declare it all, with listChanged
-  if #tool_list > 0 or watch then caps.tools = { listChanged = watch } end
-  if #resource_list > 0 or #template_list > 0 or watch then
-    caps.resources = { subscribe = true, listChanged = watch }
+  -- so does a mount: its lists come later, and change with the upstream's
+  local any = watch or mounts > 0
+  if #tool_list > 0 or any then caps.tools = { listChanged = any } end
+  if #resource_list > 0 or #template_list > 0 or any then
+    caps.resources = { subscribe = true, listChanged = any }
   end
-  if #prompt_list > 0 or watch then caps.prompts = { listChanged = watch } end
+  if #prompt_list > 0 or any then caps.prompts = { listChanged = any } end
   if completers > 0 or watch then caps.completions = {} end
   local tasks = watch
   for _, t in ipairs(tool_list) do tasks = tasks or (t.task ~= nil and t.task ~= "forbidden") end

@@ -1,0 +1,633 @@
+-- An MCP client for handlers: mcp.connect(opts) talks to another MCP server
+-- over stdio (our child, lua/mcp/client_stdio.lua) or Streamable HTTP
+-- (lua/mcp/client_http.lua), at revision 2026-07-28 (stateless requests
+-- found by server/discover) or a session revision (initialize, 2025-11-25
+-- down to 2024-11-05).
+--
+-- A client is shared by every call of its plugin: it connects on first use
+-- (inside a call, since connecting waits), and again after its child died or
+-- its session was gone. Every wait is an operation of the calling request
+-- (src/op.h): a future the transport completes, the request's own HTTP
+-- transfer, a timer for opts.timeout. Whatever stops the calling request
+-- cancels them, and the request's guard future then cancels the upstream
+-- request the way its revision says (Conn:cancel).
+local core = require "mcp.core"
+local await = require "mcp.await"
+
+local M = {}
+
+local MODERN = "2026-07-28"
+local SESSION_REVISIONS = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" }
+local SESSION = {}
+for _, r in ipairs(SESSION_REVISIONS) do SESSION[r] = true end
+M.REVISIONS = { MODERN, table.unpack(SESSION_REVISIONS) }
+
+-- The client capability an upstream's request needs.
+local CAPABILITY = {
+  ["sampling/createMessage"] = "sampling",
+  ["elicitation/create"] = "elicitation",
+  ["roots/list"] = "roots",
+}
+local MAX_JUNK = 20            -- non-JSON-RPC lines before a connection is given up
+local MAX_ROUNDS = 16          -- input-required rounds of one request
+
+local array_mt = core.array_mt
+local function array(t) return setmetatable(t or {}, array_mt) end
+
+local function log(level, fmt, ...) core.log_stderr(level, string.format(fmt, ...)) end
+
+local function copy(t)
+  local c = {}
+  for k, v in pairs(t or {}) do c[k] = v end
+  return setmetatable(c, getmetatable(t))
+end
+
+---------------------------------------------------------------------------
+-- A connection: one child process, one HTTP session, or (2026-07-28) the
+-- stateless requests to one server.
+
+local Conn = {}
+Conn.__index = Conn
+
+-- The request being answered is woken: its wait future completes.
+local function wake(rq)
+  local f = rq.waiter
+  if f and not f:done() then f:complete() end
+end
+
+local function push(rq, item)
+  rq.inbox[#rq.inbox + 1] = item
+  wake(rq)
+end
+
+-- The connection is over: every request in flight fails with why.
+function Conn:fail(why, kind)
+  if self.closed then return end
+  self.closed = why
+  log(self.handshake and "warning" or "info", "%s: %s", self.client.name, why)
+  local pending = self.pending
+  self.pending, self.by_token = {}, {}
+  for _, rq in pairs(pending) do
+    rq.gone, rq.gone_kind = why, kind or "closed"
+    wake(rq)
+  end
+  if self.client.conn == self then self.client.conn = nil end
+  self.transport.close(self)
+end
+
+function Conn:on_line(line)
+  if self.closed or line:find("^%s*$") then return end
+  local msg = core.decode(line)
+  if type(msg) ~= "table" then
+    self.junk = self.junk or line:sub(1, 200)
+    self.njunk = (self.njunk or 0) + 1
+    if self.njunk <= 5 then
+      log("info", "%s: not JSON-RPC on its stdout: %s", self.client.name, line:sub(1, 200))
+    end
+    if self.handshake and self.njunk >= MAX_JUNK then
+      self:fail(("the upstream wrote %d lines that are not JSON-RPC"):format(self.njunk), "protocol")
+    end
+    return
+  end
+  self:on_message(msg)
+end
+
+-- A message from the upstream; hint: the request whose HTTP stream it came on.
+function Conn:on_message(msg, hint)
+  if getmetatable(msg) == array_mt then            -- a batch (2025-03-26)
+    for _, m in ipairs(msg) do self:on_message(m, hint) end
+    return
+  end
+  if type(msg) ~= "table" or msg.jsonrpc ~= "2.0" then
+    self.junk = self.junk or core.encode(msg)
+    log("info", "%s: not a JSON-RPC message: %s", self.client.name, tostring(core.encode(msg)):sub(1, 200))
+    return
+  end
+  if msg.method == nil then                        -- a response
+    local rq = self.pending[msg.id]
+    if rq == nil then
+      log("debug", "%s: a response to no request in flight (id %s)", self.client.name, tostring(msg.id))
+      return
+    end
+    self.pending[msg.id], self.by_token[msg.id] = nil, nil
+    rq.response = msg
+    wake(rq)
+  elseif msg.id ~= nil then
+    self:on_request(msg, hint)
+  else
+    self:on_notification(msg, hint)
+  end
+end
+
+-- The request the upstream's request belongs to: the one whose stream it
+-- came on (HTTP), else the latest one in flight (stdio says nothing).
+function Conn:latest()
+  local best
+  for _, rq in pairs(self.pending) do
+    if not rq.listen and (best == nil or rq.id > best.id) then best = rq end
+  end
+  return best
+end
+
+function Conn:on_request(msg, hint)
+  if msg.method == "ping" then return self:reply(msg.id, {}) end
+  if not CAPABILITY[msg.method] then
+    return self:reply(msg.id, nil, { code = -32601, message = "Method not found: " .. tostring(msg.method) })
+  end
+  local rq = hint and hint.response == nil and not hint.cancelled and hint or self:latest()
+  if rq == nil then
+    return self:reply(msg.id, nil, { code = -32601,
+      message = "Method not found: no request in flight to ask its client (" .. msg.method .. ")" })
+  end
+  push(rq, { kind = "request", msg = msg })
+end
+
+function Conn:on_notification(msg, hint)
+  local m, p = msg.method, type(msg.params) == "table" and msg.params or {}
+  if m == "notifications/progress" then
+    local rq = p.progressToken ~= nil and self.by_token[p.progressToken]
+    if rq then push(rq, { kind = "progress", params = p }) end
+  elseif m == "notifications/message" then
+    if hint and hint.response == nil then push(hint, { kind = "log", params = p })
+    else log("debug", "%s: log: %s", self.client.name, tostring(core.encode(p.data))) end
+  elseif m == "notifications/cancelled" or m == "notifications/subscriptions/acknowledged" then
+    return                                         -- nothing of ours runs on its behalf
+  else
+    self.client:_notified(m, p)
+  end
+end
+
+function Conn:reply(id, result, err)
+  local ok, why = self.transport.send(self, { jsonrpc = "2.0", id = id, result = result, error = err })
+  if not ok then log("info", "%s: cannot answer its request: %s", self.client.name, why) end
+end
+
+function Conn:notify(method, params)
+  return self.transport.notify(self, { jsonrpc = "2.0", method = method, params = params })
+end
+
+-- Stop the upstream request: notifications/cancelled with the reason, or,
+-- for a 2026-07-28 request over HTTP, the POST's stream closed.
+function Conn:cancel(rq, reason)
+  if rq.response or rq.cancelled or rq.gone or rq.id == nil then return end
+  rq.cancelled = true
+  self.pending[rq.id], self.by_token[rq.id] = nil, nil
+  if self.closed then return end
+  if not (self.modern and self.transport.stream_cancels) then
+    self:notify("notifications/cancelled", { requestId = rq.id, reason = reason })
+  end
+  if rq.op and not rq.op:done() then rq.op:cancel(reason) end
+  log("debug", "%s: request %s (%s) cancelled upstream: %s", self.client.name, tostring(rq.id), rq.method, reason)
+end
+
+function Conn:meta(params)
+  if not self.modern then return end
+  local meta = copy(params._meta)
+  meta["io.modelcontextprotocol/protocolVersion"] = MODERN
+  meta["io.modelcontextprotocol/clientCapabilities"] = self.client.capabilities
+  meta["io.modelcontextprotocol/clientInfo"] = self.client.info
+  params._meta = meta
+end
+
+-- Send rq (a new id for each round).
+function Conn:send_request(rq)
+  if self.closed then return nil, self.closed end
+  self.next_id = self.next_id + 1
+  rq.id, rq.response, rq.op = self.next_id, nil, nil
+  local params = rq.params
+  if rq.on_progress then
+    params._meta = copy(params._meta)
+    params._meta.progressToken = rq.id
+    self.by_token[rq.id] = rq
+  end
+  self:meta(params)
+  self.pending[rq.id] = rq
+  local ok, err = self.transport.start(self, rq, { jsonrpc = "2.0", id = rq.id, method = rq.method, params = params })
+  if not ok then
+    self.pending[rq.id], self.by_token[rq.id] = nil, nil
+    return nil, err
+  end
+  return true
+end
+
+-- Ask our own client what the upstream asked (sampling, elicitation,
+-- roots) through the calling request: result, or nil, message, error.
+function Conn:ask_client(rq, method, params, key)
+  local cap = CAPABILITY[method]
+  if cap == nil then return nil, "unknown request " .. tostring(method), { code = -32601, message = "Method not found" } end
+  if not core.client_supports(cap) then
+    local why = ("the client does not offer %s"):format(cap)
+    return nil, why, { code = -32601, message = "Method not found: " .. why }
+  end
+  local ok, result, msg, obj
+  if rq.ctx then
+    ok, result, msg, obj = pcall(rq.ctx.request, rq.ctx, method, params, { key = key })
+  else
+    ok, result, msg, obj = pcall(core.request, method, params or {})
+  end
+  if not ok then return nil, tostring(result), { code = -32603, message = tostring(result) } end
+  if result == nil then
+    return nil, msg or "no answer", type(obj) == "table" and obj or { code = -32603, message = tostring(msg) }
+  end
+  return result
+end
+
+function Conn:handle(rq, item)
+  if item.kind == "progress" then
+    local p = item.params
+    if rq.on_progress and type(p.progress) == "number" then
+      local ok, err = pcall(rq.on_progress, p.progress, p.total, p.message)
+      if not ok then log("debug", "%s: on_progress: %s", self.client.name, tostring(err)) end
+    end
+  elseif item.kind == "log" then
+    local p = item.params
+    if rq.relay_logs and type(p.level) == "string" then pcall(core.log, p.level, p.data) end
+  elseif item.kind == "request" then
+    local msg = item.msg
+    local result, _, err = self:ask_client(rq, msg.method, msg.params)
+    if not self.closed then self:reply(msg.id, result, result == nil and err or nil) end
+  end
+end
+
+local function finish_op(self, rq)
+  local op = rq.op
+  rq.op = nil
+  local ok, msg, kind = self.transport.finish(self, rq, op)
+  if not ok and rq.response == nil then
+    self.pending[rq.id], self.by_token[rq.id] = nil, nil
+    if kind == "timeout" then self:cancel(rq, "timeout") end
+    rq.gone, rq.gone_kind = msg, kind
+  end
+end
+
+-- Wait for rq's response, meanwhile relaying what comes for it. Returns
+-- the response message, or nil, message, kind.
+function Conn:await_response(rq, timer)
+  local grace
+  while true do
+    while #rq.inbox > 0 do self:handle(rq, table.remove(rq.inbox, 1)) end
+    if rq.op and rq.op:done() then finish_op(self, rq) end
+    if rq.response and (rq.op == nil or (grace and grace:done())) then
+      if rq.op then rq.op:cancel("answered") end   -- a stream left open after its response
+      return rq.response
+    end
+    if rq.gone then return nil, rq.gone, rq.gone_kind end
+    if core.cancelled() then
+      local why = core.reason() or "request stopped"
+      self:cancel(rq, why)
+      return nil, "cancelled: " .. why, "cancelled"
+    end
+    local f = core.future()
+    rq.waiter = f
+    local ops = { f }
+    if timer then ops[#ops + 1] = timer end
+    if rq.op then ops[#ops + 1] = rq.op end
+    if rq.response then                            -- the response came on a stream still open
+      grace = grace or core.timer(2)
+      ops[#ops + 1] = grace
+    end
+    await.any(ops)
+    rq.waiter = nil
+    if f:done() then
+      local _, why = f:result()
+      if why then return nil, why, "cancelled" end -- the calling request stopped: the guard cancelled upstream
+    else
+      f:complete()                                 -- retired
+    end
+    if timer and timer:done() and rq.response == nil and #rq.inbox == 0 and not rq.gone then
+      self:cancel(rq, "timeout")
+      return nil, ("timeout: %s took longer than %g s"):format(rq.what, rq.timeout), "timeout"
+    end
+  end
+end
+
+-- Strip what a 2026-07-28 result says about itself, so that the result can
+-- be passed on to a client of any revision.
+local function plain(result)
+  result.resultType, result.ttlMs, result.cacheScope = nil, nil, nil
+  return result
+end
+
+local function error_text(what, e)
+  if type(e) ~= "table" then return what .. ": error " .. tostring(e) end
+  return ("%s: %s (%s)"):format(what, tostring(e.message), tostring(e.code))
+end
+
+-- A request and its response: result, or nil, message, error (the
+-- JSON-RPC error object, or a kind: "timeout", "cancelled", "closed",
+-- "session", "protocol", "input", "http").
+-- o: timeout, on_progress, ctx, relay_logs, what.
+function Conn:request(method, params, o)
+  o = o or {}
+  local rq = {
+    method = method, params = copy(params), inbox = {}, ctx = o.ctx, on_progress = o.on_progress,
+    relay_logs = o.relay_logs, timeout = o.timeout, what = o.what or method,
+  }
+  local timer = o.timeout and o.timeout > 0 and core.timer(o.timeout) or nil
+  -- The guard: cancelled with the calling request (a cancel, a timeout, an
+  -- abort, its end), it cancels the upstream request.
+  local guard <close> = setmetatable({ f = core.future(function(reason) self:cancel(rq, reason) end) },
+    { __close = function(g) if not g.f:done() then g.f:complete() end end })
+  for _ = 1, MAX_ROUNDS do
+    local ok, err = self:send_request(rq)
+    if not ok then return nil, rq.what .. ": " .. err, "closed" end
+    local res, msg, kind = self:await_response(rq, timer)
+    if res == nil then return nil, msg, kind end
+    if res.error ~= nil then return nil, error_text(rq.what, res.error), res.error end
+    local result = res.result
+    if type(result) ~= "table" then return nil, rq.what .. ": the upstream's result is not an object", "protocol" end
+    if result.resultType ~= "input_required" then return plain(result) end
+    -- 2026-07-28: answer its inputRequests through our client, then retry
+    local answers = {}
+    for key, ir in pairs(type(result.inputRequests) == "table" and result.inputRequests or {}) do
+      local ans, why = self:ask_client(rq, type(ir) == "table" and ir.method, type(ir) == "table" and ir.params, "upstream_" .. key)
+      if ans == nil then return nil, ("%s: the upstream needs %s: %s"):format(rq.what, tostring(ir.method), why), "input" end
+      answers[key] = ans
+    end
+    if core.cancelled() then return nil, "cancelled: " .. (core.reason() or "request stopped"), "cancelled" end
+    rq.params = copy(params)
+    rq.params.inputResponses = answers
+    rq.params.requestState = result.requestState
+  end
+  return nil, rq.what .. ": too many input-required rounds", "input"
+end
+
+-- 2026-07-28: a subscriptions/listen request that stays in flight (stdio).
+function Conn:listen()
+  local rq = { method = "subscriptions/listen", listen = true, inbox = {},
+               params = { notifications = { toolsListChanged = true, promptsListChanged = true,
+                                            resourcesListChanged = true } } }
+  self:send_request(rq)
+end
+
+---------------------------------------------------------------------------
+-- The client.
+
+local Client = {}
+Client.__index = Client
+
+local function result_server(conn, res)
+  local meta = type(res._meta) == "table" and res._meta or {}
+  return {
+    revision = conn.revision,
+    capabilities = type(res.capabilities) == "table" and res.capabilities or {},
+    serverInfo = res.serverInfo or meta["io.modelcontextprotocol/serverInfo"],
+    instructions = res.instructions,
+    supportedVersions = res.supportedVersions,
+  }
+end
+
+local function has(list, v)
+  for _, x in ipairs(type(list) == "table" and list or {}) do if x == v then return true end end
+  return false
+end
+
+-- Open a connection and agree on a revision: conn, or nil, message, kind.
+function Client:_open()
+  local T = self.transport
+  local conn = setmetatable({ client = self, transport = T, pending = {}, by_token = {}, next_id = 0,
+                              handshake = true }, Conn)
+  local ok, err = T.open(conn)
+  if not ok then return nil, self.name .. ": " .. err, "closed" end
+  local proto, ct = self.protocol, self.opts.connect_timeout or 30
+  local function give_up(msg, kind)
+    conn:fail(msg, kind)
+    if conn.junk and kind ~= "cancelled" then msg = msg .. "; it does not speak MCP (it wrote: " .. conn.junk .. ")" end
+    return nil, self.name .. ": " .. msg, kind
+  end
+  if proto == "auto" or proto == MODERN then
+    conn.modern, conn.revision = true, MODERN
+    local res, msg, kind = conn:request("server/discover", {}, { timeout = ct })
+    if res and has(res.supportedVersions, MODERN) then
+      conn.server = result_server(conn, res)
+      conn.handshake = false
+      return conn
+    end
+    if proto == MODERN then
+      return give_up("does not speak " .. MODERN .. ": " .. (msg or "server/discover does not list it"), "protocol")
+    end
+    if conn.closed or kind == "cancelled" or kind == "timeout" or kind == "closed" or kind == "auth" then
+      return give_up(msg or conn.closed, kind)              -- not an answer: no point asking again
+    end
+    conn.modern, conn.revision = false, nil
+  end
+  local first
+  for _, v in ipairs(proto == "auto" and SESSION_REVISIONS or { proto }) do
+    local res, msg, kind = conn:request("initialize", {
+      protocolVersion = v, capabilities = self.capabilities, clientInfo = self.info,
+    }, { timeout = ct })
+    if res then
+      local rev = res.protocolVersion
+      if not SESSION[rev] or (proto ~= "auto" and rev ~= proto) then
+        return give_up(("initialize: the upstream answered revision %s (%s wanted)"):format(tostring(rev),
+                       proto == "auto" and "2024-11-05 to 2025-11-25" or proto), "protocol")
+      end
+      conn.revision = rev
+      conn.server = result_server(conn, res)
+      T.initialized(conn, res)
+      local sent, why = conn:notify("notifications/initialized")
+      if not sent then return give_up(why, "closed") end
+      conn.handshake = false
+      return conn
+    end
+    first = first or msg
+    if conn.closed or type(kind) ~= "table" then return give_up(msg or conn.closed, kind) end
+  end
+  return give_up(first, "protocol")
+end
+
+-- The live connection, connecting first if need be: conn, or nil, message, kind.
+function Client:_use()
+  for _ = 1, 3 do
+    if self.closed then return nil, self.name .. ": the client is closed", "closed" end
+    local conn = self.conn
+    if conn and not conn.closed then
+      self.transport.refresh(conn)
+      return conn
+    end
+    local pending = self.connecting
+    if pending then                                -- another call connects: wait for it
+      local f = core.future()
+      pending.waiters[#pending.waiters + 1] = f
+      local _, why = await.wait(f)
+      if why then return nil, why, "cancelled" end
+      if pending.failed and pending.kind ~= "cancelled" then return nil, pending.failed, pending.kind end
+    else
+      pending = { waiters = {} }
+      self.connecting = pending
+      local c, msg, kind = self:_open()
+      self.connecting = nil
+      pending.failed, pending.kind = msg, kind
+      for _, f in ipairs(pending.waiters) do if not f:done() then f:complete() end end
+      if not c then return nil, msg, kind end
+      self.conn, self.server = c, c.server
+      self.generation = self.generation + 1
+      log("info", "%s: connected (revision %s%s)", self.name, c.revision,
+          c.server.serverInfo and (", " .. tostring(c.server.serverInfo.name) .. " " ..
+                                   tostring(c.server.serverInfo.version)) or "")
+      if self.watching then self.transport.watch(c) end
+      if self.generation > 1 then self:_notified("connected", { generation = self.generation }) end
+      return c
+    end
+  end
+  return nil, self.name .. ": cannot connect", "closed"
+end
+
+-- One request, reconnecting once when the session was gone.
+function Client:_request(method, params, o)
+  for attempt = 1, 2 do
+    local conn, msg, kind = self:_use()
+    if not conn then return nil, msg, kind end
+    local res, emsg, err = conn:request(method, params, o)
+    if res ~= nil or err ~= "session" or attempt == 2 then return res, emsg, err end
+  end
+end
+
+function Client:_notified(method, params)
+  local fn = self.on_notification
+  if fn then
+    local ok, err = pcall(fn, method, params)
+    if not ok then log("warning", "%s: on_notification: %s", self.name, tostring(err)) end
+  end
+end
+
+-- Every page of a list method: the items, or nil, message, error.
+function Client:_list(method, field, o)
+  local items, cursor = array(), nil
+  for _ = 1, 1000 do
+    local res, msg, err = self:_request(method, { cursor = cursor }, o)
+    if not res then return nil, msg, err end
+    for _, item in ipairs(type(res[field]) == "table" and res[field] or {}) do items[#items + 1] = item end
+    cursor = res.nextCursor
+    if cursor == nil or cursor == core.null then return items end
+  end
+  return nil, method .. ": too many pages", "protocol"
+end
+
+local function req_opts(self, o, what)
+  o = o or {}
+  return { timeout = o.timeout or self.opts.timeout, on_progress = o.on_progress, ctx = o.ctx,
+           relay_logs = o.relay_logs, what = what }
+end
+
+function Client:connect()
+  local conn, msg, err = self:_use()
+  if not conn then return nil, msg, err end
+  return conn.server
+end
+
+function Client:list_tools(o)
+  local tools, msg, err = self:_list("tools/list", "tools", req_opts(self, o, "tools/list"))
+  if tools then self.tools = {} for _, t in ipairs(tools) do self.tools[t.name] = t end end
+  return tools, msg, err
+end
+
+function Client:call(name, args, o)
+  if type(name) ~= "string" then error("client:call: name must be a string", 2) end
+  if args ~= nil and type(args) ~= "table" then error("client:call: args must be a table", 2) end
+  return self:_request("tools/call", { name = name, arguments = args or {} },
+                       req_opts(self, o, "tools/call " .. name))
+end
+
+function Client:list_resources(o)
+  return self:_list("resources/list", "resources", req_opts(self, o, "resources/list"))
+end
+
+function Client:list_resource_templates(o)
+  return self:_list("resources/templates/list", "resourceTemplates", req_opts(self, o, "resources/templates/list"))
+end
+
+function Client:read(uri, o)
+  if type(uri) ~= "string" then error("client:read: uri must be a string", 2) end
+  return self:_request("resources/read", { uri = uri }, req_opts(self, o, "resources/read " .. uri))
+end
+
+function Client:list_prompts(o)
+  return self:_list("prompts/list", "prompts", req_opts(self, o, "prompts/list"))
+end
+
+function Client:get_prompt(name, args, o)
+  if type(name) ~= "string" then error("client:get_prompt: name must be a string", 2) end
+  return self:_request("prompts/get", { name = name, arguments = args },
+                       req_opts(self, o, "prompts/get " .. name))
+end
+
+-- Any other request: result, or nil, message, error.
+function Client:request(method, params, o)
+  return self:_request(method, params or {}, req_opts(self, o, method))
+end
+
+-- End the connection (the child is stopped, the HTTP session deleted); the
+-- client cannot be used afterwards.
+function Client:close()
+  self.closed = true
+  if self.conn then self.conn:fail("closed by its owner", "closed") end
+end
+
+-- Ended and reconnected on next use (a mount's reload, a test).
+function Client:reset(why)
+  if self.conn then self.conn:fail(why or "reset", "closed") end
+end
+
+---------------------------------------------------------------------------
+
+-- Clients made while a plugin file runs are recorded for it (server.lua
+-- closes them when the file is reloaded or removed).
+local collecting
+
+function M.collect(list)
+  local prev = collecting
+  collecting = list
+  return prev
+end
+
+local function check(opts)
+  if type(opts) ~= "table" then error("mcp.connect: expects a table", 3) end
+  local cmd, url = opts.command, opts.url
+  if (cmd == nil) == (url == nil) then error("mcp.connect: give command = {...} or url = \"...\"", 3) end
+  if cmd ~= nil then
+    if type(cmd) == "string" then cmd = { cmd } end
+    if type(cmd) ~= "table" or #cmd == 0 then error("mcp.connect: command must be a list {\"prog\", \"arg\", ...}", 3) end
+    for i, a in ipairs(cmd) do
+      if type(a) ~= "string" and type(a) ~= "number" then error("mcp.connect: command[" .. i .. "] must be a string", 3) end
+    end
+  elseif type(url) ~= "string" or not url:find("^https?://") then
+    error("mcp.connect: url must be an http:// or https:// URL", 3)
+  end
+  local proto = opts.protocol or "auto"
+  if proto ~= "auto" and proto ~= MODERN and not SESSION[proto] then
+    error("mcp.connect: protocol must be \"auto\" or one of " .. table.concat(M.REVISIONS, ", "), 3)
+  end
+  for _, k in ipairs { "timeout", "connect_timeout" } do
+    if opts[k] ~= nil and (type(opts[k]) ~= "number" or opts[k] < 0) then
+      error("mcp.connect: " .. k .. " must be a number of seconds", 3)
+    end
+  end
+  for _, k in ipairs { "env", "headers", "capabilities" } do
+    if opts[k] ~= nil and type(opts[k]) ~= "table" then error("mcp.connect: " .. k .. " must be a table", 3) end
+  end
+  return cmd, proto
+end
+
+-- mcp.connect(opts): a client; nothing happens until its first use.
+function M.connect(opts)
+  local cmd, proto = check(opts)
+  opts = copy(opts)
+  opts.command = cmd
+  local name = opts.name
+  if name == nil then
+    name = cmd and tostring(cmd[1]):match("[^/]*$") or opts.url:match("^https?://([^/]+)")
+  end
+  local client = setmetatable({
+    opts = opts, name = "upstream " .. name, protocol = proto, generation = 0,
+    transport = require(cmd and "mcp.client_stdio" or "mcp.client_http"),
+    capabilities = opts.capabilities or { sampling = {}, elicitation = {}, roots = {} },
+    info = { name = "luamcp", version = core.version },
+    on_notification = opts.on_notification, watching = opts.on_notification ~= nil,
+  }, Client)
+  if collecting then collecting[#collecting + 1] = client end
+  return client
+end
+
+M.Client = Client
+return M
