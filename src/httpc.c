@@ -33,6 +33,7 @@
 #include "sse.h"
 
 #define DEFAULT_TIMEOUT 30.0
+#define DEADLINE_SLACK 0.25        /* seconds curl's limit stands behind the call's deadline */
 #define DEFAULT_MAX_BYTES ((size_t)16 << 20)
 #define MAX_REDIRECTS 10L
 /* A transfer. Its op is held by the engine from start until it leaves the
@@ -689,9 +690,12 @@ static int l_http(lua_State *L) {
   t->max_bytes = (size_t)opt_number(L, "max_bytes", (double)DEFAULT_MAX_BYTES);
   if (lua_getfield(L, 1, "follow") != LUA_TNIL) follow = lua_toboolean(L, -1);
   lua_pop(L, 1);
-  if (c != NULL && c->deadline_ns != 0 && !background) {   /* never past the call's deadline */
+  /* Never past the call's deadline: the call's timeout cancels the transfer
+   * (reason "timeout"). curl's own limit stands a little behind it, so that
+   * which of the two ends the request is not a race. */
+  if (c != NULL && c->deadline_ns != 0 && !background) {
     uint64_t now = mcp_clock_ns();
-    double left = c->deadline_ns > now ? (double)(c->deadline_ns - now) / 1e9 : 0.001;
+    double left = (c->deadline_ns > now ? (double)(c->deadline_ns - now) / 1e9 : 0) + DEADLINE_SLACK;
     if (timeout == 0 || left < timeout) timeout = left;
   }
   lua_getfield(L, 1, "url");
