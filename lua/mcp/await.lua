@@ -1,4 +1,4 @@
--- Waiting on operations (src/op.c: HTTP transfers, SQL statements, timers,
+-- Waiting on operations (src/core/op.c: HTTP transfers, SQL statements, timers,
 -- futures), one at a time or in several functions at once (mcp.all).
 --
 -- A handler's own coroutine waits in core.await. A function that mcp.all

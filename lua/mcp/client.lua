@@ -7,7 +7,7 @@
 -- A client is shared by every call of its plugin: it connects on first use
 -- (inside a call, since connecting waits), and again after its child died or
 -- its session was gone. Every wait is an operation of the calling request
--- (src/op.h): a future the transport completes, the request's own HTTP
+-- (src/core/op.h): a future the transport completes, the request's own HTTP
 -- transfer, a timer for opts.timeout. Whatever stops the calling request
 -- cancels them, and the request's guard future then cancels the upstream
 -- request the way its revision says (Conn:cancel).

@@ -1,5 +1,5 @@
 -- The Streamable HTTP transport of mcp.connect (lua/mcp/client.lua), on
--- core.http (src/httpc.c).
+-- core.http (src/lua/httpc.c).
 --
 -- Each request is a POST whose answer is JSON or an SSE stream carrying the
 -- request's progress, logs, requests to the client and its response. The

@@ -1,5 +1,5 @@
 -- The stdio transport of mcp.connect (lua/mcp/client.lua): the upstream is
--- our child (core.proc, src/proc.c), one JSON-RPC message per line on its
+-- our child (core.proc, src/lua/proc.c), one JSON-RPC message per line on its
 -- stdin and stdout; its stderr goes to our log. The child belongs to the
 -- connection: stopped (stdin closed, SIGTERM, SIGKILL after 2 s) when the
 -- connection ends, and at shutdown by the core.

@@ -1,4 +1,4 @@
--- mcp.sqlite: SQLite databases for handlers (src/sqlite.c; README "SQLite").
+-- mcp.sqlite: SQLite databases for handlers (src/lua/sqlite.c; README "SQLite").
 --
 -- A statement runs on libuv's thread pool, one at a time per db, and the
 -- handler waits for it as an operation (mcp.await): so it works under
@@ -66,7 +66,7 @@ function Db:transaction(fn, mode)
   ok, err, code = wait(C.run(self, "COMMIT", nil, "transaction"))
   if not ok then
     wait(C.run(self, "ROLLBACK", nil, "transaction"))
-    -- a cancel of the request has rolled it back already (src/sqlite.c, tx_cancel)
+    -- a cancel of the request has rolled it back already (src/lua/sqlite.c, tx_cancel)
     if core.cancelled() then return nil, "cancelled: " .. (core.reason() or "request stopped"), "cancelled" end
     return nil, err, code
   end
