@@ -17,7 +17,10 @@ local function session(opts)
 end
 
 local function json(resp)
-  return cjson.decode((assert(H.text(resp), cjson.encode(resp))))
+  local text = assert(H.text(resp), cjson.encode(resp))
+  local ok, v = pcall(cjson.decode, text)
+  assert(ok, "not JSON: " .. text)
+  return v
 end
 
 -- The fixture's {r, err, code}, nulls as nil.

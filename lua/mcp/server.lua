@@ -425,15 +425,29 @@ end
 -- ends the coroutine, and the C core turns it into an isError result (or no
 -- response, once cancelled). No pcall here, so that <close> variables of an
 -- aborted handler run when the core resets the coroutine, under its limits.
-function methods.tools_call(params, id, session)
+--
+-- The setup (open_call: argument checks, the ctx) runs on the main thread
+-- (core.on_main): it goes deeper than the handler's waits, and on the
+-- coroutine it would double the stack every waiting call keeps (Lua grows a
+-- stack past its first 40 slots to 80 and keeps it while in use).
+local function open_call(params, id, session)
   local tool, args, msg = prepare(params)
   if not tool then
     if tool == nil then return nil, args, msg end
-    return args
+    return false, args
   end
   local ctx = mcp._ctx(id, tool.name, session)
   local ok, code, emsg = input.open(ctx, "tools/call", params, tool.name, args)
   if not ok then return nil, code, emsg end
+  return tool, args, ctx
+end
+
+function methods.tools_call(params, id, session)
+  local tool, args, ctx = core.on_main(open_call, params, id, session)
+  if not tool then
+    if tool == nil then return nil, args, ctx end
+    return args                      -- an isError result
+  end
   params = nil                       -- not kept alive while the handler waits
   return tool_result(tool.handler(args, ctx))
 end

@@ -1,5 +1,6 @@
 /* Calls: coroutines, the count hook, timers, waits, and the actions of the
  * cancellation state machine. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -332,31 +333,16 @@ static void call_free(mcp_call *c) {
   free(c);
 }
 
-static void call_timer_closed(uv_handle_t *h) { call_free(h->data); }
-
-/* One timer per call serves the deadline (timeout, then grace) and the
- * wake-up of mcp.sleep: it is armed for the earlier of the two. It is
- * initialized on first use; a call that never needs it has no handle. */
-static void on_timer(uv_timer_t *t);
-
+/* A call's one deadline entry (deadline.c) serves its deadline (timeout,
+ * then grace) and the end of an mcp.sleep, whichever is earlier. */
 static void timer_arm(mcp_call *c) {
-  uint64_t due = c->due_ns, now;
+  uint64_t due = c->due_ns;
   if (c->wake_ns && (due == 0 || c->wake_ns < due)) due = c->wake_ns;
-  if (due == 0) {
-    if (c->timer_on) uv_timer_stop(&c->timer);
-    return;
-  }
-  if (!c->timer_on) {
-    uv_timer_init(S.loop, &c->timer);
-    c->timer.data = c;
-    c->timer_on = 1;
-  }
-  now = mcp_clock_ns();
-  uv_timer_start(&c->timer, on_timer, due > now ? (due - now + 999999) / 1000000 : 0, 0);
+  mcp_deadline_set(&c->dl, due);
 }
 
-static void on_timer(uv_timer_t *t) {
-  mcp_call *c = t->data;
+static void on_deadline(mcp_deadline *d) {
+  mcp_call *c = (mcp_call *)((char *)d - offsetof(mcp_call, dl));
   uint64_t now = mcp_clock_ns();
   if (c->wake_ns && now >= c->wake_ns) {
     c->wake_ns = 0;
@@ -375,7 +361,7 @@ static void on_timer(uv_timer_t *t) {
   timer_arm(c);
 }
 
-/* Move the clock forward: every timer now due fires, in deadline order per call. */
+/* Move the clock forward: every deadline now due fires. */
 /* The live calls pred accepts, in an array the caller frees (NULL when
  * none). Firing an event may finish a call, so callers walk this snapshot,
  * not the list; a finished call's memory outlives the loop turn. */
@@ -390,20 +376,10 @@ static mcp_call **snapshot(int (*pred)(mcp_call *c, void *ud), void *ud, int *n)
   return v;
 }
 
-static int has_timer(mcp_call *c, void *ud) {
-  (void)ud;
-  return c->timer_on;
-}
-
 void mcp_sched_advance(double seconds) {
-  int n;
-  mcp_call **v;
   clock_offset += (uint64_t)(seconds * 1e9);
   mcp_task_sweep();
-  v = snapshot(has_timer, NULL, &n);
-  for (int i = 0; i < n; i++)
-    if (!v[i]->finished) on_timer(&v[i]->timer);   /* checks what is due, re-arms the rest */
-  free(v);
+  mcp_deadlines_run();               /* what is due fires, earliest first */
 }
 
 void mcp_call_wake(mcp_call *c) { queue_push(c); }
@@ -436,6 +412,7 @@ static void wait_cancel(mcp_call *c) {
 static void call_finish(mcp_call *c) {
   c->finished = 1;
   queue_remove(c);
+  mcp_deadline_set(&c->dl, 0);
   mcp_reqtab_remove(&c->session->reqs, &c->req);
   if (c->params) json_decref(c->params), c->params = NULL;
   if (c->oncancel_ref != LUA_NOREF) {
@@ -455,12 +432,8 @@ static void call_finish(mcp_call *c) {
   S.live--;
   if (c->tasked) mcp_task_call_gone(c);
   mcp_session_call_done(c->session, c->batch, c->stream, c->responded);
-  if (c->timer_on) {
-    uv_close((uv_handle_t *)&c->timer, call_timer_closed);
-  } else {                         /* freed after this loop turn, never under a caller */
-    c->qnext = S.graveyard;
-    S.graveyard = c;
-  }
+  c->qnext = S.graveyard;            /* freed after this loop turn, never under a caller */
+  S.graveyard = c;
   if (S.live == 0 && mcp_sched_idle_cb) mcp_sched_idle_cb();
 }
 
@@ -625,6 +598,7 @@ mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, void *stream, const c
   mcp_call *c = calloc(1, sizeof *c);
   int mode = MCP_CANCEL_COOPERATIVE;
   if (c == NULL) abort();
+  c->dl.index = -1;
   c->timeout = mcp_cfg.timeout;
   c->grace = mcp_cfg.grace;
   if (strcmp(method, "tools/call") == 0) {
@@ -724,6 +698,7 @@ int mcp_sched_init(uv_loop_t *loop, lua_State *L, int server_ref) {
   S.methods_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);
   mcp_slice_init(hook, SLICE_NS);
+  mcp_deadlines_init(loop, mcp_clock_ns, on_deadline);
   uv_idle_init(loop, &S.idle);
   uv_check_init(loop, &S.check);
   uv_check_start(&S.check, run_queue);
@@ -838,6 +813,7 @@ void mcp_sched_close(void) {
   uv_close((uv_handle_t *)&S.check, NULL);
   mcp_task_close();
   mcp_slice_close();
+  mcp_deadlines_close();
   bury();
   for (int i = 0; i < S.npool; i++) luaL_unref(S.L, LUA_REGISTRYINDEX, S.pool[i].ref);
   S.npool = 0;

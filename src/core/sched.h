@@ -8,13 +8,14 @@
 #include <uv.h>
 
 #include "buf.h"
+#include "deadline.h"
 #include "request.h"
 
 typedef struct mcp_session mcp_session;
 typedef struct mcp_batch mcp_batch;
 
-/* A call is owned by the scheduler: created by mcp_call_start, freed in the
- * close callback of its last timer after the state machine said FINISH. */
+/* A call is owned by the scheduler: created by mcp_call_start, freed at the
+ * end of the loop turn in which the state machine said FINISH. */
 typedef struct mcp_call mcp_call;
 struct mcp_call {
   mcp_req req;               /* the state machine; first member */
@@ -35,7 +36,7 @@ struct mcp_call {
   int co_ref;
   int oncancel_ref;          /* table of ctx:on_cancel functions, or LUA_NOREF */
   int token_ref;             /* userdata naming this call to coroutines it creates */
-  uv_timer_t timer;          /* the earliest of due_ns and wake_ns */
+  mcp_deadline dl;           /* the earliest of due_ns and wake_ns (deadline.c) */
   uint64_t due_ns;           /* hrtime of the timeout, then of the grace end; 0 = none */
   uint64_t wake_ns;          /* hrtime an mcp.sleep ends; 0 = none */
   long long out_id;          /* id of the request it waits on from the client; 0 = none */
@@ -61,7 +62,6 @@ struct mcp_call {
   unsigned closing : 1;      /* <close> variables running after an abort */
   unsigned finished : 1;     /* FINISH done; memory goes with the timers */
   unsigned responded : 1;    /* its response was written */
-  unsigned timer_on : 1;     /* the timer is initialized on first use */
   unsigned tasked : 1;       /* answered with a task: its response goes to the task */
   unsigned finishing : 1;    /* mcp.core.finish yielded the call's return values */
   unsigned typed : 1;        /* its result names its own resultType (input_required, task) */

@@ -469,6 +469,31 @@ static int l_on_cancel(lua_State *L) {
 
 /* token(): the running call's token, a userdata that coroutines created by
  * the handler are mapped to (see mcp_call_current). nil outside a call. */
+/* on_main(fn, ...): fn(...) on the main thread, for the running call,
+ * and its results. A call's setup (argument checks, its ctx) goes deeper
+ * than its handler's waits; run on the coroutine it would grow the stack
+ * that every waiting call keeps (Lua doubles a stack past its first 40
+ * slots and never shrinks it while in use). fn must not yield; its error
+ * is raised again here. */
+static int l_on_main(lua_State *co) {
+  mcp_call *c = current(co);
+  lua_State *L = mcp_sched_lua();
+  int n = lua_gettop(co), base, status, nres;
+  luaL_checktype(co, 1, LUA_TFUNCTION);
+  if (c == NULL || co == L) {
+    lua_call(co, n - 1, LUA_MULTRET);
+    return lua_gettop(co);
+  }
+  base = lua_gettop(L);
+  lua_xmove(co, L, n);                         /* main: fn args... */
+  status = mcp_call_pcall(c, n - 1, LUA_MULTRET);
+  nres = lua_gettop(L) - base;
+  if (!lua_checkstack(co, nres)) luaL_error(co, "on_main: too many results");
+  lua_xmove(L, co, nres);                      /* co: results... (or the error) */
+  if (status != LUA_OK) return lua_error(co);
+  return nres;
+}
+
 /* watch(co): a coroutine the handler created keeps the count hook. */
 static int l_watch(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTHREAD);
@@ -638,6 +663,7 @@ static const luaL_Reg core_funcs[] = {
   {"realpath", l_realpath},
   {"token", l_token},
   {"watch", l_watch},
+  {"on_main", l_on_main},
   {"log_stderr", l_log_stderr},
   {"set_logger", l_set_logger},
   {"close_connection", l_close_connection},

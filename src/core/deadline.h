@@ -1,0 +1,27 @@
+/* One uv_timer for every deadline: a binary min-heap of entries embedded in
+ * their owners (calls), the timer armed for the earliest. Setting, moving or
+ * clearing one is O(log n) and allocates nothing per entry. */
+#ifndef MCP_DEADLINE_H
+#define MCP_DEADLINE_H
+
+#include <stdint.h>
+
+#include <uv.h>
+
+typedef struct {
+  uint64_t due;              /* on the clock given to mcp_deadlines_init; 0 = none */
+  int index;                 /* in the heap, or -1 */
+} mcp_deadline;
+
+#define MCP_DEADLINE_INIT { 0, -1 }
+
+/* cb runs for each entry that comes due, already out of the heap (it may
+ * set it again). clock gives the time in ns. */
+void mcp_deadlines_init(uv_loop_t *loop, uint64_t (*clock)(void), void (*cb)(mcp_deadline *d));
+/* Arm d for due (0: disarm). */
+void mcp_deadline_set(mcp_deadline *d, uint64_t due);
+/* Fire every entry due now (after the clock moved), earliest first. */
+void mcp_deadlines_run(void);
+void mcp_deadlines_close(void);
+
+#endif
