@@ -291,7 +291,20 @@ describe("mcp.sqlite", function()
     end
     local r = json(c:call("after", {}, { timeout = 2 }))
     assert.are.equal(10, r.n)
-    assert.are.equal(c:count_stderr("fixture: slow %d+ started"), c:count_stderr("fixture: slow %d+ returned"))
+    assert.is_true(H.run_until(function()
+      return c:count_stderr("fixture: slow %d+ started") == c:count_stderr("fixture: slow %d+ returned")
+    end, 5), "a slow handler never returned")
+  end)
+
+  it("a handler that goes on after a cancel starts no new statement", function()
+    local c = session()
+    c:send(H.call_raw("71", "spin_then_query", {}))
+    c:expect_stderr("spin_then_query 71 started")
+    local t0 = H.now()
+    c:send(H.cancel_msg(71, "enough"))
+    c:expect_stderr("spin_then_query 71 returned cancelled: enough cancelled", 2)
+    assert.is_true(H.now() - t0 < 0.5)
+    assert.are.equal(10, json(c:call("after", {}, { timeout = 2 })).n)   -- the db is free
   end)
 
   it("a cancel rolls back the call's open transaction and lets the others through", function()

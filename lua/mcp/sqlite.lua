@@ -8,7 +8,13 @@ local core = require "mcp.core"
 local await = require "mcp.await"
 
 local C = core.sqlite
-local wait = await.wait
+
+-- C.run gives an op, or nil, "cancelled: ...", "cancelled" once the request
+-- is stopped.
+local function wait(op, err, code)
+  if not op then return nil, err, code end
+  return await.wait(op)
+end
 local Db = C.methods                     -- a db's methods; close and info are C's
 
 local M = { open = C.open, blob = C.blob, version = C.version }

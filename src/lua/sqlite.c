@@ -791,9 +791,11 @@ static void params_copy(lua_State *L, int idx, sql_job *j, int n) {
   }
 }
 
-/* run(db, sql, params, fname): an op for the statement. fname ("exec",
- * "query", "rows", "transaction") names the method in errors; query and
- * rows collect rows. Outside a request it runs at once. */
+/* run(db, sql, params, fname): an op for the statement, or nil,
+ * "cancelled: <reason>", "cancelled" once the request is stopped (a handler
+ * that goes on after a cancel starts nothing new). fname ("exec", "query",
+ * "rows", "transaction") names the method in errors; query and rows collect
+ * rows. Outside a request it runs at once. */
 static int l_run(lua_State *L) {
   mcp_sqlite *db = check_db(L, 1, 2);
   const char *fname = luaL_optstring(L, 4, "exec");
@@ -807,6 +809,12 @@ static int l_run(lua_State *L) {
   sql = lua_tolstring(L, 2, &len);
   if (len > INT_MAX / 2) user_error(L, 1, fname, "SQL text too long");
   n = params_check(L, 3, fname, &named);
+  if (c != NULL && c->signalled) {       /* a stopped request starts nothing new */
+    lua_pushnil(L);
+    lua_pushfstring(L, "cancelled: %s", c->req.reason ? c->req.reason : "request stopped");
+    lua_pushliteral(L, "cancelled");
+    return 3;
+  }
   j = calloc(1, sizeof *j);
   if (j == NULL) abort();
   atomic_init(&j->stop, 0);
