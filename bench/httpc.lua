@@ -19,12 +19,16 @@ local ROOT = debug.getinfo(1, "S").source:gsub("^@", ""):match("^(.*)/bench/[^/]
 local function now_ns() return uv.hrtime() end
 
 local function run_until(pred, seconds)
-  local deadline = now_ns() + seconds * 1e9
-  while not pred() do
-    if now_ns() > deadline then return false end
-    uv.run("once")
-  end
-  return true
+  local expired = false
+  local t = uv.new_timer()
+  t:start(math.floor(seconds * 1000), 0, function()
+    expired = true
+    uv.stop()                -- ends the poll of uv.run("once") too
+  end)
+  while not pred() and not expired do uv.run("once") end
+  t:stop()
+  t:close()
+  return pred()
 end
 
 local function lines_of(pipe, on_line)

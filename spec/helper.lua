@@ -57,7 +57,13 @@ function H.run_until(pred, timeout)
   if pred() then return true end
   local expired, done = false, false
   local t = uv.new_timer()
-  t:start(math.max(0, math.floor((timeout or H.WAIT) * 1000)), 0, function() expired = true end)
+  -- uv.stop: a timer that fires before the poll of uv.run("once") would not
+  -- end that poll, which then waits for the next event however late (a
+  -- server busy elsewhere for 30 s kept a 0.004 s pump waiting 30 s)
+  t:start(math.max(0, math.floor((timeout or H.WAIT) * 1000)), 0, function()
+    expired = true
+    uv.stop()
+  end)
   while not done and not expired do
     uv.run("once")
     done = pred() and true or false

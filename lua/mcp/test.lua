@@ -41,7 +41,12 @@ local function run_until(pred, timeout)
   if pred() then return true end
   local done = false
   local t = uv.new_timer()
-  t:start(math.floor((timeout or 10) * 1000), 0, function() done = true end)
+  -- uv.stop, or a timer that fires before uv.run("once") polls would leave
+  -- that poll waiting for the next event, however late
+  t:start(math.floor((timeout or 10) * 1000), 0, function()
+    done = true
+    uv.stop()
+  end)
   while not done and not pred() do uv.run("once") end
   t:stop()
   t:close()
