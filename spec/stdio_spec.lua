@@ -182,6 +182,24 @@ describe("stdio", function()
                   c:stderr_text())
   end)
 
+  it("end of input with a client that reads nothing more: the output is dropped after 2 s, exit 0", function()
+    local c = H.session()
+    c.stdout:read_stop()                        -- the client stops reading its stdout
+    local text = string.rep("x", 100000)
+    for i = 1, 4 do c:send(H.call_raw(tostring(i), "echo", { text = text })) end
+    H.pump(0.3)                                 -- answers fill the pipe and queue up
+    local t0 = H.now()
+    c.stdin:close()
+    c.stdin_closed = true
+    assert.is_true(H.run_until(function() return c.exited end, 6), "still running; " .. c:stderr_text())
+    assert.is_true(H.now() - t0 < 4, "exit took " .. (H.now() - t0) .. " s")
+    assert.are.equal(0, c.exit_code, c:stderr_text())
+    c.stdout:read_start(function(err, data)     -- the end, for the helper's cleanup
+      if err or not data then c.stdout_eof = true end
+    end)
+    assert.truthy(c:wait_stderr("stdout: the client reads nothing", 0, { plain = true }), c:stderr_text())
+  end)
+
   it("end of input stops a spinning handler and exits 0", function()
     local c = H.session()
     c:send(H.call_raw("3", "spin", {}))

@@ -39,7 +39,8 @@ static struct {
   char *fs_buf;
   int64_t fs_off;
   uv_prepare_t flusher;         /* writes what a loop turn produced before polling */
-  uv_timer_t eof_timer;         /* EOF is handled after the queued calls started */
+  uv_timer_t eof_timer;         /* EOF is handled after the queued calls started; then
+                                   the deadline of the writes left at shutdown */
   mcp_buf line;                 /* a partial line */
   mcp_buf pend;                 /* output not yet handed to the kernel */
   size_t writing;               /* writes in flight */
@@ -48,6 +49,8 @@ static struct {
   void (*on_eof)(void);
   void (*on_closed)(void);
 } T;
+
+#define DRAIN_MS 2000                 /* writes left at shutdown: how long they may take */
 
 static void close_handles(void);
 
@@ -263,13 +266,26 @@ static void closed_cb(uv_handle_t *h) {
   if (--T.closing == 0 && T.on_closed) T.on_closed();
 }
 
-/* Flush what is left, wait for the writes, then close every handle;
- * on_closed runs at the end. */
+/* A client that reads nothing more cannot hold the server forever. */
+static void on_drain_deadline(uv_timer_t *t) {
+  size_t left = T.out.stream.write_queue_size;   /* a pipe or TTY: files are written at once */
+  (void)t;
+  if (!T.close_pending) return;
+  mcp_warn("stdout: the client reads nothing; %zu bytes of output dropped at shutdown", left);
+  close_handles();                          /* cancels the writes */
+}
+
+/* Flush what is left, wait for the writes (DRAIN_MS at most), then close
+ * every handle; on_closed runs at the end. */
 void mcp_stdio_close(void (*on_closed)(void)) {
   T.on_closed = on_closed;
   flush();
-  if (T.writing > 0) T.close_pending = 1;   /* uv_close would cancel them */
-  else close_handles();
+  if (T.writing > 0) {                      /* uv_close would cancel them */
+    T.close_pending = 1;
+    uv_timer_start(&T.eof_timer, on_drain_deadline, DRAIN_MS, 0);
+  } else {
+    close_handles();
+  }
 }
 
 static void close_handles(void) {
