@@ -29,7 +29,7 @@ static struct {
   uv_check_t check;                 /* runs the queue after each poll */
   mcp_call *qhead, *qtail;
   mcp_call *all;
-  mcp_call *graveyard;              /* finished calls with no timer to close */
+  mcp_call *graveyard;              /* finished calls, freed after this loop turn (bury) */
   mcp_call *main_as;                /* the call the main thread acts for (mcp_call_pcall) */
   int live;
   struct { lua_State *co; int ref; } pool[POOL_MAX];
