@@ -496,6 +496,22 @@ function Client:cleanup()
 end
 
 -- End every server started so far. Call it in after_each.
+-- The open file descriptors of process pid, and its resident memory (KB).
+function H.fd_count(pid)
+  local req = uv.fs_scandir("/proc/" .. pid .. "/fd")
+  local n = 0
+  while req and uv.fs_scandir_next(req) do n = n + 1 end
+  return n
+end
+
+function H.rss_kb(pid)
+  local f = io.open("/proc/" .. pid .. "/status")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return tonumber(s:match("VmRSS:%s*(%d+)"))
+end
+
 function H.cleanup()
   local clients = H.clients
   H.clients = {}

@@ -16,21 +16,6 @@ end
 
 local function fetch(c, args, opts) return result(c:call("fetch", args, opts)) end
 
-local function fd_count(pid)
-  local p = io.popen("ls /proc/" .. pid .. "/fd 2>/dev/null | wc -l")
-  local n = tonumber(p:read("a"))
-  p:close()
-  return n
-end
-
-local function rss_kb(pid)
-  local f = io.open("/proc/" .. pid .. "/status")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return tonumber(s:match("VmRSS:%s*(%d+)"))
-end
-
 -- Send a call without waiting for it; returns its id.
 local function start_call(c, name, args)
   local id = c.next_id
@@ -309,11 +294,11 @@ describe("ctx:http", function()
       round(150)
       local n0 = #o.requests
       local m0 = cjson.decode(H.text(c:call("mem")))
-      local fd0, rss0 = fd_count(c.pid), rss_kb(c.pid)
+      local fd0, rss0 = H.fd_count(c.pid), H.rss_kb(c.pid)
       local open0 = o:open_count()
       round(150)
       local m1 = cjson.decode(H.text(c:call("mem")))
-      local fd1, rss1 = fd_count(c.pid), rss_kb(c.pid)
+      local fd1, rss1 = H.fd_count(c.pid), H.rss_kb(c.pid)
       local open1 = o:open_count()
       local why = ("seed %d; fds %d -> %d, origin open %d -> %d, Lua %.0f -> %.0f KB, heap %s -> %s, RSS %d -> %d KB")
         :format(seed, fd0, fd1, open0, open1, m0.lua, m1.lua, tostring(m0.heap), tostring(m1.heap), rss0, rss1)

@@ -6,7 +6,6 @@
 -- "... outlived its grace of G s: SIGKILL".
 local H = require "spec.helper"
 local cjson = H.cjson
-local uv = H.uv
 
 local FIX = "spec/fixtures/spawn"
 
@@ -40,13 +39,6 @@ local function alive(pid) return kill0(pid) and proc_state(pid) ~= "Z" end
 -- Gone and reaped: no /proc entry at all (a zombie still has one).
 local function reaped(pid, timeout)
   return H.run_until(function() return proc_state(pid) == nil end, timeout or H.WAIT)
-end
-
-local function fd_count(pid)
-  local req = uv.fs_scandir("/proc/" .. pid .. "/fd")
-  local n = 0
-  while req and uv.fs_scandir_next(req) do n = n + 1 end
-  return n
 end
 
 -- Start a tool whose child prints its pid first (streamed); returns the pid.
@@ -228,7 +220,7 @@ describe("ctx:spawn", function()
   it("leaves no file descriptor behind", function()
     local c = session()
     run(c, "run", { cmd = "/bin/true" })       -- the first spawn sets up libuv's SIGCHLD pipe
-    local before = fd_count(c.pid)
+    local before = H.fd_count(c.pid)
     for i = 1, 3 do
       run(c, "run", { cmd = "cat", stdin = "x" })
       run(c, "run", { cmd = "/bin/sh", args = { "-c", "echo a; echo b >&2" }, stdout = "lines", stderr = "lines" })
@@ -239,8 +231,8 @@ describe("ctx:spawn", function()
       c:send(H.cancel_raw(tostring(100 + i), "go"))
       assert.is_true(reaped(pid, 2))
     end
-    assert.is_true(H.run_until(function() return fd_count(c.pid) == before end, 2),
-                   ("fds: %d before, %d after"):format(before, fd_count(c.pid)))
+    assert.is_true(H.run_until(function() return H.fd_count(c.pid) == before end, 2),
+                   ("fds: %d before, %d after"):format(before, H.fd_count(c.pid)))
   end)
 end)
 

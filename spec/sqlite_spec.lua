@@ -6,7 +6,6 @@
 -- "fixture: slow KEY started" and "fixture: slow KEY returned ..." on stderr.
 local H = require "spec.helper"
 local cjson = H.cjson
-local uv = H.uv
 
 local FIX = "spec/fixtures/sqlite"
 
@@ -34,13 +33,6 @@ local function call(c, tool, args) return outcome(c:call(tool, args)) end
 
 local function response_for(c, key, timeout)
   return c:take(function(m, raw) return H.is_response(m) and H.raw_member(raw, "id") == key end, timeout)
-end
-
-local function fd_count(pid)
-  local req = uv.fs_scandir("/proc/" .. pid .. "/fd")
-  local n = 0
-  while req and uv.fs_scandir_next(req) do n = n + 1 end
-  return n
 end
 
 -- Start the never-ending query in tool (slow, slow_abort, all_slow) as
@@ -362,10 +354,10 @@ describe("mcp.sqlite", function()
     finally(function() os.remove(path) end)
     for _, close in ipairs { true, false } do
       json(c:call("churn", { n = 100, path = path, close = close }))   -- warm-up
-      local fd0 = fd_count(c.pid)
+      local fd0 = H.fd_count(c.pid)
       local m0 = json(c:call("churn", { n = 300, path = path, close = close }))
       local m1 = json(c:call("churn", { n = 300, path = path, close = close }))
-      local fd1 = fd_count(c.pid)
+      local fd1 = H.fd_count(c.pid)
       local why = ("close %s: fds %d -> %d, Lua %.0f -> %.0f KB, heap %s -> %s"):format(
         tostring(close), fd0, fd1, m0.lua, m1.lua, tostring(m0.heap), tostring(m1.heap))
       assert.are.equal(fd0, fd1, why)
