@@ -81,6 +81,14 @@ void mcp_ops_stop(mcp_call *c, const char *why, int finished) {
   }
 }
 
+int mcp_op_refuse(lua_State *L, mcp_call *c) {
+  if (c == NULL || !c->signalled) return 0;
+  lua_pushnil(L);
+  lua_pushfstring(L, "cancelled: %s", c->req.reason ? c->req.reason : "request stopped");
+  lua_pushliteral(L, "cancelled");
+  return 3;
+}
+
 void mcp_ops_shutdown(void) {
   for (mcp_op *op = plugin_ops, *next; op != NULL; op = next) {
     next = op->next;

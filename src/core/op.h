@@ -57,6 +57,9 @@ void mcp_op_release(mcp_op *op);
 void mcp_op_cancel(mcp_op *op, const char *why);
 /* Cancel every op of c and detach them from it (finished: the call is gone). */
 void mcp_ops_stop(mcp_call *c, const char *why, int finished);
+/* A stopped request starts no new op: when c is cancelled (or timing
+ * out), push nil, "cancelled: <reason>", "cancelled" and return 3; else 0. */
+int mcp_op_refuse(lua_State *L, mcp_call *c);
 /* Cancel every plugin-level op (shutdown). */
 void mcp_ops_shutdown(void);
 /* The op of a handle at index idx, or raises. */

@@ -644,12 +644,7 @@ static int l_http(lua_State *L) {
   lua_settop(L, 1);
   background = lua_getfield(L, 1, "background") != LUA_TNIL && lua_toboolean(L, -1);
   lua_pop(L, 1);
-  if (c != NULL && c->signalled && !background) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "cancelled: %s", c->req.reason ? c->req.reason : "request stopped");
-    lua_pushliteral(L, "cancelled");
-    return 3;
-  }
+  if (!background && mcp_op_refuse(L, c)) return 3;
   multi_init();
   t = calloc(1, sizeof *t);
   if (t == NULL || (t->easy = curl_easy_init()) == NULL) abort();

@@ -809,12 +809,7 @@ static int l_run(lua_State *L) {
   sql = lua_tolstring(L, 2, &len);
   if (len > INT_MAX / 2) user_error(L, 1, fname, "SQL text too long");
   n = params_check(L, 3, fname, &named);
-  if (c != NULL && c->signalled) {       /* a stopped request starts nothing new */
-    lua_pushnil(L);
-    lua_pushfstring(L, "cancelled: %s", c->req.reason ? c->req.reason : "request stopped");
-    lua_pushliteral(L, "cancelled");
-    return 3;
-  }
+  if (mcp_op_refuse(L, c)) return 3;     /* a stopped request starts nothing new */
   j = calloc(1, sizeof *j);
   if (j == NULL) abort();
   atomic_init(&j->stop, 0);
