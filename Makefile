@@ -4,8 +4,9 @@ BUILD_TYPE ?= RelWithDebInfo
 PLUGINS ?= plugins
 HOST ?= 127.0.0.1
 PORT ?= 8931
+PREFIX ?= /usr/local
 
-.PHONY: all deps configure build build-server test run run-stdio bench clean
+.PHONY: all deps configure build build-server test run run-stdio bench fuzz install deb clean
 
 all: build
 
@@ -37,6 +38,19 @@ run-stdio: build-server
 
 bench: build
 	@sh bench/run.sh
+
+# PREFIX (default /usr/local) and DESTDIR as usual; the tree may be moved later.
+install: build-server
+	@DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
+
+# A Debian package in $(BUILD)/ (CPack; Depends from dpkg-shlibdeps).
+deb: build-server
+	@cd $(BUILD) && cpack -G DEB
+
+# libFuzzer, with clang, in build-fuzz: each target for SECONDS (test/fuzz/README.md).
+SECONDS ?= 60
+fuzz: deps
+	@sh scripts/fuzz.sh $(SECONDS) $(FUZZ)
 
 clean:
 	rm -rf $(BUILD)

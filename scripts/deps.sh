@@ -2,8 +2,10 @@
 # Install the Debian 12 packages luamcp needs to build and test.
 # Idempotent and quiet when nothing is missing.
 set -e
+# libssl-dev: libcrypto (crypto.c). clang, libfuzzer-14-dev: `make fuzz`.
 PKGS="build-essential cmake pkg-config liblua5.4-dev lua5.4 libuv1-dev libjansson-dev \
-libhttp-parser-dev libcurl4-openssl-dev libsqlite3-dev ca-certificates lua-cjson lua-busted lua-luv"
+libhttp-parser-dev libcurl4-openssl-dev libsqlite3-dev ca-certificates lua-cjson lua-busted lua-luv \
+libssl-dev clang libfuzzer-14-dev"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

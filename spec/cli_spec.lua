@@ -407,6 +407,7 @@ describe("luamcp new", function()
     assert_has(plugin, "ctx:cancelled()")
     assert_has(plugin, "timeout")
     assert_has(read(tmp .. "/spec/demo_spec.lua"), "luamcp call")
+    assert_has(read(tmp .. "/spec/demo_spec.lua"), 'require "mcp.test"')
 
     r = run({ "check" }, { cwd = tmp })
     assert.are.equal(0, r.code, r.out .. r.err)
@@ -417,18 +418,23 @@ describe("luamcp new", function()
     assert.are.equal("counted to 2\n", r.out)
 
     local busted = uv.fs_stat("/usr/bin/busted") and "/usr/bin/busted" or "busted"
-    r = run({ busted, "spec/demo_spec.lua" }, {
-      bin = "lua5.4", cwd = tmp, env = { LUAMCP_BIN = H.binary() }, timeout = 60,
-    })
+    -- mcp.test from the source tree (spec/install_spec.lua: from an installed one)
+    local env = { LUAMCP_BIN = H.binary(), LUA_PATH = H.root .. "/lua/?.lua;;" }
+    r = run({ busted, "spec/demo_spec.lua" }, { bin = "lua5.4", cwd = tmp, env = env, timeout = 60 })
     assert.are.equal(0, r.code, r.out .. r.err)
-    assert_has(r.out, "2 successes / 0 failures / 0 errors")
+    assert_has(r.out, "4 successes / 0 failures / 0 errors")
+
+    -- the spec finds the plugins from its own place: busted may run elsewhere
+    r = run({ busted, tmp .. "/spec/demo_spec.lua" }, { bin = "lua5.4", cwd = "/", env = env, timeout = 60 })
+    assert.are.equal(0, r.code, r.out .. r.err)
+    assert_has(r.out, "4 successes / 0 failures / 0 errors")
   end)
 
   it("takes --dir and --spec-dir", function()
     local r = run({ "new", "other", "--dir", "src/tools", "--spec-dir", "test" }, { cwd = tmp })
     assert.are.equal(0, r.code, r.err)
     assert.truthy(read(tmp .. "/src/tools/other.lua"))
-    assert_has(read(tmp .. "/test/other_spec.lua"), 'local PLUGINS = "src/tools"')
+    assert_has(read(tmp .. "/test/other_spec.lua"), 'local PLUGINS = HERE .. "/../src/tools"')
   end)
 
   it("refuses to overwrite an existing file", function()

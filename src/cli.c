@@ -16,6 +16,7 @@
 #include <lualib.h>
 #include <uv.h>
 
+#include "conffile.h"
 #include "config.h"
 #include "httpc.h"
 #include "op.h"
@@ -25,15 +26,16 @@
 #include "proc.h"
 #include "sched.h"
 #include "session.h"
+#include "task.h"
 
 #define CALL_KEY "1"                 /* the id of the tools/call */
 #define BAR_WIDTH 30
 
 static const char usage[] =
-  "usage: luamcp list [--plugins DIR]... [--json]\n"
+  "usage: luamcp list [--config FILE] [--plugins DIR]... [--json]\n"
   "       luamcp call TOOL ['JSON arguments'] [--plugins DIR]... [--json] [--timeout SECONDS]\n"
   "                  [--grace SECONDS] [--log-level LEVEL] [--memory-limit MB]\n"
-  "       luamcp check [--plugins DIR]...\n"
+  "       luamcp check [--config FILE] [--plugins DIR]...\n"
   "       luamcp new NAME [--dir DIR] [--spec-dir DIR]\n"
   "\n"
   "  list   the tools, resources and prompts of the plugins, with their schemas\n"
@@ -42,7 +44,9 @@ static const char usage[] =
   "  check  load every plugin and report problems as file:line: message\n"
   "  new    write DIR/NAME.lua (default plugins/) and SPEC-DIR/NAME_spec.lua (default spec/)\n"
   "The server flags (--timeout, --grace, --log-level, --memory-limit, --page-size,\n"
-  "--max-line) apply as they do to the server; DIR defaults to ./plugins.\n";
+  "--max-line) apply as they do to the server; DIR defaults to ./plugins.\n"
+  "--config FILE: the server's configuration file; its plugins' settings, directories\n"
+  "and the flags above apply (a flag given here wins).\n";
 
 typedef struct {
   const char *cmd;
@@ -51,6 +55,7 @@ typedef struct {
   const char *pos[2];            /* TOOL and ARGS, or NAME */
   int npos;
   const char *dir, *spec_dir;    /* new */
+  const char *config;            /* --config */
   int json;
   int log_level;                 /* -1: not given */
 } cli_opts;
@@ -59,19 +64,49 @@ static int fail_usage(const char *fmt, const char *arg) {
   return mcp_usage_error(usage, fmt, arg);
 }
 
+static int takes_value(const char *a) {
+  static const char *const with_value[] = {
+    "--config", "--plugins", "--timeout", "--grace", "--log-level", "--max-line", "--memory-limit",
+    "--page-size", "--state-ttl", "--http-allow", "--dir", "--spec-dir", NULL
+  };
+  for (int i = 0; with_value[i] != NULL; i++)
+    if (strcmp(a, with_value[i]) == 0) return 1;
+  return 0;
+}
+
+/* --config FILE, or NULL. */
+static const char *config_arg(int argc, char **argv) {
+  const char *path = NULL;
+  for (int i = 2; i < argc; i += 1 + takes_value(argv[i]))
+    if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) path = argv[i + 1];
+  return path;
+}
+
+/* The configuration file's plugin directories and the flags of
+ * mcp_config_option, unless the command line gives them (the others are
+ * the server's). 0, or the exit status. */
+static int apply_config(int argc, char **argv, const mcp_conffile *conf, cli_opts *o) {
+  for (int k = 0; k < conf->n; k++) {
+    const mcp_conffile_opt *c = &conf->opt[k];
+    int given = 0;
+    for (int i = 2; i < argc && !given; i += 1 + takes_value(argv[i])) given = strcmp(argv[i], c->flag) == 0;
+    if (given) continue;
+    if (strcmp(c->flag, "--plugins") == 0) o->dirs[o->ndirs++] = c->value;
+    else if (mcp_config_option(c->flag, c->value) < 0) return mcp_conffile_bad(c->where, c->flag, "");
+  }
+  return 0;
+}
+
 /* -1 when the command may run, else the exit status. */
-static int parse_args(int argc, char **argv, cli_opts *o) {
+static int parse_args(int argc, char **argv, const mcp_conffile *conf, cli_opts *o) {
   int r;
   int min = 0, max = 0;                 /* positional arguments */
   o->cmd = argv[1];
   o->log_level = -1;
+  if ((r = apply_config(argc, argv, conf, o)) != 0) return r;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int takes = strcmp(a, "--plugins") == 0 || strcmp(a, "--timeout") == 0 ||
-                strcmp(a, "--grace") == 0 || strcmp(a, "--log-level") == 0 ||
-                strcmp(a, "--max-line") == 0 || strcmp(a, "--memory-limit") == 0 ||
-                strcmp(a, "--page-size") == 0 || strcmp(a, "--dir") == 0 ||
-                strcmp(a, "--spec-dir") == 0;
+    int takes = takes_value(a);
     if (takes && v == NULL) return fail_usage("%s needs a value", a);
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       fputs(usage, stdout);
@@ -84,6 +119,8 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
       o->dir = v;
     } else if (strcmp(a, "--spec-dir") == 0) {
       o->spec_dir = v;
+    } else if (strcmp(a, "--config") == 0) {
+      o->config = v;                    /* read before: apply_config */
     } else if ((r = mcp_config_option(a, v)) != 0) {
       if (r < 0) {
         char what[300];
@@ -173,6 +210,7 @@ static void push_opts(lua_State *L, const cli_opts *o) {
   }
   if (o->dir) lua_pushstring(L, o->dir), lua_setfield(L, -2, "dir");
   if (o->spec_dir) lua_pushstring(L, o->spec_dir), lua_setfield(L, -2, "spec_dir");
+  if (o->config) lua_pushstring(L, o->config), lua_setfield(L, -2, "config");
 }
 
 /* stdout is set aside, as the server does, so that print() in a plugin goes
@@ -336,7 +374,10 @@ static void cli_write(mcp_session *s, void *stream, const char *data, size_t len
 
 static void handle_closed(uv_handle_t *h) {
   (void)h;
-  if (--C.closing == 0) mcp_sched_close();
+  if (--C.closing == 0) {
+    mcp_task_close();
+    mcp_sched_close();
+  }
 }
 
 /* The call is gone: close what keeps the loop alive. */
@@ -493,10 +534,13 @@ static int run_call(const cli_opts *o) {
 }
 
 int mcp_cli_main(int argc, char **argv) {
-  const char *dirs[argc + 1];
+  static mcp_conffile conf;
+  const char *config = config_arg(argc, argv);
+  int r;
+  if (config != NULL && (r = mcp_conffile_read(config, &conf)) != 0) return r;
+  const char *dirs[argc + conf.n + 1];
   cli_opts o = { .dirs = dirs };
-  int r = parse_args(argc, argv, &o);
-  if (r >= 0) return r;
+  if ((r = parse_args(argc, argv, &conf, &o)) >= 0) return r;
   /* The server's own lines (plugins loaded, session started) are noise here. */
   mcp_log_threshold = o.log_level >= 0 ? (mcp_log_level)o.log_level : MCP_LOG_WARNING;
   signal(SIGPIPE, SIG_IGN);
@@ -505,5 +549,6 @@ int mcp_cli_main(int argc, char **argv) {
   /* list runs as a request too: a mount's lists are fetched inside a call */
   r = strcmp(o.cmd, "call") == 0 || strcmp(o.cmd, "list") == 0 ? run_call(&o) : run_lua_cmd(&o);
   fflush(out);
+  mcp_conffile_free(&conf);
   return r;
 }

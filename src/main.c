@@ -10,12 +10,14 @@
 
 #include "buf.h"
 #include "cli.h"
+#include "conffile.h"
 #include "config.h"
 #include "lmcp.h"
 #include "log.h"
 #include "sched.h"
 #include "rev2026.h"
 #include "stdio_transport.h"
+#include "task.h"
 #include "transport_http.h"
 #include "watch.h"
 #include "httpc.h"
@@ -23,7 +25,7 @@
 #include "proc.h"
 
 static const char usage[] =
-  "usage: luamcp [--plugins DIR]... [--timeout SECONDS] [--grace SECONDS]\n"
+  "usage: luamcp [--config FILE] [--plugins DIR]... [--timeout SECONDS] [--grace SECONDS]\n"
   "              [--log-level LEVEL] [--max-line BYTES] [--memory-limit MB]\n"
   "              [--page-size N] [--state-ttl SECONDS] [--http-allow HOST[:PORT]]...\n"
   "              [--http HOST:PORT [--allow-origin ORIGIN]...\n"
@@ -33,6 +35,8 @@ static const char usage[] =
   "\n"
   "Serves the Lua plugins in each DIR (default ./plugins) over MCP on stdio,\n"
   "or on Streamable HTTP at http://HOST:PORT/mcp.\n"
+  "  --config FILE        read flags and plugins' settings from FILE, a Lua file\n"
+  "                       returning a table (see luamcp(1)); a flag given here wins\n"
   "  --plugins DIR        load DIR/*.lua as plugins; DIR/lib/?.lua is on package.path\n"
   "  --timeout SECONDS    default tool timeout (60; 0 = none)\n"
   "  --grace SECONDS      default grace before a cancelled handler is aborted (2)\n"
@@ -52,7 +56,7 @@ static const char usage[] =
   "  --max-connections N  concurrent connections (256)\n"
   "  --max-sessions N     open HTTP sessions (1024)\n"
   "  --idle-timeout SEC   close idle keep-alive connections (60)\n"
-  "  --watch              reload plugins when their files change\n"
+  "  --watch              reload plugins when their files (or --config FILE) change\n"
   "  --test-clock         let clients move the clock (notifications/luamcp/advance):\n"
   "                       for plugin tests only\n";
 
@@ -69,6 +73,10 @@ static mcp_http_options http_opt = {
   .max_body = 4u << 20, .max_connections = 256, .max_sessions = 1024, .idle_ms = 60000
 };
 static int use_http, use_watch;
+static const char *config_path;       /* --config */
+static mcp_conffile conf;             /* what it sets */
+static const char **dirs, **allow;    /* --plugins, --allow-origin */
+static int ndirs, nallow;
 
 static void closed(void) {
   if (use_watch) mcp_watch_close();
@@ -76,6 +84,7 @@ static void closed(void) {
   mcp_httpc_close();
   uv_close((uv_handle_t *)&sigterm, NULL);
   uv_close((uv_handle_t *)&sigint, NULL);
+  mcp_task_close();
   mcp_sched_close();
 }
 
@@ -101,7 +110,7 @@ static void shutdown_begin(const char *why) {
   }
   mcp_stdio_stop_reading();
   mcp_sched_idle_cb = shutdown_finish;
-  mcp_sched_close_all(NULL, "shutdown");
+  mcp_sched_close_all(NULL, NULL, "shutdown");
   mcp_proc_close_all();
   if (mcp_sched_live() == 0) shutdown_finish();
 }
@@ -117,16 +126,129 @@ static int fail_usage(const char *fmt, const char *arg) {
   return mcp_usage_error(usage, fmt, arg);
 }
 
+static int takes_value(const char *a) {
+  static const char *const with_value[] = {
+    "--config", "--plugins", "--timeout", "--grace", "--log-level", "--max-line", "--memory-limit",
+    "--page-size", "--http", "--state-ttl", "--http-allow", "--allow-origin", "--token", "--max-body",
+    "--max-connections", "--idle-timeout", "--max-sessions", NULL
+  };
+  for (int i = 0; with_value[i] != NULL; i++)
+    if (strcmp(a, with_value[i]) == 0) return 1;
+  return 0;
+}
+
+/* Is flag on the command line? Then it wins over the configuration file
+ * (a repeated flag's values replace the file's). */
+static int on_command_line(int argc, char **argv, const char *flag) {
+  for (int i = 1; i < argc; i += 1 + takes_value(argv[i]))
+    if (strcmp(argv[i], flag) == 0) return 1;
+  return 0;
+}
+
+/* A bad value: on the command line, said with the usage; from the
+ * configuration file, at its key's line and without the value, which may
+ * be a secret. Returns the exit status. */
+static int bad_value(const char *flag, const char *v, const char *where, const char *want) {
+  char what[300];
+  if (where != NULL) return mcp_conffile_bad(where, flag, want);
+  snprintf(what, sizeof what, "bad %s%s: %.200s", flag, want, v);
+  return fail_usage("%s", what);
+}
+
+/* One flag, from the command line (where NULL) or the configuration file
+ * (where "FILE:LINE"). 0, or the exit status. */
+static int apply(const char *a, const char *v, const char *where) {
+  double d;
+  int r;
+  if (strcmp(a, "--plugins") == 0) {
+    dirs[ndirs++] = v;
+  } else if ((r = mcp_config_option(a, v)) != 0) {
+    if (r < 0) return bad_value(a, v, where, "");
+  } else if (strcmp(a, "--log-level") == 0) {
+    int lv = mcp_log_level_parse(v);
+    if (lv < 0) return bad_value(a, v, where, "");
+    mcp_log_threshold = (mcp_log_level)lv;
+  } else if (strcmp(a, "--http") == 0) {
+    static char host[256];
+    const char *colon = strrchr(v, ':');
+    if (colon == NULL || colon == v || (size_t)(colon - v) >= sizeof host || !mcp_parse_number(colon + 1, &d) ||
+        d > 65535)
+      return bad_value(a, v, where, " (want HOST:PORT)");
+    memcpy(host, v, (size_t)(colon - v));
+    host[colon - v] = '\0';
+    if (host[0] == '[') {                 /* [::1]:8080 */
+      memmove(host, host + 1, strlen(host));
+      host[strcspn(host, "]")] = '\0';
+    }
+    http_opt.host = host;
+    http_opt.port = (int)d;
+    use_http = 1;
+  } else if (strcmp(a, "--allow-origin") == 0) {
+    allow[nallow++] = v;
+  } else if (strcmp(a, "--token") == 0) {
+    http_opt.token = v;
+  } else if (strcmp(a, "--max-body") == 0) {
+    if (!mcp_parse_number(v, &d) || d < 1024) return bad_value(a, v, where, "");
+    http_opt.max_body = (size_t)d;
+  } else if (strcmp(a, "--max-connections") == 0) {
+    if (!mcp_parse_number(v, &d) || d < 1) return bad_value(a, v, where, "");
+    http_opt.max_connections = (int)d;
+  } else if (strcmp(a, "--max-sessions") == 0) {
+    if (!mcp_parse_number(v, &d) || d < 1) return bad_value(a, v, where, "");
+    http_opt.max_sessions = (int)d;
+  } else if (strcmp(a, "--idle-timeout") == 0) {
+    if (!mcp_parse_number(v, &d) || d <= 0) return bad_value(a, v, where, "");
+    http_opt.idle_ms = (unsigned)(d * 1000);
+  } else if (strcmp(a, "--watch") == 0) {
+    use_watch = 1;
+  } else if (strcmp(a, "--test-clock") == 0) {
+    mcp_cfg.test_clock = 1;
+  } else if (strcmp(a, "--config") != 0) {  /* --config was read first */
+    return fail_usage("unknown option: %s", a);
+  }
+  return 0;
+}
+
+/* The flags: --help, --version and --config first; then the configuration
+ * file's, then the command line's. 0, or the exit status. */
+static int parse_flags(int argc, char **argv) {
+  int r;
+  for (int i = 1; i < argc; i += 1 + takes_value(argv[i])) {
+    const char *a = argv[i];
+    if (takes_value(a) && i + 1 >= argc) return fail_usage("%s needs a value", a);
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fputs(usage, stdout);
+      return -1;
+    } else if (strcmp(a, "--version") == 0) {
+      printf("luamcp %s\n", LUAMCP_VERSION);
+      return -1;
+    } else if (strcmp(a, "--config") == 0) {
+      config_path = argv[i + 1];
+    }
+  }
+  if (config_path != NULL && (r = mcp_conffile_read(config_path, &conf)) != 0) return r;
+  if ((dirs = calloc((size_t)(argc + conf.n + 1), sizeof *dirs)) == NULL ||
+      (allow = calloc((size_t)(argc + conf.n + 1), sizeof *allow)) == NULL)
+    abort();
+  for (int i = 0; i < conf.n; i++) {
+    const mcp_conffile_opt *o = &conf.opt[i];
+    if (!on_command_line(argc, argv, o->flag) && (r = apply(o->flag, o->value, o->where)) != 0) return r;
+  }
+  for (int i = 1; i < argc; i += 1 + takes_value(argv[i]))
+    if ((r = apply(argv[i], i + 1 < argc ? argv[i + 1] : NULL, NULL)) != 0) return r;
+  return 0;
+}
+
 /* stack: -> server module */
 static int load_server(lua_State *Ls) {
-  const char **dirs = lua_touserdata(Ls, 1);
-  int ndirs = (int)lua_tointeger(Ls, 2);
   mcp_lua_open(Ls);
   lua_getglobal(Ls, "require");
   lua_pushliteral(Ls, "mcp.server");
   lua_call(Ls, 1, 1);                          /* stack: server */
   lua_pushboolean(Ls, use_watch);
   lua_setfield(Ls, -2, "watching");
+  lua_pushstring(Ls, config_path);             /* nil without --config */
+  lua_setfield(Ls, -2, "config_file");
   lua_getfield(Ls, -1, "load");
   lua_createtable(Ls, ndirs, 0);
   for (int i = 0; i < ndirs; i++) {
@@ -141,80 +263,8 @@ int main(int argc, char **argv) {
   if (argc > 1 && (strcmp(argv[1], "list") == 0 || strcmp(argv[1], "call") == 0 ||
                    strcmp(argv[1], "check") == 0 || strcmp(argv[1], "new") == 0))
     return mcp_cli_main(argc, argv);            /* the plugin author's commands: cli.c */
-  const char *dirs[argc + 1], *allow[argc + 1];
-  int nallow = 0;
-  int ndirs = 0, status = 0;
-  double d;
-  int r;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int takes = strcmp(a, "--plugins") == 0 || strcmp(a, "--timeout") == 0 ||
-                strcmp(a, "--grace") == 0 || strcmp(a, "--log-level") == 0 ||
-                strcmp(a, "--max-line") == 0 || strcmp(a, "--memory-limit") == 0 ||
-                strcmp(a, "--page-size") == 0 || strcmp(a, "--http") == 0 ||
-                strcmp(a, "--state-ttl") == 0 || strcmp(a, "--http-allow") == 0 ||
-                strcmp(a, "--allow-origin") == 0 || strcmp(a, "--token") == 0 ||
-                strcmp(a, "--max-body") == 0 || strcmp(a, "--max-connections") == 0 ||
-                strcmp(a, "--idle-timeout") == 0 || strcmp(a, "--max-sessions") == 0;
-    if (takes && v == NULL) return fail_usage("%s needs a value", a);
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      fputs(usage, stdout);
-      return 0;
-    } else if (strcmp(a, "--version") == 0) {
-      printf("luamcp %s\n", LUAMCP_VERSION);
-      return 0;
-    } else if (strcmp(a, "--plugins") == 0) {
-      dirs[ndirs++] = v;
-    } else if ((r = mcp_config_option(a, v)) != 0) {
-      if (r < 0) {
-        char what[300];
-        snprintf(what, sizeof what, "bad %s: %.200s", a, v);
-        return fail_usage("%s", what);
-      }
-    } else if (strcmp(a, "--log-level") == 0) {
-      int lv = mcp_log_level_parse(v);
-      if (lv < 0) return fail_usage("bad --log-level: %s", v);
-      mcp_log_threshold = (mcp_log_level)lv;
-    } else if (strcmp(a, "--http") == 0) {
-      static char host[256];
-      const char *colon = strrchr(v, ':');
-      if (colon == NULL || colon == v || (size_t)(colon - v) >= sizeof host || !mcp_parse_number(colon + 1, &d) ||
-          d > 65535)
-        return fail_usage("bad --http (want HOST:PORT): %s", v);
-      memcpy(host, v, (size_t)(colon - v));
-      host[colon - v] = '\0';
-      if (host[0] == '[') {                 /* [::1]:8080 */
-        memmove(host, host + 1, strlen(host));
-        host[strcspn(host, "]")] = '\0';
-      }
-      http_opt.host = host;
-      http_opt.port = (int)d;
-      use_http = 1;
-    } else if (strcmp(a, "--allow-origin") == 0) {
-      allow[nallow++] = v;
-    } else if (strcmp(a, "--token") == 0) {
-      http_opt.token = v;
-    } else if (strcmp(a, "--max-body") == 0) {
-      if (!mcp_parse_number(v, &d) || d < 1024) return fail_usage("bad --max-body: %s", v);
-      http_opt.max_body = (size_t)d;
-    } else if (strcmp(a, "--max-connections") == 0) {
-      if (!mcp_parse_number(v, &d) || d < 1) return fail_usage("bad --max-connections: %s", v);
-      http_opt.max_connections = (int)d;
-    } else if (strcmp(a, "--max-sessions") == 0) {
-      if (!mcp_parse_number(v, &d) || d < 1) return fail_usage("bad --max-sessions: %s", v);
-      http_opt.max_sessions = (int)d;
-    } else if (strcmp(a, "--idle-timeout") == 0) {
-      if (!mcp_parse_number(v, &d) || d <= 0) return fail_usage("bad --idle-timeout: %s", v);
-      http_opt.idle_ms = (unsigned)(d * 1000);
-    } else if (strcmp(a, "--watch") == 0) {
-      use_watch = 1;
-    } else if (strcmp(a, "--test-clock") == 0) {
-      mcp_cfg.test_clock = 1;
-    } else {
-      return fail_usage("unknown option: %s", a);
-    }
-    if (takes) i++;
-  }
+  int status = 0, r;
+  if ((r = parse_flags(argc, argv)) != 0) return r < 0 ? 0 : r;
   if (ndirs == 0) dirs[ndirs++] = "plugins";
   allow[nallow] = NULL;
   http_opt.allow_origins = allow;
@@ -230,15 +280,14 @@ int main(int argc, char **argv) {
   *(void **)lua_getextraspace(L) = NULL;   /* new threads copy it: no call */
 
   lua_pushcfunction(L, load_server);
-  lua_pushlightuserdata(L, dirs);
-  lua_pushinteger(L, ndirs);
-  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+  if (lua_pcall(L, 0, 1, 0) != LUA_OK) {
     mcp_log(MCP_LOG_CRITICAL, "cannot start: %s", lua_tostring(L, -1));
     lua_close(L);
     return 1;
   }
   mcp_sched_init(loop, L, luaL_ref(L, LUA_REGISTRYINDEX));
-  if (use_watch && mcp_watch_start(loop, dirs, ndirs, 100, mcp_sched_rescan) != 0) {
+  if (use_watch && (mcp_watch_start(loop, dirs, ndirs, 100, mcp_sched_rescan) != 0 ||
+                    (config_path != NULL && mcp_watch_file(loop, config_path) != 0))) {
     lua_close(L);
     return 1;
   }
@@ -270,5 +319,8 @@ int main(int argc, char **argv) {
   mcp_policy_clear();
   mcp_scratch_free();
   if (uv_loop_close(loop) != 0) mcp_warn("event loop closed with handles still open");
+  mcp_conffile_free(&conf);
+  free(dirs);
+  free(allow);
   return status;
 }

@@ -44,10 +44,35 @@ static const char *roundtrip(const char *json, char *out, size_t cap) {
   return out;
 }
 
+/* The same text straight to Lua (mcp_json_decode), encoded again: both
+ * parsers must agree, in what they build and in what they refuse. */
+static const char *decode(const char *json, size_t n, char *out, size_t cap) {
+  char err[128];
+  mcp_buf b = MCP_BUF_INIT;
+  lua_settop(L, 0);
+  if (mcp_json_decode(L, json, n, err, sizeof err) != 0) {
+    CHECK(lua_gettop(L) == 0, "a failed decode leaves the stack as it was");
+    snprintf(out, cap, "PARSE %s", err);
+    return out;
+  }
+  CHECK(lua_gettop(L) == 1, "a decode pushes one value");
+  if (mcp_json_encode(L, 1, &b, err, sizeof err) != 0) snprintf(out, cap, "ERR %s", err);
+  else snprintf(out, cap, "%.*s", (int)b.len, b.data);
+  mcp_buf_free(&b);
+  return out;
+}
+
 #define ENC(expr, want) do { char o[256]; enc(expr, o, sizeof o); \
   CHECK(strcmp(o, want) == 0, "%s -> %s, want %s", expr, o, want); } while (0)
-#define RT(json, want) do { char o[256]; roundtrip(json, o, sizeof o); \
-  CHECK(strcmp(o, want) == 0, "%s -> %s, want %s", json, o, want); } while (0)
+#define RT(json, want) do { char o[256], d[256]; roundtrip(json, o, sizeof o); \
+  CHECK(strcmp(o, want) == 0, "%s -> %s, want %s", json, o, want); \
+  decode(json, strlen(json), d, sizeof d); \
+  CHECK(strcmp(d, want) == 0, "decode %s -> %s, want %s", json, d, want); } while (0)
+/* Refused by both parsers, with a message holding why. */
+#define BAD(json, why) do { char bo[256], bd[256]; roundtrip(json, bo, sizeof bo); \
+  decode(json, strlen(json), bd, sizeof bd); \
+  CHECK(strncmp(bo, "PARSE ", 6) == 0 && strstr(bo, why) != NULL, "%.60s -> %s, want PARSE ...%s", json, bo, why); \
+  CHECK(strcmp(bo, bd) == 0, "decode %.60s -> %s, parse -> %s", json, bd, bo); } while (0)
 
 int main(void) {
   mcp_log_threshold = MCP_LOG_EMERGENCY;
@@ -68,6 +93,76 @@ int main(void) {
   RT("1e300", "1e+300");
   RT("\"\\u0000a\"", "\"\\u0000a\"");
   RT("\"h\\u00e9\"", "\"h\xc3\xa9\"");
+  RT(" \r\n\t{ \"a\" : [ 1 , { } ] } \n", "{\"a\":[1,{}]}");
+  RT("\"\\ud83d\\ude00\"", "\"\xf0\x9f\x98\x80\"");            /* a surrogate pair */
+  RT("\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"", "\"\\\"\\\\/\\b\\f\\n\\r\\t\"");
+  RT("\"a\\nb\\u0041\"", "\"a\\nbA\"");                          /* runs around escapes */
+  RT("{\"k\\u00e9\":\"v\\u00e9\"}", "{\"k\xc3\xa9\":\"v\xc3\xa9\"}"); /* an escaped key, then value */
+  RT("{\"a\":1,\"a\":2}", "{\"a\":2}");                             /* the last duplicate wins */
+  RT("-0", "0");
+  RT("-1.5e-3", "-0.0015");
+  RT("1E2", "100");
+  RT("[[[[]]]]", "[[[[]]]]");
+  RT("\"\xf4\x8f\xbf\xbf\"", "\"\xf4\x8f\xbf\xbf\"");          /* U+10FFFF */
+
+  BAD("", "a value expected");
+  BAD("   ", "a value expected");
+  BAD("{\"a\":", "a value expected");
+  BAD("{\"a\" 1}", "':' expected");
+  BAD("{a:1}", "an object key");
+  BAD("{\"a\":1,}", "an object key");
+  BAD("[1,]", "invalid token");
+  BAD("[1 2]", "',' or ']' expected");
+  BAD("{\"a\":1 \"b\":2}", "',' or '}' expected");
+  BAD("1 2", "end of text expected");
+  BAD("\"abc", "unterminated string");
+  BAD("\"a\x01\"", "control character");
+  BAD("\"\\x\"", "invalid escape");
+  BAD("\"\\u12\"", "invalid \\u escape");
+  BAD("\"\\ud800\"", "high surrogate");
+  BAD("\"\\ud800\\u0041\"", "high surrogate");
+  BAD("\"\\udc00\"", "lone low surrogate");
+  BAD("\"\xc0\xaf\"", "invalid UTF-8");                            /* overlong '/' */
+  BAD("\"\xed\xa0\x80\"", "invalid UTF-8");                        /* an encoded surrogate */
+  BAD("\"\xf4\x90\x80\x80\"", "invalid UTF-8");                    /* past U+10FFFF */
+  BAD("\"\xe2\x82\"", "invalid UTF-8");                            /* truncated */
+  BAD("01", "end of text expected");
+  BAD("-", "invalid number");
+  BAD("1.", "a digit expected");
+  BAD("1e+", "a digit expected");
+  BAD(".5", "invalid token");
+  BAD("+1", "invalid token");
+  BAD("9223372036854775808", "int64 range");
+  BAD("-9223372036854775809", "int64 range");
+  BAD("184467440737095516160", "int64 range");
+  BAD("1e400", "real number out of range");
+  BAD("tru", "invalid literal");
+  BAD("nul", "invalid literal");
+  BAD("NaN", "invalid token");
+  BAD("{\"a\":1}\n{", "end of text expected at byte 8 (line 2 column 1)");
+  {
+    char deep[2 * MCP_JSON_MAX_DEPTH + 3], o[256];
+    size_t n = 0;
+    for (int i = 0; i < MCP_JSON_MAX_DEPTH; i++) deep[n++] = '[';
+    for (int i = 0; i < MCP_JSON_MAX_DEPTH; i++) deep[n++] = ']';
+    deep[n] = '\0';
+    decode(deep, n, o, sizeof o);
+    CHECK(strncmp(o, "[[[", 3) == 0, "%d levels decode: %.40s", MCP_JSON_MAX_DEPTH, o);
+    memmove(deep + 1, deep, n + 1);
+    deep[0] = '[';
+    deep[++n] = ']';
+    deep[++n] = '\0';
+    BAD(deep, "nested too deep");
+  }
+  {
+    char o[256];                                   /* \u0000 in a key: Lua takes it, jansson refuses */
+    decode("{\"a\\u0000b\":1}", 14, o, sizeof o);
+    CHECK(strcmp(o, "{\"a\\u0000b\":1}") == 0, "a NUL in a Lua key: %s", o);
+    roundtrip("{\"a\\u0000b\":1}", o, sizeof o);
+    CHECK(strstr(o, "in an object key") != NULL, "a NUL in a jansson key: %s", o);
+    decode("\"a\0b\"", 5, o, sizeof o);
+    CHECK(strstr(o, "control character") != NULL, "a raw NUL in a string: %s", o);
+  }
 
   ENC("return 1/3", "0.3333333333333333");
   ENC("return 0.5", "0.5");
@@ -82,7 +177,7 @@ int main(void) {
   ENC("return 0/0", "ERR cannot encode NaN in JSON");
   ENC("return math.huge", "ERR cannot encode infinity in JSON");
   ENC("return print", "ERR cannot encode a function value in JSON");
-  ENC("local t = {} t.t = t return t", "ERR cannot encode a table nested deeper than 128 (a cycle?)");
+  ENC("local t = {} t.t = t return t", "ERR cannot encode a table nested deeper than 256 (a cycle?)");
   ENC("return {[2] = 'b'}", "{\"2\":\"b\"}");
 
   {

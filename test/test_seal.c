@@ -1,11 +1,13 @@
-/* SHA-256 and HMAC-SHA-256 against the published test vectors (FIPS 180-4
- * examples, RFC 4231), Base64 against RFC 4648 section 10, and sealed
- * tokens: they open to their payload, and any change, or another key, makes
- * them fail. */
+/* crypto.c's SHA-256 and HMAC-SHA-256 (libcrypto's, which the server
+ * uses) against the published test vectors (FIPS 180-4 examples, RFC 4231),
+ * its random bytes and comparison, Base64 against RFC 4648 section 10, and
+ * sealed tokens: they open to their payload, and any change, or another
+ * key, makes them fail. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base64.h"
+#include "crypto.h"
 #include "seal.h"
 #include "test.h"
 
@@ -45,6 +47,32 @@ static void test_hmac(void) {
   memset(key, 0xaa, sizeof key);
   mcp_hmac_sha256(key, 131, "Test Using Larger Than Block-Size Key - Hash Key First", 54, d);
   CHECK(strcmp(hex(d, 32), "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54") == 0, "RFC 4231 case 6");
+}
+
+static void test_hmac_keys(void) {
+  /* an empty key; and a key longer than the block is the same as its digest */
+  uint8_t key[200], k[MCP_SHA256_LEN], d1[MCP_SHA256_LEN], d2[MCP_SHA256_LEN];
+  mcp_hmac_sha256("", 0, "", 0, d1);
+  CHECK(strcmp(hex(d1, 32), "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad") == 0, "empty key");
+  memset(key, 0x5a, sizeof key);
+  mcp_hmac_sha256(key, sizeof key, "x", 1, d1);
+  mcp_sha256(key, sizeof key, k);
+  mcp_hmac_sha256(k, sizeof k, "x", 1, d2);
+  CHECK(memcmp(d1, d2, sizeof d1) == 0, "long key");
+}
+
+static void test_random_equal(void) {
+  uint8_t a[32], b[32], zero[32] = {0};
+  CHECK(mcp_random(a, sizeof a) == 0 && mcp_random(b, sizeof b) == 0, "random");
+  CHECK(memcmp(a, b, sizeof a) != 0 && memcmp(a, zero, sizeof a) != 0, "random bytes differ");
+  CHECK(mcp_random(a, 0) == 0, "no bytes");
+  memcpy(b, a, sizeof a);
+  CHECK(mcp_equal(a, b, sizeof a), "equal");
+  b[31] ^= 1;
+  CHECK(!mcp_equal(a, b, sizeof a), "last byte differs");
+  b[31] ^= 1, b[0] ^= 0x80;
+  CHECK(!mcp_equal(a, b, sizeof a), "first byte differs");
+  CHECK(mcp_equal(a, b, 0), "no bytes are equal");
 }
 
 static const char *b64(const char *s, int url) {
@@ -151,6 +179,8 @@ static void test_shared_key(void) {
 int main(void) {
   test_sha256();
   test_hmac();
+  test_hmac_keys();
+  test_random_equal();
   test_base64();
   setenv("LUAMCP_STATE_KEY", "s3cret", 1);      /* read on first use of the key */
   test_shared_key();

@@ -1,7 +1,7 @@
 -- The plugin author's command line (src/cli.c runs it): luamcp list, check
 -- and new, and the request and the output of luamcp call. Each command takes
 -- the options table cli.c builds ({dirs = {...}, json =, name =, arguments =,
--- dir =, spec_dir =}) and returns the exit code and the text for stdout;
+-- dir =, spec_dir =, config =}) and returns the exit code and the text for stdout;
 -- messages for stderr are written directly.
 local core = require "mcp.core"
 
@@ -60,6 +60,7 @@ end
 -- The server with the plugins of dirs loaded (broken ones are logged and skipped).
 function M.load(opts)
   local server = require "mcp.server"
+  server.config_file = opts.config
   server.load(opts.dirs)
   if opts.cmd == "list" then
     -- luamcp list runs as this request (cli.c), so that the lists of mounts
@@ -439,8 +440,13 @@ local function find_line(lines, pattern, before)
   end
 end
 
-local function load_plugin(path, lines, problem)
+local function load_plugin(path, lines, problem, cfg)
   local env = setmetatable({}, { __index = _G })
+  local own_mcp = require("mcp.config").plugin_mcp(cfg, path)   -- with its mcp.settings
+  env.require = function(name)
+    if name == "mcp" then return own_mcp end
+    return require(name)
+  end
   local chunk, err = loadfile(path, "t", env)
   if not chunk then
     problem(nil, nil, full_path(tostring(err), path))
@@ -505,6 +511,7 @@ function M.check(opts)
   local mcp = require "mcp"
   local problems, seen = {}, { tool = {}, resource = {}, template = {}, prompt = {} }
   local n = { plugins = 0, tools = 0, resources = 0, templates = 0, prompts = 0 }
+  local cfg = opts.config and require("mcp.config").read(opts.config)
   for _, dir in ipairs(opts.dirs) do
     package.path = dir .. "/lib/?.lua;" .. dir .. "/lib/?/init.lua;" .. package.path
   end
@@ -517,7 +524,7 @@ function M.check(opts)
       local function problem(line, _, msg)
         problems[#problems + 1] = line and string.format("%s:%d: %s", path, line, msg) or msg
       end
-      local plugin = load_plugin(path, lines, problem)
+      local plugin = load_plugin(path, lines, problem, cfg)
       if plugin then
         n.plugins = n.plugins + 1
         local pline = find_line(lines, "mcp%.plugin") or 1
@@ -651,11 +658,17 @@ return mcp.plugin {
 ]==]
 
 local SPEC_TEMPLATE = [==[
--- The spec of the @NAME@ plugin: runs its tool through `luamcp call` and
--- checks the output and the exit code. From the project's directory:
---   LUAMCP_BIN=path/to/luamcp busted @SPEC@
+-- The spec of the @NAME@ plugin: its tool through `luamcp call`, and through
+-- mcp.test (the real server over stdio, with a clock the spec moves). Run
+-- `busted` in the project's directory, or busted with this file's path from
+-- anywhere.
+-- luamcp is the one on PATH (or $LUAMCP_BIN); mcp.test is found on lua5.4's
+-- package.path (make install puts it there; else LUA_PATH=LUAMCP_SOURCE/lua/?.lua;;).
+local T = require "mcp.test"
+
 local BIN = os.getenv("LUAMCP_BIN") or "luamcp"
-local PLUGINS = @DIRQ@
+local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
+local PLUGINS = @PLUGINS@
 
 local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
@@ -687,6 +700,26 @@ describe("@NAME@", function()
     assert.are.equal(1, code)
     assert.truthy(out:find("Invalid arguments", 1, true), out)
   end)
+
+  it("stops when the client cancels", function()
+    local srv = T.start { plugins = { PLUGINS }, bin = BIN }
+    local c = srv:start("@NAME@", { n = 100, delay = 1 })
+    assert.is_true(c:wait_progress(1))
+    c:cancel("enough")
+    assert.truthy(c:wait_log("stopped at"))
+    assert.is_nil(c:wait(0.3))                  -- no response to a cancelled request
+    srv:stop()
+  end)
+
+  it("times out after its 60 s, on the test clock", function()
+    local srv = T.start { plugins = { PLUGINS }, bin = BIN }
+    local c = srv:start("@NAME@", { n = 1000, delay = 1 })
+    assert.is_true(c:wait_progress(1))
+    srv:advance(61)                             -- no minute spent waiting
+    local result = assert(c:result())
+    assert.is_true(result.isError)
+    srv:stop()
+  end)
 end)
 ]==]
 
@@ -698,6 +731,19 @@ end
 
 local function fill(template, vars)
   return (template:gsub("@(%u+)@", function(k) return vars[k] end))
+end
+
+-- The spec's PLUGINS: relative to the spec file when both directories are
+-- relative and the spec's goes down only (busted may then run anywhere),
+-- else the directory as given.
+local function plugins_expr(spec_dir, dir)
+  local depth = 0
+  if dir:sub(1, 1) == "/" or spec_dir:sub(1, 1) == "/" then return string.format("%q", dir) end
+  for part in spec_dir:gmatch("[^/]+") do
+    if part == ".." then return string.format("%q", dir) end
+    if part ~= "." then depth = depth + 1 end
+  end
+  return string.format("HERE .. %q", "/" .. ("../"):rep(depth) .. dir)
 end
 
 function M.new(opts)
@@ -715,7 +761,7 @@ function M.new(opts)
       return 1, ""
     end
   end
-  local vars = { NAME = name, DIR = dir, SPEC = spec_path, DIRQ = string.format("%q", dir) }
+  local vars = { NAME = name, DIR = dir, SPEC = spec_path, PLUGINS = plugins_expr(spec_dir, dir) }
   for _, f in ipairs({ { dir, plugin_path, PLUGIN_TEMPLATE }, { spec_dir, spec_path, SPEC_TEMPLATE } }) do
     local ok, err = M.mkdir(f[1])
     if not ok then

@@ -28,6 +28,9 @@ mcp.read_file = core.read_file
 mcp.list_dir = core.list_dir
 mcp.realpath = core.realpath
 mcp.sqlite = require "mcp.sqlite"   -- SQLite on the thread pool (README "SQLite")
+-- The string of a secret (env() and file() of the configuration file); any
+-- other value as it is. mcp.settings is per plugin (lua/mcp/config.lua).
+mcp.reveal = require("mcp.secret").reveal
 
 -- Mark a table as a JSON array (an empty table is an object otherwise).
 function mcp.array(t)

@@ -4,10 +4,10 @@
 -- nil, code, message for a JSON-RPC error.
 local core = require "mcp.core"
 local mcp = require "mcp"
-local schema = require "mcp.schema"
 local input = require "mcp.input"
 local client = require "mcp.client"
 local mount = require "mcp.mount"
+local config = require "mcp.config"
 
 local M = {}
 local tools, tool_list = {}, {}
@@ -105,9 +105,10 @@ end
 
 -- A plugin file runs in its own environment. Its helper modules (DIR/lib)
 -- are loaded afresh for each load of the file, so that an edit to a helper
--- is seen on reload and never left stale in package.loaded.
-local function plugin_require(dir, env)
-  local cache = {}
+-- is seen on reload and never left stale in package.loaded. Its "mcp" is
+-- its own view of the module, with its mcp.settings.
+local function plugin_require(dir, env, own_mcp)
+  local cache = { mcp = own_mcp }
   return function(name)
     if cache[name] ~= nil then return cache[name] end
     local rel = name:gsub("%.", "/")
@@ -136,10 +137,15 @@ end
 
 local clients_of = setmetatable({}, { __mode = "k" })   -- plugin -> its mcp.connect clients
 
+-- --config FILE (set by the C side): the last good configuration read from
+-- it, whose plugins = {NAME = {...}} the plugin files see as mcp.settings.
+M.config_file = nil
+local cfg
+
 -- Run a plugin file: the plugin, or nil and an error with file:line.
 local function load_file(path, dir, source)
   local env = setmetatable({}, { __index = _G })
-  env.require = plugin_require(dir, env)
+  env.require = plugin_require(dir, env, config.plugin_mcp(cfg, path))
   local chunk, err = load(source, "@" .. path, "t", env)
   if not chunk then return nil, err end
   local clients = {}                    -- mcp.connect clients it makes
@@ -201,10 +207,59 @@ local function scan(dir)
   return files
 end
 
+-- Settings for a plugin that no directory has a file for: a typo, likely.
+local function warn_unmatched()
+  if not cfg then return end
+  local files, names = {}, {}
+  for _, dir in ipairs(dirs_loaded) do
+    for _, name in ipairs(scan(dir)) do files[config.name_of(name)] = true end
+  end
+  for name in pairs(cfg.settings) do
+    if not files[name] then names[#names + 1] = name end
+  end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    log("warning", "%s: plugins.%s: no plugin file %s.lua in %s", config.where(cfg, name), name, name,
+        table.concat(dirs_loaded, ", "))
+  end
+end
+
+-- With --watch, the configuration is read again before each rescan. A
+-- broken one keeps the last good one, with its error logged and sent to
+-- clients, as a broken plugin's is; flags that changed need a restart.
+local function reread_config()
+  if not M.config_file then return end
+  local ok, new = pcall(config.read, M.config_file)
+  if not ok then
+    log("error", "configuration not reloaded, the last good one stays: %s", tostring(new))
+    core.log("error", "luamcp: configuration not reloaded: " .. tostring(new))
+    return
+  end
+  local flags, plugins, seen = config.changed_flags(cfg, new), {}, {}
+  for _, t in ipairs { cfg.settings, new.settings } do
+    for name in pairs(t) do
+      if not seen[name] and config.fingerprint(cfg, name .. ".lua") ~= config.fingerprint(new, name .. ".lua") then
+        plugins[#plugins + 1] = name
+      end
+      seen[name] = true
+    end
+  end
+  cfg = new
+  if #flags > 0 then
+    log("warning", "%s: %s changed: restart luamcp to apply", M.config_file, table.concat(flags, ", "))
+  end
+  if #plugins > 0 then
+    table.sort(plugins)
+    log("info", "%s: settings of %s changed", M.config_file, table.concat(plugins, ", "))
+    warn_unmatched()
+  end
+end
+
 -- load{dir, ...}: every dir/*.lua, in name order. A broken plugin is logged
 -- and skipped; the others still load.
 function M.load(dirs)
   dirs_loaded = dirs
+  if M.config_file then cfg = config.read(M.config_file) end
   local list, fresh = {}, {}
   for _, dir in ipairs(dirs) do
     for _, name in ipairs(scan(dir)) do
@@ -212,7 +267,8 @@ function M.load(dirs)
       local source = read_source(path) or ""
       local plugin, err = load_file(path, dir, source)
       if plugin then
-        local u = { path = path, dir = dir, plugin = plugin, source = source }
+        local u = { path = path, dir = dir, plugin = plugin, source = source,
+                    settings = config.fingerprint(cfg, path) }
         list[#list + 1] = u
         fresh[u] = true
       else
@@ -227,6 +283,7 @@ function M.load(dirs)
       close_clients(u.plugin)
     end
   end
+  warn_unmatched()
   M.sync_methods()
 end
 
@@ -241,12 +298,13 @@ local function kinds(plugin, into)
 end
 
 -- Hot reload: look at every plugin file again. A new file is loaded, a
--- changed one (or one whose DIR/lib changed) reloaded, a deleted one's
+-- changed one (or one whose DIR/lib or settings changed) reloaded, a deleted one's
 -- tools, resources and prompts removed. A broken edit keeps the last good
 -- version serving; its error (file:line) goes to the log and to clients.
 -- lib_changed: set of dirs whose lib/ changed.
 function M.rescan(lib_changed)
   lib_changed = lib_changed or {}
+  reread_config()
   local before = units
   local by_path = {}
   for _, u in ipairs(units) do by_path[u.path] = u end
@@ -258,12 +316,14 @@ function M.rescan(lib_changed)
       by_path[path] = nil
       if source == nil then
         if old then list[#list + 1] = old end
-      elseif old and old.source == source and not lib_changed[dir] then
+      elseif old and old.source == source and not lib_changed[dir] and
+             old.settings == config.fingerprint(cfg, path) then
         list[#list + 1] = old
       else
         local plugin, err = load_file(path, dir, source)
         if plugin then
-          local u = { path = path, dir = dir, plugin = plugin, source = source, old = old }
+          local u = { path = path, dir = dir, plugin = plugin, source = source, old = old,
+                      settings = config.fingerprint(cfg, path) }
           list[#list + 1] = u
           fresh[u] = true
           kinds(plugin, changed)
@@ -409,7 +469,7 @@ local function prepare(params)
     return nil, -32601, "Method not found: tool " .. name .. " must be called as a task (params.task)"
   end
   if tool.mounted then return tool, args end    -- the upstream checks its arguments
-  local ok, err = schema.validate(tool.inputSchema, args)
+  local ok, err = core.validate(tool.inputSchema, args)   -- compiled once per schema (schema.c)
   if not ok then return false, mcp.error("Invalid arguments: " .. err) end
   return tool, args
 end

@@ -12,6 +12,7 @@ local Template = {}
 Template.__index = Template
 
 local VARNAME = "^[%w_][%w_%.]*$"   -- varchar *( ["."] varchar ), pct-encoded names not supported
+local MAX_URI = 65536                -- a longer URI matches no template (match's work is bounded)
 
 -- parse(text): a template, or nil and a message.
 function M.parse(text)
@@ -52,35 +53,65 @@ function M.parse(text)
       return nil, "two expressions side by side cannot be matched"
     end
   end
-  -- The Lua pattern used by match: a simple value stops at '/', '?' and '#';
-  -- reserved and fragment values take anything.
-  local pat = { "^" }
+  -- What match reads: literal strings, and values that are simple (stop at
+  -- '/', '?' and '#') or reserved (take anything); "{#x}" is "#" then {+x}.
+  local seq = {}
   for _, p in ipairs(parts) do
-    if type(p) == "string" then
-      pat[#pat + 1] = (p:gsub("[%^%$%(%)%%%.%[%]%*%+%-%?]", "%%%0"))
-    elseif p.op == "" then
-      pat[#pat + 1] = "([^/%?#]+)"
-    elseif p.op == "+" then
-      pat[#pat + 1] = "(.+)"
-    else
-      pat[#pat + 1] = "#(.+)"
-    end
+    local lit = type(p) == "string" and p or p.op == "#" and "#" or nil
+    if lit and type(seq[#seq]) == "string" then seq[#seq] = seq[#seq] .. lit
+    elseif lit then seq[#seq + 1] = lit end
+    if type(p) == "table" then seq[#seq + 1] = { name = p.name, simple = p.op == "" } end
   end
-  pat[#pat + 1] = "$"
-  return setmetatable({ text = text, parts = parts, vars = vars, pattern = table.concat(pat) }, Template)
+  return setmetatable({ text = text, parts = parts, vars = vars, seq = seq }, Template)
 end
 
 local function pct_decode(s)
   return (s:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))
 end
 
--- match(uri): the variables' values (percent-decoded), or nil.
+-- match(uri): the variables' values (percent-decoded), or nil. Each value
+-- is the longest that lets the rest match (as the Lua pattern
+-- ^lit([^/?#]+)lit(.+)...$ would take them), found in time linear in #uri
+-- for each part: backtracking took time polynomial in #uri, one power per
+-- variable, so that a crafted URI stopped the server.
+--
+-- ok[i][p]: the parts from the i-th on match uri from byte p to its end.
 function Template:match(uri)
-  if type(uri) ~= "string" then return nil end
-  local caps = { uri:match(self.pattern) }
-  if caps[1] == nil then return nil end
-  local out = {}
-  for k, name in ipairs(self.vars) do out[name] = pct_decode(caps[k]) end
+  if type(uri) ~= "string" or #uri > MAX_URI then return nil end
+  local seq, n, ok = self.seq, #uri, {}
+  ok[#seq + 1] = { [n + 1] = true }
+  for i = #seq, 1, -1 do
+    local part, after, here = seq[i], ok[i + 1], {}
+    if type(part) == "string" then
+      local len = #part
+      for q in pairs(after) do
+        if q > len and uri:sub(q - len, q - 1) == part then here[q - len] = true end
+      end
+    else
+      -- from p, a value may end at any q in after with p < q <= stop, where
+      -- stop is the first byte a simple value cannot take (n + 1: none)
+      local next_q, stop = nil, n + 1
+      for p = n, 1, -1 do
+        if after[p + 1] then next_q = p + 1 end
+        if part.simple and uri:find("^[/%?#]", p) then stop = p end
+        if next_q and next_q <= stop and next_q > p then here[p] = true end
+      end
+    end
+    ok[i] = here
+  end
+  if not ok[1][1] then return nil end
+  local out, p = {}, 1
+  for i, part in ipairs(seq) do
+    if type(part) == "string" then
+      p = p + #part
+    else
+      local after, q = ok[i + 1], n + 1
+      if part.simple then q = (uri:find("[/%?#]", p) or n + 1) end
+      while not after[q] do q = q - 1 end           -- the longest value; ok[i][p] says there is one
+      out[part.name] = pct_decode(uri:sub(p, q - 1))
+      p = q
+    end
+  end
   return out
 end
 

@@ -57,15 +57,43 @@ int mcp_policy_set(const char *tool, int mode, double timeout, double grace, con
   return 0;
 }
 
-void mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace,
-                    const char **logger) {
+int mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace,
+                   const char **logger) {
   for (policy *p = buckets[name_hash(tool)]; p; p = p->next)
     if (strcmp(p->tool, tool) == 0) {
       *mode = p->mode;
       *timeout = p->timeout;
       *grace = p->grace;
       *logger = p->logger;
-      return;
+      return 1;
+    }
+  return 0;
+}
+
+/* Names of methods and declared tools: few, so each is kept once for the
+ * life of the process and calls point at it (a copy per call cost 32 bytes
+ * of each call's memory). */
+typedef struct name { struct name *next; char text[]; } name;
+static name *names[NBUCKETS];
+
+const char *mcp_name_intern(const char *text) {
+  name **b = &names[name_hash(text)], *n;
+  size_t len = strlen(text);
+  for (n = *b; n; n = n->next)
+    if (strcmp(n->text, text) == 0) return n->text;
+  if ((n = malloc(sizeof *n + len + 1)) == NULL) abort();
+  memcpy(n->text, text, len + 1);
+  n->next = *b;
+  *b = n;
+  return n->text;
+}
+
+void mcp_name_close(void) {
+  for (int i = 0; i < NBUCKETS; i++)
+    while (names[i]) {
+      name *n = names[i];
+      names[i] = n->next;
+      free(n);
     }
 }
 

@@ -12,9 +12,7 @@
 #include "rpc.h"
 #include "op.h"
 #include "sched.h"
-#include "session.h"
 #include "slice.h"
-#include "task.h"
 
 #define SLICE_NS      2000000ull    /* a CPU-bound handler yields after 2 ms */
 #define HOOK_COUNT    1000          /* instructions between hook checks */
@@ -31,6 +29,7 @@ static struct {
   mcp_call *all;
   mcp_call *graveyard;              /* finished calls, freed after this loop turn (bury) */
   mcp_call *main_as;                /* the call the main thread acts for (mcp_call_pcall) */
+  uint64_t slice_end_ns;            /* preemption point of the resume running now */
   int live;
   struct { lua_State *co; int ref; } pool[POOL_MAX];
   int npool;
@@ -226,7 +225,7 @@ static void hook(lua_State *L, lua_Debug *ar) {
     return;
   }
   if (lua_gethookcount(L) == 1) lua_sethook(L, hook, LUA_MASKCOUNT, HOOK_COUNT);  /* the alarm's */
-  if (uv_hrtime() < c->slice_end_ns) return;      /* slices are real CPU time */
+  if (uv_hrtime() < S.slice_end_ns) return;      /* slices are real CPU time */
   if (L == c->co && lua_isyieldable(L)) {
     lua_yield(L, 0);
     return;
@@ -251,10 +250,9 @@ static void error_message(lua_State *co, char *msg, size_t cap) {
   else snprintf(msg, cap, "(error object is a %s value)", co ? luaL_typename(co, -1) : "no");
 }
 
-/* The response goes to the client, or to its task (kept for tasks/result). */
+/* The response goes to the owner: the client, or a task (kept for tasks/result). */
 static void respond_send(mcp_call *c, mcp_buf *b) {
-  if (c->tasked) mcp_task_done(c, b->data, b->len);
-  else mcp_session_send(c->session, c->batch, c->stream, b->data, b->len, 1);
+  c->owner->respond(c, b->data, b->len);
   c->responded = 1;
 }
 
@@ -327,8 +325,7 @@ static void respond_timeout(mcp_call *c) {
 
 static void call_free(mcp_call *c) {
   mcp_req_close(&c->req);
-  free(c->method);
-  free(c->tool);
+  if (c->tool_owned) free(c->tool);
   free(c->progress_token);
   free(c);
 }
@@ -361,11 +358,10 @@ static void on_deadline(mcp_deadline *d) {
   timer_arm(c);
 }
 
-/* Move the clock forward: every deadline now due fires. */
 /* The live calls pred accepts, in an array the caller frees (NULL when
  * none). Firing an event may finish a call, so callers walk this snapshot,
  * not the list; a finished call's memory outlives the loop turn. */
-static mcp_call **snapshot(int (*pred)(mcp_call *c, void *ud), void *ud, int *n) {
+static mcp_call **snapshot(int (*pred)(const mcp_call *c, void *ud), void *ud, int *n) {
   mcp_call **v;
   *n = 0;
   if (S.live == 0) return NULL;
@@ -376,11 +372,7 @@ static mcp_call **snapshot(int (*pred)(mcp_call *c, void *ud), void *ud, int *n)
   return v;
 }
 
-void mcp_sched_advance(double seconds) {
-  clock_offset += (uint64_t)(seconds * 1e9);
-  mcp_task_sweep();
-  mcp_deadlines_run();               /* what is due fires, earliest first */
-}
+void mcp_clock_advance(double seconds) { clock_offset += (uint64_t)(seconds * 1e9); }
 
 void mcp_call_wake(mcp_call *c) { queue_push(c); }
 void mcp_call_rearm(mcp_call *c) { timer_arm(c); }
@@ -413,13 +405,12 @@ static void call_finish(mcp_call *c) {
   c->finished = 1;
   queue_remove(c);
   mcp_deadline_set(&c->dl, 0);
-  mcp_reqtab_remove(&c->session->reqs, &c->req);
   if (c->params) json_decref(c->params), c->params = NULL;
   if (c->oncancel_ref != LUA_NOREF) {
     luaL_unref(S.L, LUA_REGISTRYINDEX, c->oncancel_ref);
     c->oncancel_ref = LUA_NOREF;
   }
-  if (c->out_id) mcp_out_abandon(c, "request finished");
+  c->owner->stopping(c, "request finished");
   mcp_ops_stop(c, "request finished", 1);
   if (c->out_result_ref != LUA_NOREF) {
     luaL_unref(S.L, LUA_REGISTRYINDEX, c->out_result_ref);
@@ -430,8 +421,7 @@ static void call_finish(mcp_call *c) {
   if (c->aprev) c->aprev->anext = c->anext; else S.all = c->anext;
   if (c->anext) c->anext->aprev = c->aprev;
   S.live--;
-  if (c->tasked) mcp_task_call_gone(c);
-  mcp_session_call_done(c->session, c->batch, c->stream, c->responded);
+  c->owner->gone(c);
   c->qnext = S.graveyard;            /* freed after this loop turn, never under a caller */
   S.graveyard = c;
   if (S.live == 0 && mcp_sched_idle_cb) mcp_sched_idle_cb();
@@ -441,7 +431,7 @@ static void call_finish(mcp_call *c) {
 static void call_resume(mcp_call *c, int nargs) {
   int nres, status;
   c->in_resume = 1;
-  c->slice_end_ns = uv_hrtime() + SLICE_NS;
+  S.slice_end_ns = uv_hrtime() + SLICE_NS;   /* one call runs at a time */
   mem_enforced = 1;
   mcp_slice_begin(c->co);
   status = lua_resume(c->co, S.L, nargs, &nres);
@@ -489,20 +479,16 @@ static void call_resume(mcp_call *c, int nargs) {
  * Protected, since converting params allocates. */
 static int push_args(lua_State *L) {
   mcp_call *c = lua_touserdata(L, 1);
-  json_t *id;
   lua_settop(L, 0);
   lua_rawgeti(L, LUA_REGISTRYINDEX, S.dispatch_ref);
   lua_pushstring(L, c->method);
   if (c->params) mcp_json_push(L, c->params); else lua_newtable(L);
   if (c->req.key[0] != '"') {                  /* an integer id */
     lua_pushinteger(L, (lua_Integer)strtoll(c->req.key, NULL, 10));
-  } else if ((id = json_loadb(c->req.key, c->req.keylen, JSON_DECODE_ANY, NULL)) != NULL) {
-    mcp_json_push(L, id);
-    json_decref(id);
-  } else {
+  } else if (mcp_json_decode(L, c->req.key, c->req.keylen, NULL, 0) != 0) {
     lua_pushnil(L);
   }
-  lua_pushinteger(L, c->session->id);
+  lua_pushinteger(L, c->sid);
   return 5;
 }
 
@@ -544,7 +530,7 @@ static void co_reset(mcp_call *c) {
   lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
   wait_cancel(c);
   mcp_ops_stop(c, c->req.reason ? c->req.reason : "request aborted", 0);
-  if (c->out_id) mcp_out_abandon(c, c->req.reason ? c->req.reason : "request aborted");
+  c->owner->stopping(c, c->req.reason ? c->req.reason : "request aborted");
   /* A dead thread reports its own error again; only a suspended one's
    * status tells about its <close> methods. */
   int suspended = lua_status(c->co) == LUA_YIELD;
@@ -593,19 +579,24 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
   }
 }
 
-mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, void *stream, const char *key,
-                         size_t keylen, const char *method, json_t *params) {
+mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char *key, size_t keylen,
+                         const char *method, json_t *params) {
   mcp_call *c = calloc(1, sizeof *c);
   int mode = MCP_CANCEL_COOPERATIVE;
   if (c == NULL) abort();
   c->dl.index = -1;
-  c->timeout = mcp_cfg.timeout;
-  c->grace = mcp_cfg.grace;
+  c->timeout = (float)mcp_cfg.timeout;
+  c->grace = (float)mcp_cfg.grace;
   if (strcmp(method, "tools/call") == 0) {
     const char *name = json_string_value(json_object_get(params, "name"));
-    if (name) {
+    double timeout = c->timeout, grace = c->grace;
+    if (name && mcp_policy_get(name, &mode, &timeout, &grace, &c->logger)) {
+      c->tool = (char *)mcp_name_intern(name);
+      c->timeout = (float)timeout;
+      c->grace = (float)grace;
+    } else if (name) {
       c->tool = strdup(name);
-      mcp_policy_get(name, &mode, &c->timeout, &c->grace, &c->logger);
+      c->tool_owned = 1;
     }
   }
   json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
@@ -616,14 +607,12 @@ mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, void *stream, const c
     c->progress_token = b.data;
   }
   mcp_req_init(&c->req, key, keylen, mode);
-  c->session = s;
-  c->batch = batch;
-  c->stream = stream;
-  c->method = strdup(method);
+  c->owner = owner;
+  c->sid = sid;
+  c->method = mcp_name_intern(method);
   c->params = json_incref(params);
   c->co_ref = c->oncancel_ref = c->token_ref = c->out_result_ref = LUA_NOREF;
   c->last_progress = -1e308;
-  if (mcp_reqtab_insert(&s->reqs, &c->req) != 0) abort();   /* caller checked */
   c->anext = S.all;
   if (S.all) S.all->aprev = c;
   S.all = c;
@@ -748,7 +737,7 @@ json_t *mcp_sched_param_headers(const char *tool) {
   else if (!lua_isnil(S.L, -1) && mcp_json_encode(S.L, -1, &b, err, sizeof err) != 0)
     mcp_error("param_headers: %s", err);
   else if (b.len > 0)
-    v = json_loadb(b.data, b.len, 0, NULL);
+    v = mcp_json_parse(b.data, b.len, NULL, 0);
   lua_settop(S.L, top);
   mcp_buf_free(&b);
   return v;
@@ -763,11 +752,10 @@ static int call_session_closed(lua_State *L) {
   return 0;
 }
 
-void mcp_sched_session_closed(mcp_session *s) {
-  mcp_task_session_closed(s);
+void mcp_sched_session_closed(long long sid) {
   if (S.L == NULL) return;
   lua_pushcfunction(S.L, call_session_closed);
-  lua_pushinteger(S.L, s->id);
+  lua_pushinteger(S.L, sid);
   if (lua_pcall(S.L, 1, 0, 0) != LUA_OK) {
     mcp_error("session_closed: %s", lua_tostring(S.L, -1));
     lua_pop(S.L, 1);
@@ -811,22 +799,19 @@ int mcp_sched_has_method(const char *method) {
 void mcp_sched_close(void) {
   uv_close((uv_handle_t *)&S.idle, NULL);
   uv_close((uv_handle_t *)&S.check, NULL);
-  mcp_task_close();
   mcp_slice_close();
   mcp_deadlines_close();
   bury();
+  mcp_name_close();                  /* no call is left to point at a name */
   for (int i = 0; i < S.npool; i++) luaL_unref(S.L, LUA_REGISTRYINDEX, S.pool[i].ref);
   S.npool = 0;
 }
 
-static int of_session(mcp_call *c, void *ud) {
-  mcp_session *s = ud;
-  return s == NULL || c->session == s || c->session->parent == s;
-}
+static int every(const mcp_call *c, void *ud) { return 1; }
 
-void mcp_sched_close_all(mcp_session *s, const char *reason) {
+void mcp_sched_close_all(int (*pred)(const mcp_call *c, void *ud), void *ud, const char *reason) {
   int n;
-  mcp_call **v = snapshot(of_session, s, &n);
+  mcp_call **v = snapshot(pred ? pred : every, ud, &n);
   for (int i = 0; i < n; i++) mcp_call_fire(v[i], MCP_EV_CLOSE, reason);
   free(v);
 }

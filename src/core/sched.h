@@ -13,36 +13,52 @@
 
 typedef struct mcp_session mcp_session;
 typedef struct mcp_batch mcp_batch;
+typedef struct mcp_call mcp_call;
+
+/* Whoever took a call's request (a session, a 2026-07-28 request, a task)
+ * hears from the call through these; the scheduler knows nothing else of
+ * the protocol. The owner may change while the call runs (a tools/call
+ * that becomes a task). */
+typedef struct mcp_call_owner {
+  /* The call's response (a complete JSON-RPC message). */
+  void (*respond)(mcp_call *c, const char *data, size_t len);
+  /* The call is stopping (cancelled, aborted, or finished): what it asked
+   * of the client is cancelled there. */
+  void (*stopping)(mcp_call *c, const char *reason);
+  /* FINISH is done: the call leaves the owner's tables; freed after this turn. */
+  void (*gone)(mcp_call *c);
+} mcp_call_owner;
 
 /* A call is owned by the scheduler: created by mcp_call_start, freed at the
  * end of the loop turn in which the state machine said FINISH. */
-typedef struct mcp_call mcp_call;
 struct mcp_call {
   mcp_req req;               /* the state machine; first member */
+  const mcp_call_owner *owner;
+  long long sid;             /* names its session to Lua */
+  /* The owner's, set by it after mcp_call_start; sched.c never reads them. */
   mcp_session *session;
   mcp_batch *batch;          /* the JSON-RPC batch it came in, or NULL */
   void *stream;              /* the transport's exchange it came in (see session.h) */
-  char *method;
+  const char *method;        /* interned */
   char *tool;                /* params.name of tools/call, for messages */
   const char *logger;        /* the tool's plugin, for log messages (interned) */
   json_t *params;            /* owned reference; dropped when started */
   char *progress_token;      /* JSON text of _meta.progressToken, or NULL */
   double last_progress;
-  double timeout, grace;     /* seconds; 0 = none */
+  float timeout, grace;      /* seconds; 0 = none */
   uint64_t deadline_ns;      /* hrtime of the timeout, 0 = none */
   uint64_t hard_ns;          /* hrtime after which the hook aborts a stuck handler */
-  uint64_t slice_end_ns;     /* preemption point of the current resume */
   lua_State *co;             /* the coroutine, NULL before start and after release */
   int co_ref;
   int oncancel_ref;          /* table of ctx:on_cancel functions, or LUA_NOREF */
   int token_ref;             /* userdata naming this call to coroutines it creates */
+  int out_result_ref;        /* {ok, result or error message, error object} once answered */
   mcp_deadline dl;           /* the earliest of due_ns and wake_ns (deadline.c) */
   uint64_t due_ns;           /* hrtime of the timeout, then of the grace end; 0 = none */
   uint64_t wake_ns;          /* hrtime an mcp.sleep ends; 0 = none */
   long long out_id;          /* id of the request it waits on from the client; 0 = none */
   uint64_t out_timeout_ns;   /* that request's timeout; progress restarts it */
   uint64_t out_max_ns;       /* hrtime it may never wait past */
-  int out_result_ref;        /* {ok, result or error message, error object} once answered */
   mcp_call *out_next;        /* the session's list of calls waiting on the client */
   struct mcp_task *task;     /* a task-augmented tools/call: its task (task.c), until either ends */
   /* A wait on something outside the call (a child process, a file read)
@@ -66,6 +82,7 @@ struct mcp_call {
   unsigned finishing : 1;    /* mcp.core.finish yielded the call's return values */
   unsigned typed : 1;        /* its result names its own resultType (input_required, task) */
   unsigned awaiting : 1;     /* waits in core.await: an op's completion wakes it */
+  unsigned tool_owned : 1;   /* tool is a copy (no such tool was declared), not interned */
 };
 
 /* server_ref: the mcp.server module, with dispatch(method, params, id,
@@ -74,9 +91,10 @@ int mcp_sched_init(uv_loop_t *loop, lua_State *L, int server_ref);
 int mcp_sched_has_method(const char *method);
 void mcp_sched_close(void);
 /* Create a call for a request already checked (method known, id not in
- * flight), link it in the session's table and queue its start. */
-mcp_call *mcp_call_start(mcp_session *s, mcp_batch *batch, void *stream, const char *key,
-                         size_t keylen, const char *method, json_t *params);
+ * flight) and queue its start (on a later loop turn: the owner links it in
+ * its tables first). */
+mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char *key, size_t keylen,
+                         const char *method, json_t *params);
 /* Append the server's capabilities object, as the plugins make them. */
 void mcp_sched_capabilities(mcp_buf *b);
 /* The Mcp-Param headers a tool declares (x-mcp-header, 2026-07-28): a JSON
@@ -88,7 +106,7 @@ json_t *mcp_sched_param_headers(const char *tool);
  * lib/ changed). */
 void mcp_sched_rescan(const char **lib_dirs, int n);
 /* Tell Lua a session ended (subscriptions and the like go with it). */
-void mcp_sched_session_closed(mcp_session *s);
+void mcp_sched_session_closed(long long sid);
 /* Feed an event to the state machine and perform its actions. */
 void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason);
 /* The call whose coroutine (or a coroutine it created) is L, or NULL. */
@@ -103,8 +121,9 @@ void mcp_call_tokens_open(lua_State *L);
 void mcp_call_watch(lua_State *co);
 /* Wait helpers for yielding bindings (lmcp.c). */
 int mcp_call_sleep(lua_State *L, mcp_call *c, double seconds);
-/* Fire CLOSE on every live call of session s (all sessions when s is NULL). */
-void mcp_sched_close_all(mcp_session *s, const char *reason);
+/* Fire CLOSE on every live call for which pred says yes (every call when
+ * pred is NULL). */
+void mcp_sched_close_all(int (*pred)(const mcp_call *c, void *ud), void *ud, const char *reason);
 int mcp_sched_live(void);      /* number of live calls */
 /* Called when the last live call is gone (shutdown waits for it). */
 extern void (*mcp_sched_idle_cb)(void);
@@ -116,7 +135,8 @@ void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 
 /* The clock of deadlines and waits (ns); --test-clock lets a client move it. */
 uint64_t mcp_clock_ns(void);
-void mcp_sched_advance(double seconds);
+/* Move the clock forward (mcp_deadlines_run then fires what is due). */
+void mcp_clock_advance(double seconds);
 
 /* For outgoing.c: resume c on the next loop turn; re-arm its timer. */
 void mcp_call_wake(mcp_call *c);
@@ -128,18 +148,6 @@ uv_loop_t *mcp_sched_loop(void);
  * the lua_pcall status; on error the message is left on the stack. */
 int mcp_call_pcall(mcp_call *c, int nargs, int nresults);
 
-/* Requests to the client (outgoing.c). A call sends one and yields until the
- * answer, its timeout, or its own cancellation; then the continuation
- * returns result, or nil and a message (and the error object). */
-int mcp_call_request(lua_State *L, mcp_call *c, const char *method, int params, double timeout,
-                     double max_total);
-/* A response from the client: 1 when it answered a waiting call. */
-int mcp_out_response(mcp_session *s, json_t *msg);
-/* notifications/progress from the client for one of our requests. */
-int mcp_out_progress(mcp_session *s, json_t *token);
-/* The call is stopping while it waits: cancel the request at the client. */
-void mcp_out_abandon(mcp_call *c, const char *reason);
-
 /* Tool policies, registered from Lua when plugins load. task: a tool's
  * task support (execution.taskSupport). */
 enum { MCP_TASK_FORBIDDEN, MCP_TASK_OPTIONAL, MCP_TASK_REQUIRED };
@@ -147,9 +155,12 @@ int mcp_policy_set(const char *tool, int mode, double timeout, double grace, con
                    int task);
 /* The task support of a tool (MCP_TASK_FORBIDDEN for one without a policy). */
 int mcp_policy_task(const char *tool);
-/* Leaves the outputs untouched for a tool with no policy. */
-void mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace,
-                    const char **logger);
+/* 1 for a tool with a policy; 0, leaving the outputs untouched, else. */
+int mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace,
+                   const char **logger);
+/* Method and tool names kept for the life of the process (policy.c). */
+const char *mcp_name_intern(const char *text);
+void mcp_name_close(void);
 void mcp_policy_clear(void);
 /* A plugin name kept until mcp_policy_clear (calls point at it). */
 const char *mcp_policy_intern(const char *name);

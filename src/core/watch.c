@@ -1,4 +1,5 @@
-/* Hot reload: fs events on the plugins directories and their lib/. */
+/* Hot reload: fs events on the plugins directories and their lib/, and on
+ * the configuration file's directory (an editor may replace the file). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,7 @@
 
 typedef struct {
   uv_fs_event_t ev;
-  int dir;                      /* index in W.dirs */
+  int dir;                      /* index in W.dirs; -1: the configuration file's */
   int is_lib;
 } watcher;
 
@@ -19,6 +20,7 @@ static struct {
   watcher *w[2 * MAX_DIRS];
   int nw;
   const char *dirs[MAX_DIRS];
+  const char *file, *file_name; /* the configuration file, its name in its directory */
   int ndirs;
   int lib_dirty[MAX_DIRS];
   int dirty;
@@ -51,11 +53,16 @@ static void on_event(uv_fs_event_t *h, const char *name, int events, int status)
   watcher *w = h->data;
   (void)events;
   if (status < 0) {
-    mcp_warn("watch: %s: %s", W.dirs[w->dir], uv_strerror(status));
+    mcp_warn("watch: %s: %s", w->dir < 0 ? W.file : W.dirs[w->dir], uv_strerror(status));
     return;
   }
-  if (name != NULL && !ends_with_lua(name)) return;
-  mcp_debug("watch: %s%s/%s changed", W.dirs[w->dir], w->is_lib ? "/lib" : "", name ? name : "?");
+  if (w->dir < 0) {
+    if (name == NULL || strcmp(name, W.file_name) != 0) return;
+    mcp_debug("watch: %s changed", W.file);
+  } else {
+    if (name != NULL && !ends_with_lua(name)) return;
+    mcp_debug("watch: %s%s/%s changed", W.dirs[w->dir], w->is_lib ? "/lib" : "", name ? name : "?");
+  }
   if (w->is_lib) W.lib_dirty[w->dir] = 1;
   W.dirty = 1;
   uv_timer_start(&W.debounce, on_quiet, W.debounce_ms, 0);
@@ -96,6 +103,22 @@ int mcp_watch_start(uv_loop_t *loop, const char **dirs, int ndirs, unsigned debo
     if (watch_path(loop, lib, i, 1) == 0) mcp_debug("watch: %s", lib);
     mcp_info("watching %s for changes", dirs[i]);
   }
+  return 0;
+}
+
+int mcp_watch_file(uv_loop_t *loop, const char *path) {
+  static char dir[4096];
+  const char *slash = strrchr(path, '/');
+  int r;
+  W.file = path;
+  W.file_name = slash != NULL ? slash + 1 : path;
+  if (slash == NULL) snprintf(dir, sizeof dir, ".");
+  else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+  if ((r = watch_path(loop, dir, -1, 0)) != 0) {
+    mcp_error("watch: %s: %s", path, uv_strerror(r));
+    return r;
+  }
+  mcp_info("watching %s for changes", path);
   return 0;
 }
 

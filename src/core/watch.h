@@ -1,5 +1,6 @@
-/* Hot reload: libuv fs events on the plugins directories and their lib/,
- * debounced, so that an editor's write-rename-write counts once. */
+/* Hot reload: libuv fs events on the plugins directories and their lib/
+ * (and the configuration file), debounced, so that an editor's
+ * write-rename-write counts once. */
 #ifndef MCP_WATCH_H
 #define MCP_WATCH_H
 
@@ -11,6 +12,9 @@ typedef void (*mcp_watch_cb)(const char **lib_dirs, int n);
 
 int mcp_watch_start(uv_loop_t *loop, const char **dirs, int ndirs, unsigned debounce_ms,
                     mcp_watch_cb on_change);
+/* Also watch one file, the configuration (after mcp_watch_start): its
+ * changes call on_change as a plugin file's do. */
+int mcp_watch_file(uv_loop_t *loop, const char *path);
 void mcp_watch_close(void);
 
 #endif

@@ -9,13 +9,17 @@
 #include <uv.h>
 
 #include "config.h"
+#include "crypto.h"
 #include "fsread.h"
 #include "httpc.h"
 #include "json.h"
+#include "outgoing.h"
 #include "rev2026.h"
+#include "libdir.h"
 #include "lmcp.h"
 #include "log.h"
 #include "rpc.h"
+#include "schema.h"
 #include "seal.h"
 #include "op.h"
 #include "proc.h"
@@ -394,7 +398,7 @@ static int l_log(lua_State *L) {
 /* Deliver the notification in b to the subscriptions/listen streams whose
  * filter wants it (rev2026.c). */
 static int listen_notify(const char *method, const mcp_buf *b) {
-  json_t *msg = json_loadb(b->data, b->len, 0, NULL);
+  json_t *msg = mcp_json_parse(b->data, b->len, NULL, 0);
   int n = mcp_rev2026_listen_notify(method, json_object_get(msg, "params"));
   json_decref(msg);
   return n;
@@ -621,14 +625,11 @@ static int l_decode(lua_State *L) {
   size_t n;
   const char *s = luaL_checklstring(L, 1, &n);
   char err[256];
-  json_t *v = mcp_json_parse(s, n, err, sizeof err);
-  if (v == NULL) {
+  if (mcp_json_decode(L, s, n, err, sizeof err) != 0) {
     lua_pushnil(L);
     lua_pushstring(L, err);
     return 2;
   }
-  mcp_json_push(L, v);
-  json_decref(v);
   return 1;
 }
 
@@ -675,20 +676,13 @@ static const luaL_Reg core_funcs[] = {
   {NULL, NULL}
 };
 
-/* The standard libraries, mcp.core, and lua/ (LUAMCP_LUA_DIR, or the
- * source tree's) on package.path. Raises on error: call it protected. */
+/* The standard libraries, mcp.core, and the Lua library (libdir.c) on
+ * package.path. Raises on error: call it protected. */
 void mcp_lua_open(lua_State *L) {
-  const char *luadir = getenv("LUAMCP_LUA_DIR");
-  if (luadir == NULL) luadir = LUAMCP_LUA_DIR;
   luaL_openlibs(L);
   luaL_requiref(L, "mcp.core", luaopen_mcp_core, 0);
   lua_pop(L, 1);
-  lua_getglobal(L, "package");                 /* stack: package */
-  lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;", luadir, luadir);
-  lua_getfield(L, -2, "path");
-  lua_concat(L, 2);
-  lua_setfield(L, -2, "path");
-  lua_pop(L, 1);
+  mcp_lua_path(L);
 }
 
 int luaopen_mcp_core(lua_State *L) {
@@ -698,6 +692,7 @@ int luaopen_mcp_core(lua_State *L) {
   mcp_sqlite_open_lib(L);
   mcp_proc_open_lib(L);
   mcp_httpc_open_lib(L);
+  mcp_schema_open_lib(L);
   luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
   lua_setfield(L, -2, "array_mt");
   lua_pushlightuserdata(L, NULL);

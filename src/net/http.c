@@ -46,6 +46,7 @@ struct http_conn {
   unsigned error : 1;          /* answered an error; close once written */
   unsigned kick : 1;           /* the timer is due at once: parse the next request */
   unsigned http10 : 1;         /* an HTTP/1.0 peer: no chunked encoding */
+  unsigned head : 1;           /* the exchange answers a HEAD: no content (RFC 9110, 9.3.2) */
   size_t pending;              /* bytes handed to libuv, not yet written */
   char *extra;                 /* header lines for every answer of this exchange (owned) */
   void *ud;
@@ -153,8 +154,17 @@ static int conn_write(http_conn *c, const char *data, size_t len) {
 
 static void add_head(mcp_buf *b, http_conn *c, int status, const char *headers,
                      const char *content_type) {
-  mcp_buf_printf(b, "HTTP/1.1 %d %s\r\n", status, status_text(status));
-  if (content_type) mcp_buf_printf(b, "Content-Type: %s\r\n", content_type);
+  const char *text = status_text(status);
+  mcp_buf_adds(b, "HTTP/1.1 ");
+  mcp_buf_add_int(b, status);
+  mcp_buf_addc(b, ' ');
+  mcp_buf_add(b, text, strlen(text));
+  mcp_buf_adds(b, "\r\n");
+  if (content_type) {
+    mcp_buf_adds(b, "Content-Type: ");
+    mcp_buf_add(b, content_type, strlen(content_type));
+    mcp_buf_adds(b, "\r\n");
+  }
   if (headers) mcp_buf_add(b, headers, strlen(headers));
   if (c->extra) mcp_buf_add(b, c->extra, strlen(c->extra));
   if (!c->keep_alive || c->error) mcp_buf_adds(b, "Connection: close\r\n");
@@ -167,6 +177,7 @@ static void exchange_done(http_conn *c) {
   c->extra = NULL;
   c->busy = 0;
   c->streaming = 0;
+  c->head = 0;
   c->ud = NULL;
   if (c->closing || c->doomed) return;
   if (!c->keep_alive || c->error) {
@@ -184,8 +195,10 @@ void http_respond(http_conn *c, int status, const char *headers, const char *con
                   const char *body, size_t len) {
   mcp_buf b = MCP_BUF_INIT;
   add_head(&b, c, status, headers, content_type);
-  mcp_buf_printf(&b, "Content-Length: %zu\r\n\r\n", len);
-  if (len) mcp_buf_add(&b, body, len);
+  mcp_buf_adds(&b, "Content-Length: ");
+  mcp_buf_add_int(&b, (long long)len);
+  mcp_buf_adds(&b, "\r\n\r\n");
+  if (len && !c->head) mcp_buf_add(&b, body, len);
   conn_write(c, b.data, b.len);
   mcp_buf_free(&b);
   exchange_done(c);
@@ -206,9 +219,10 @@ void http_stream_begin(http_conn *c, int status, const char *headers, const char
 int http_stream_write(http_conn *c, const char *data, size_t len) {
   mcp_buf b = MCP_BUF_INIT;
   int r;
-  if (len == 0) return 0;
+  if (len == 0 || c->head) return 0;
   if (c->http10) return conn_write(c, data, len);
-  mcp_buf_printf(&b, "%zx\r\n", len);
+  mcp_buf_add_hex(&b, len);
+  mcp_buf_adds(&b, "\r\n");
   mcp_buf_add(&b, data, len);
   mcp_buf_adds(&b, "\r\n");
   r = conn_write(c, b.data, b.len);
@@ -217,7 +231,7 @@ int http_stream_write(http_conn *c, const char *data, size_t len) {
 }
 
 void http_stream_end(http_conn *c) {
-  if (c->streaming && !c->http10) conn_write(c, "0\r\n\r\n", 5);
+  if (c->streaming && !c->http10 && !c->head) conn_write(c, "0\r\n\r\n", 5);
   exchange_done(c);
 }
 
@@ -302,6 +316,7 @@ static int header_index(const char *name, size_t len) {
 static int on_header_value(http_parser *p, const char *at, size_t n) {
   http_conn *c = conn_of(p);
   if (count_header(c, n)) return -1;
+  if (memchr(at, '\0', n) != NULL) return -1;   /* values are C strings: a NUL would cut one short */
   if (!c->in_value) {
     c->in_value = 1;
     c->cur = header_index(c->field.data, c->field.len);
@@ -410,13 +425,17 @@ static void dispatch(http_conn *c) {
   r.body = c->body.data;
   r.body_len = c->body.len;
   c->keep_alive = http_should_keep_alive(&c->parser);
+  c->head = r.method == HTTP_HEAD;
   c->busy = 1;
   H.cfg.on_request(c, &r);
 }
 
 /* Parse what was read, one request at a time. */
 static void drive(http_conn *c) {
-  while (!c->closing && !c->doomed && !c->busy && c->in_off < c->in.len) {
+  /* An exchange answered at once set kick: the next request waits for it
+   * (parsed here, its header timer replaced the kick, whose firing then
+   * stopped the timer: an incomplete request never timed out). */
+  while (!c->closing && !c->doomed && !c->busy && !c->kick && c->in_off < c->in.len) {
     size_t n = http_parser_execute(&c->parser, &H.settings, c->in.data + c->in_off,
                                    c->in.len - c->in_off);
     enum http_errno err = HTTP_PARSER_ERRNO(&c->parser);
@@ -424,6 +443,7 @@ static void drive(http_conn *c) {
     if (err != HPE_OK && err != HPE_PAUSED) {
       if (err == HPE_CB_headers_complete || err == HPE_CB_body) fail(c, 413, "request body too large");
       else if (c->header_bytes > H.cfg.max_header) fail(c, 431, "request headers too large");
+      else if (err == HPE_CB_header_value) fail(c, 400, "NUL in a header value");
       else fail(c, 400, http_errno_description(err));
       return;
     }
@@ -436,7 +456,7 @@ static void drive(http_conn *c) {
   }
   if (c->in_off == c->in.len) c->in.len = c->in_off = 0;
   /* Idle between requests; a request begun keeps the header timer it started. */
-  if (!c->busy && !c->closing && !c->doomed && c->in.len == 0 && c->header_bytes == 0)
+  if (!c->busy && !c->closing && !c->doomed && !c->kick && c->in.len == 0 && c->header_bytes == 0)
     uv_timer_start(&c->timer, on_timer, H.cfg.idle_ms, 0);
 }
 
@@ -531,23 +551,24 @@ static void conn_close_later(http_conn *c) {
   uv_timer_start(&c->timer, on_timer, 0, 0);
 }
 
-static void on_connection(uv_stream_t *server, int status) {
-  http_conn *c;
-  if (status < 0) {
-    mcp_warn("http: accept: %s", uv_strerror(status));
-    return;
-  }
-  c = calloc(1, sizeof *c);
+static http_conn *conn_new(void) {
+  http_conn *c = calloc(1, sizeof *c);
   if (c == NULL) abort();
   uv_tcp_init(H.loop, &c->tcp);
   uv_timer_init(H.loop, &c->timer);
   c->tcp.data = c->timer.data = c;
   c->cur = -1;
-  if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
-    c->closing = 1;
-    uv_close((uv_handle_t *)&c->timer, timer_closed);
-    return;
-  }
+  return c;
+}
+
+/* A connection whose socket could not be had: freed without on_close. */
+static void conn_drop(http_conn *c) {
+  c->closing = 1;
+  uv_close((uv_handle_t *)&c->timer, timer_closed);
+}
+
+/* Its socket is open: serve it. */
+static void conn_start(http_conn *c) {
   http_parser_init(&c->parser, HTTP_REQUEST);
   c->parser.data = c;
   c->next = H.conns;
@@ -565,9 +586,18 @@ static void on_connection(uv_stream_t *server, int status) {
   uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
 }
 
-int http_listen(uv_loop_t *loop, const char *host, int port, const http_config *cfg) {
-  struct sockaddr_storage addr;
-  int r, len = sizeof addr;
+static void on_connection(uv_stream_t *server, int status) {
+  http_conn *c;
+  if (status < 0) {
+    mcp_warn("http: accept: %s", uv_strerror(status));
+    return;
+  }
+  c = conn_new();
+  if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) conn_drop(c);
+  else conn_start(c);
+}
+
+static void setup(uv_loop_t *loop, const http_config *cfg) {
   H.loop = loop;
   H.cfg = *cfg;
   memset(&H.settings, 0, sizeof H.settings);
@@ -578,6 +608,12 @@ int http_listen(uv_loop_t *loop, const char *host, int port, const http_config *
   H.settings.on_headers_complete = on_headers_complete;
   H.settings.on_body = on_body;
   H.settings.on_message_complete = on_message_complete;
+}
+
+int http_listen(uv_loop_t *loop, const char *host, int port, const http_config *cfg) {
+  struct sockaddr_storage addr;
+  int r, len = sizeof addr;
+  setup(loop, cfg);
   if (strchr(host, ':')) r = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr);
   else r = uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
   if (r != 0) return r;
@@ -595,6 +631,19 @@ int http_listen(uv_loop_t *loop, const char *host, int port, const http_config *
 }
 
 int http_port(void) { return H.port; }
+
+int http_serve_fd(uv_loop_t *loop, const http_config *cfg, uv_os_sock_t fd) {
+  http_conn *c;
+  int r;
+  if (!H.listening) setup(loop, cfg);
+  c = conn_new();
+  if ((r = uv_tcp_open(&c->tcp, fd)) != 0) {
+    conn_drop(c);
+    return r;
+  }
+  conn_start(c);
+  return 0;
+}
 
 static void listener_closed(uv_handle_t *h) {
   (void)h;

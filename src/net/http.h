@@ -53,6 +53,10 @@ int http_listen(uv_loop_t *loop, const char *host, int port, const http_config *
 /* Stop listening and close every connection (on_close runs for each). */
 void http_close(void (*on_closed)(void));
 int http_port(void);          /* the port bound (useful with port 0) */
+/* Serve one connected stream socket as if it had been accepted (the fuzz
+ * target feeds requests through a socketpair); cfg is taken unless a
+ * listener set one. Returns 0, or a libuv error (fd is then not closed). */
+int http_serve_fd(uv_loop_t *loop, const http_config *cfg, uv_os_sock_t fd);
 
 void http_conn_set_data(http_conn *c, void *ud);
 /* Header lines (each ending in \r\n) added to every answer of the current

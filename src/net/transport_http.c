@@ -21,8 +21,10 @@
 #include <http_parser.h>
 #include <jansson.h>
 
+#include "crypto.h"
 #include "headers.h"
 #include "http.h"
+#include "json.h"
 #include "log.h"
 #include "rev2026.h"
 #include "rpc.h"
@@ -134,8 +136,13 @@ static void stream_retire(hstream *st) {
 }
 
 static void session_headers(hsession *hs, char *out, size_t cap) {
-  if (hs->s.revision >= 0) snprintf(out, cap, "Mcp-Session-Id: %s\r\n", hs->id);
-  else out[0] = '\0';
+  static const char name[] = "Mcp-Session-Id: ";
+  size_t n = strlen(hs->id);
+  out[0] = '\0';
+  if (hs->s.revision < 0 || sizeof name - 1 + n + 3 > cap) return;
+  memcpy(out, name, sizeof name - 1);
+  memcpy(out + sizeof name - 1, hs->id, n);
+  memcpy(out + sizeof name - 1 + n, "\r\n", 3);
 }
 
 static void stream_remember(hstream *st, const char *text, size_t len) {
@@ -299,7 +306,7 @@ static hsession *session_new(void) {
   hsession *hs = calloc(1, sizeof *hs);
   unsigned char rnd[16];
   if (hs == NULL) abort();
-  if (uv_random(NULL, NULL, rnd, sizeof rnd, 0, NULL) != 0) abort();
+  if (mcp_random(rnd, sizeof rnd) != 0) abort();
   for (int i = 0; i < 16; i++) snprintf(hs->id + 2 * i, 3, "%02x", rnd[i]);
   mcp_session_init(&hs->s, hs_write, hs);
   hs->s.on_drained = on_drained;
@@ -310,9 +317,11 @@ static hsession *session_new(void) {
   return hs;
 }
 
+/* Ids are secrets: compared in constant time. */
 static hsession *session_find(const char *id) {
+  if (strlen(id) != sizeof T.sessions->id - 1) return NULL;
   for (hsession *hs = T.sessions; hs; hs = hs->next)
-    if (!hs->ended && !hs->modern && strcmp(hs->id, id) == 0) return hs;
+    if (!hs->ended && !hs->modern && mcp_equal(hs->id, id, sizeof hs->id - 1)) return hs;
   return NULL;
 }
 
@@ -321,7 +330,7 @@ static void session_end(hsession *hs, const char *reason) {
   if (hs->ended) return;
   hs->ended = 1;
   mcp_info("http: session %.8s ended: %s", hs->id, reason);
-  mcp_sched_close_all(&hs->s, reason);
+  mcp_session_close_calls(&hs->s, reason);
   if (hs->s.ncalls == 0) session_free(hs);
 }
 
@@ -379,14 +388,14 @@ static int host_allowed(const char *hostport) {
   return 0;
 }
 
+/* The digests are compared, in constant time: neither the token's bytes
+ * nor its length show in the time taken. */
 static int token_ok(const char *auth) {
-  size_t n, want = strlen(T.opt.token);
-  unsigned char diff = 0;
+  uint8_t got[MCP_SHA256_LEN], want[MCP_SHA256_LEN];
   if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0) return 0;
-  auth += 7;
-  n = strlen(auth);
-  for (size_t i = 0; i < want; i++) diff |= (unsigned char)(T.opt.token[i] ^ (i < n ? auth[i] : 0));
-  return diff == 0 && n == want;
+  mcp_sha256(auth + 7, strlen(auth + 7), got);
+  mcp_sha256(T.opt.token, strlen(T.opt.token), want);
+  return mcp_equal(got, want, sizeof got);
 }
 
 static void reply_error(http_conn *c, int status, const char *headers, int code, const char *msg) {
@@ -428,7 +437,7 @@ static hsession *request_session(http_conn *c, const http_request *r) {
 }
 
 static int is_initialize(const char *body, size_t len) {
-  json_t *v = json_loadb(body, len, 0, NULL);
+  json_t *v = mcp_json_parse(body, len, NULL, 0);
   int yes = json_is_object(v) && json_string_value(json_object_get(v, "method")) &&
             strcmp(json_string_value(json_object_get(v, "method")), "initialize") == 0;
   json_decref(v);
@@ -460,7 +469,7 @@ static hsession *stateless_session(void) {
 
 /* POST of a 2026-07-28 client: one request (or notification), no session. */
 static void on_post_modern(http_conn *c, const http_request *r) {
-  json_t *msg = json_loadb(r->body, r->body_len, 0, NULL), *id;
+  json_t *msg = mcp_json_parse(r->body, r->body_len, NULL, 0), *id;
   char *key = NULL, why[600];
   mcp_buf out = MCP_BUF_INIT;
   hsession *hs;
@@ -526,7 +535,7 @@ static int is_modern_post(const http_request *r) {
   int yes;
   if (is_modern_version(r->protocol_version)) return 1;
   if (r->session_id != NULL) return 0;
-  v = json_loadb(r->body, r->body_len, 0, NULL);
+  v = mcp_json_parse(r->body, r->body_len, NULL, 0);
   yes = json_is_object(v) && mcp_rev2026_version(v) != NULL;
   json_decref(v);
   return yes;
@@ -740,20 +749,32 @@ static void on_close(http_conn *c, void *ud) {
   if (st->ended && !st->is_get) stream_retire(st);
 }
 
-int mcp_http_start(uv_loop_t *loop, const mcp_http_options *opt) {
+static http_config config(const mcp_http_options *opt) {
   http_config cfg = {
     .max_body = opt->max_body,
     .max_header = 16384,
     .max_connections = opt->max_connections,
     .idle_ms = opt->idle_ms,
-    .header_ms = 10000,
+    .header_ms = opt->header_ms ? opt->header_ms : 10000,
     .max_pending = 8u << 20,
     .on_request = on_request,
     .on_close = on_close,
     .collect_prefix = MCP_PARAM_PREFIX,
   };
+  return cfg;
+}
+
+int mcp_http_start(uv_loop_t *loop, const mcp_http_options *opt) {
+  http_config cfg = config(opt);
   T.opt = *opt;
   return http_listen(loop, opt->host, opt->port, &cfg);
+}
+
+int mcp_http_serve_fd(uv_loop_t *loop, const mcp_http_options *opt, uv_os_sock_t fd) {
+  http_config cfg = config(opt);
+  if (T.shutting_down && T.sessions == NULL && T.on_closed == NULL) T.shutting_down = 0;
+  T.opt = *opt;
+  return http_serve_fd(loop, &cfg, fd);
 }
 
 int mcp_http_port(void) { return http_port(); }

@@ -15,10 +15,15 @@ typedef struct {
   int max_connections;
   int max_sessions;              /* initialize past it gets 503 */
   unsigned idle_ms;
+  unsigned header_ms;            /* a request's headers must arrive within it (0: 10 s) */
 } mcp_http_options;
 
 int mcp_http_start(uv_loop_t *loop, const mcp_http_options *opt);
 int mcp_http_port(void);
+/* Serve one connected stream socket as if it had been accepted (the fuzz
+ * target's way in; http_serve_fd). After a shutdown has completed, the
+ * transport serves afresh. */
+int mcp_http_serve_fd(uv_loop_t *loop, const mcp_http_options *opt, uv_os_sock_t fd);
 /* Cancel every call (reason "shutdown"), end every session, close every
  * connection; on_closed runs when all is gone. */
 void mcp_http_shutdown(void (*on_closed)(void));

@@ -14,6 +14,7 @@
 
 #include "json.h"
 #include "log.h"
+#include "outgoing.h"
 #include "rpc.h"
 #include "sched.h"
 #include "session.h"

@@ -163,7 +163,7 @@ static void add_capabilities(mcp_buf *b) {
   json_t *v, *x;
   char *text;
   mcp_sched_capabilities(&caps);
-  v = json_loadb(caps.data, caps.len, 0, NULL);
+  v = mcp_json_parse(caps.data, caps.len, NULL, 0);
   mcp_buf_free(&caps);
   if (!json_is_object(v)) {
     mcp_buf_adds(b, "{}");
@@ -375,14 +375,14 @@ static void listen_start(mcp_session *s, json_t *params, const char *key, void *
   }
   /* Honour what the server has: no prompts, no promptsListChanged. */
   mcp_sched_capabilities(&cb);
-  caps = json_loadb(cb.data, cb.len, 0, NULL);
+  caps = mcp_json_parse(cb.data, cb.len, NULL, 0);
   mcp_buf_free(&cb);
   l = calloc(1, sizeof *l);
   if (l == NULL) abort();
   l->parent = s;
   l->stream = stream;
   l->key = strdup(key);
-  l->id = json_loads(key, JSON_DECODE_ANY, NULL);
+  l->id = mcp_json_parse(key, strlen(key), NULL, 0);
   if (l->key == NULL || l->id == NULL) abort();
   honoured = json_object();
   if (json_is_true(json_object_get(f, "toolsListChanged")) && json_object_get(caps, "tools")) {
@@ -427,7 +427,7 @@ static void listen_start(mcp_session *s, json_t *params, const char *key, void *
     mcp_buf b = MCP_BUF_INIT;
     json_t *task;
     mcp_task_describe(s, json_string_value(v), &b);
-    task = json_loadb(b.data, b.len, 0, NULL);
+    task = mcp_json_parse(b.data, b.len, NULL, 0);
     if (task == NULL) abort();
     listener_send(l, "notifications/tasks", task);
     json_decref(task);
@@ -528,7 +528,7 @@ int mcp_rev2026_request(mcp_session *s, json_t *msg, const char *key, void *stre
   e->s.client_capabilities = json_incref(caps);
   s->ncalls++;
   e->s.ncalls++;
-  e->call = mcp_call_start(&e->s, NULL, stream, key, strlen(key), method, params);
+  e->call = mcp_session_call_start(&e->s, NULL, stream, key, method, params);
   return 1;
 }
 

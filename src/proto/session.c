@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "json.h"
+#include "outgoing.h"
 #include "rev2026.h"
 #include "rpc.h"
 #include "sched.h"
@@ -54,7 +55,8 @@ mcp_session *mcp_session_find(long long id) {
 
 void mcp_session_close(mcp_session *s) {
   mcp_session **p = &mcp_sessions;
-  mcp_sched_session_closed(s);
+  mcp_task_session_closed(s);
+  mcp_sched_session_closed(s->id);
   while (*p && *p != s) p = &(*p)->next;
   if (*p) *p = s->next;
   mcp_reqtab_close(&s->reqs);
@@ -85,14 +87,50 @@ static void batch_answer(mcp_batch *b) {
   free(b);
 }
 
-void mcp_session_call_done(mcp_session *s, mcp_batch *b, void *stream, int responded) {
+/* The calls a session starts: it owns them. */
+
+static void owner_respond(mcp_call *c, const char *data, size_t len) {
+  mcp_session_send(c->session, c->batch, c->stream, data, len, 1);
+}
+
+static void owner_stopping(mcp_call *c, const char *reason) {
+  if (c->out_id) mcp_out_abandon(c, reason);
+}
+
+/* Its exchange ends (with no message when it sent no response); a batch is
+ * answered when it was its last call. */
+static void owner_gone(mcp_call *c) {
+  mcp_session *s = c->session;
+  mcp_batch *b = c->batch;
+  mcp_reqtab_remove(&s->reqs, &c->req);
   s->ncalls--;
   if (b != NULL) {
     if (--b->pending == 0 && !b->reading) batch_answer(b);
-  } else if (!responded) {
-    s->write(s, stream, NULL, 0, 1);
+  } else if (!c->responded) {
+    s->write(s, c->stream, NULL, 0, 1);
   }
   if (s->ncalls == 0 && s->on_drained) s->on_drained(s);
+}
+
+const mcp_call_owner mcp_session_owner = { owner_respond, owner_stopping, owner_gone };
+
+mcp_call *mcp_session_call_start(mcp_session *s, mcp_batch *b, void *stream, const char *key,
+                                 const char *method, json_t *params) {
+  mcp_call *c = mcp_call_start(&mcp_session_owner, s->id, key, strlen(key), method, params);
+  c->session = s;
+  c->batch = b;
+  c->stream = stream;
+  if (mcp_reqtab_insert(&s->reqs, &c->req) != 0) abort();   /* the caller checked */
+  return c;
+}
+
+static int of_session(const mcp_call *c, void *ud) {
+  mcp_session *s = ud;
+  return c->session == s || c->session->parent == s;
+}
+
+void mcp_session_close_calls(mcp_session *s, const char *reason) {
+  mcp_sched_close_all(of_session, s, reason);
 }
 
 /* The exchange being read: immediate answers go on its stream. */
@@ -121,7 +159,8 @@ static void send_result(mcp_session *s, mcp_batch *b, const char *key, const cha
 static int id_key(const json_t *id, char *key, size_t cap) {
   mcp_buf *b;
   if (json_is_integer(id)) {
-    snprintf(key, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(id));
+    (void)cap;                       /* KEY_MAX holds any int64 */
+    mcp_fmt_int(key, (long long)json_integer_value(id));
     return 1;
   }
   if (!json_is_string(id)) return 0;
@@ -215,7 +254,7 @@ static void on_request(mcp_session *s, mcp_batch *b, const char *key, const char
     send_error(s, b, key, MCP_RPC_METHOD_NOT_FOUND, msg);
     return;
   }
-  mcp_call_start(s, b, in_stream, key, strlen(key), method, params);
+  mcp_session_call_start(s, b, in_stream, key, method, params);
   s->ncalls++;
   if (b != NULL) b->pending++;
 }
@@ -269,7 +308,11 @@ static void on_notification(mcp_session *s, const char *method, json_t *params) 
   else if (strcmp(method, "notifications/luamcp/advance") == 0 && mcp_cfg.test_clock) {
     double seconds = json_number_value(json_object_get(params, "seconds"));
     mcp_debug("test clock: advanced by %g s", seconds);
-    if (seconds > 0) mcp_sched_advance(seconds);
+    if (seconds > 0) {
+      mcp_clock_advance(seconds);
+      mcp_task_sweep();              /* tasks past their ttl go first, */
+      mcp_deadlines_run();           /* then what is due fires, earliest first */
+    }
   }
   else mcp_debug("notification %.128s ignored", method);
 }

@@ -22,7 +22,7 @@ typedef void (*mcp_session_write_cb)(mcp_session *s, void *stream, const char *d
 extern const char *const mcp_revisions[];   /* supported, oldest first, NULL-terminated */
 
 /* Owned by its transport: mcp_session_init, then mcp_session_close once no
- * call of it is live (mcp_sched_close_all first). */
+ * call of it is live (mcp_session_close_calls first). */
 struct mcp_session {
   mcp_reqtab reqs;
   long long id;                  /* names the session to Lua */
@@ -54,9 +54,13 @@ void mcp_session_input(mcp_session *s, const char *data, size_t len, void *strea
 /* Write a message on a stream; a response (last) goes into its batch when it has one. */
 void mcp_session_send(mcp_session *s, mcp_batch *b, void *stream, const char *data, size_t len,
                       int last);
-/* A call of s is gone. Its exchange ends (with no message when it sent no
- * response); a batch is answered when it was its last call. */
-void mcp_session_call_done(mcp_session *s, mcp_batch *b, void *stream, int responded);
+/* Start a call of s for a request already checked (its id not in flight):
+ * s owns it (its table, its responses, its end) through mcp_session_owner. */
+mcp_call *mcp_session_call_start(mcp_session *s, mcp_batch *b, void *stream, const char *key,
+                                 const char *method, json_t *params);
+extern const struct mcp_call_owner mcp_session_owner;
+/* Fire CLOSE on every live call of s and of its 2026-07-28 requests. */
+void mcp_session_close_calls(mcp_session *s, const char *reason);
 /* Answer an error at once, outside any request (used for over-long lines). */
 void mcp_session_reject(mcp_session *s, int code, const char *msg, void *stream);
 mcp_session *mcp_session_find(long long id);

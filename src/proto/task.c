@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "config.h"
+#include "crypto.h"
 #include "json.h"
 #include "log.h"
 #include "rev2026.h"
@@ -64,6 +65,8 @@ static struct {
   uv_timer_t timer;            /* the earliest expiry; unref'd */
   int timer_on;
 } T;
+
+static const mcp_call_owner task_owner;     /* a tasked call's (below) */
 
 /* Wall-clock milliseconds, moved with the test clock. */
 static double wall_ms(void) {
@@ -179,7 +182,7 @@ static void notify_status(mcp_task *t) {
   if (t->ext) {
     json_t *params;
     add_task(&b, t, NULL, 1);
-    params = json_loadb(b.data, b.len, 0, NULL);
+    params = mcp_json_parse(b.data, b.len, NULL, 0);
     if (params == NULL) abort();
     mcp_rev2026_listen_notify("notifications/tasks", params);
     json_decref(params);
@@ -336,7 +339,7 @@ int mcp_task_l_create(lua_State *L) {
   }
   t = calloc(1, sizeof *t);
   if (t == NULL) abort();
-  if (uv_random(NULL, NULL, rnd, sizeof rnd, 0, NULL) != 0) abort();
+  if (mcp_random(rnd, sizeof rnd) != 0) abort();
   for (int i = 0; i < 16; i++) snprintf(t->id + 2 * i, 3, "%02x", rnd[i]);
   t->session = scope;
   t->ext = ext != 0;
@@ -350,7 +353,7 @@ int mcp_task_l_create(lua_State *L) {
   T.tail = t;
   /* Answer the request now; from here on the call belongs to the task: it
    * leaves the request table (the id may be reused, notifications/cancelled
-   * no longer reaches it) and its response goes to mcp_task_done. */
+   * no longer reaches it) and its response goes to the task (task_owner). */
   mcp_rpc_result_open(&b, c->req.key);
   if (ext) {
     add_task(&b, t, "task", 0);                 /* CreateTaskResult: Result & Task, flat */
@@ -366,6 +369,7 @@ int mcp_task_l_create(lua_State *L) {
   c->stream = NULL;
   c->responded = 1;
   c->tasked = 1;
+  c->owner = &task_owner;
   c->task = t;
   t->call = c;
   mcp_reqtab_remove(&c->session->reqs, &c->req);
@@ -422,7 +426,10 @@ static const char *outcome(const mcp_task *t, json_t *msg, int *failed) {
   return NULL;
 }
 
-void mcp_task_done(mcp_call *c, const char *data, size_t len) {
+/* A tasked call belongs to its task: its response is kept for tasks/result,
+ * its end may cancel the task; the rest is as its session does it. */
+
+static void task_respond(mcp_call *c, const char *data, size_t len) {
   mcp_task *t = c->task;
   json_t *res;
   const char *why;
@@ -448,15 +455,21 @@ void mcp_task_done(mcp_call *c, const char *data, size_t len) {
   set_status(t, failed ? ST_FAILED : ST_COMPLETED, why ? short_msg : NULL, 1);
 }
 
-void mcp_task_call_gone(mcp_call *c) {
+static void task_stopping(mcp_call *c, const char *reason) { mcp_session_owner.stopping(c, reason); }
+
+static void task_gone(mcp_call *c) {
   mcp_task *t = c->task;
-  if (t == NULL) return;
-  c->task = NULL;
-  t->call = NULL;
-  /* Ended with no response: shutdown or the session's end (the client is
-   * going away: no notification). */
-  if (!terminal(t->status)) set_status(t, ST_CANCELLED, c->req.reason, 0);
+  if (t != NULL) {
+    c->task = NULL;
+    t->call = NULL;
+    /* Ended with no response: shutdown or the session's end (the client is
+     * going away: no notification). */
+    if (!terminal(t->status)) set_status(t, ST_CANCELLED, c->req.reason, 0);
+  }
+  mcp_session_owner.gone(c);
 }
+
+static const mcp_call_owner task_owner = { task_respond, task_stopping, task_gone };
 
 /* tasks/result. */
 

@@ -14,8 +14,8 @@
  *
  * Ownership: task.c owns every mcp_task (created by mcp_task_l_create,
  * freed in task_free: at ttl expiry, when evicted, or when its scope
- * closes). A task and its call point at each other until the call ends
- * (mcp_task_call_gone); calls waiting in tasks/result are linked from the
+ * closes). A task and its call point at each other until the call ends;
+ * meanwhile the task owns the call (its mcp_call_owner); calls waiting in tasks/result are linked from the
  * task, each with a wait_cleanup that unlinks it; a call waiting for
  * inputResponses (the extension) likewise. */
 #ifndef MCP_TASK_H
@@ -82,10 +82,6 @@ void mcp_task_request_ext(mcp_session *s, void *stream, const char *key, const c
 /* Is there a task of the extension with this id in scope s? If so, and b
  * is not NULL, append its DetailedTask (as notifications/tasks carries it). */
 int mcp_task_describe(mcp_session *s, const char *id, mcp_buf *b);
-/* The call of a task responded: data is the whole JSON-RPC response. */
-void mcp_task_done(mcp_call *c, const char *data, size_t len);
-/* The call of a task ended (after mcp_task_done, or without a response). */
-void mcp_task_call_gone(mcp_call *c);
 /* Free the tasks whose ttl is over (also run on each task operation). */
 void mcp_task_sweep(void);
 /* Free every task of s (a session, or a scope of stateless requests; its

@@ -33,6 +33,30 @@ void mcp_buf_printf(mcp_buf *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
+size_t mcp_fmt_int(char *out, long long v) {
+  char tmp[20];
+  unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+  size_t n = 0, len = 0;
+  do tmp[n++] = (char)('0' + u % 10), u /= 10; while (u);
+  if (v < 0) out[len++] = '-';
+  while (n) out[len++] = tmp[--n];
+  out[len] = '\0';
+  return len;
+}
+
+void mcp_buf_add_int(mcp_buf *b, long long v) {
+  char s[24];
+  mcp_buf_add(b, s, mcp_fmt_int(s, v));
+}
+
+void mcp_buf_add_hex(mcp_buf *b, size_t v) {
+  char tmp[16];
+  size_t n = 0;
+  do tmp[n++] = "0123456789abcdef"[v & 15], v >>= 4; while (v);
+  mcp_buf_grow(b, n);
+  while (n) b->data[b->len++] = tmp[--n];
+}
+
 void mcp_buf_free(mcp_buf *b) {
   free(b->data);
   b->data = NULL;

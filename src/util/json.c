@@ -1,4 +1,5 @@
-/* JSON <-> Lua values, and JSON text (jansson for parsing). */
+/* JSON text from Lua values and from jansson's; Lua values from jansson's
+ * (JSON text is parsed in jparse.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,16 +7,6 @@
 #include <lauxlib.h>
 
 #include "json.h"
-
-#define MAX_DEPTH 128
-
-json_t *mcp_json_parse(const char *s, size_t n, char *err, size_t errlen) {
-  json_error_t e;
-  json_t *v = json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
-  if (v == NULL)
-    snprintf(err, errlen, "%s at byte %d (line %d column %d)", e.text, e.position, e.line, e.column);
-  return v;
-}
 
 static int dump_cb(const char *p, size_t n, void *ud) {
   mcp_buf_add(ud, p, n);
@@ -69,7 +60,7 @@ void mcp_json_push(lua_State *L, const json_t *v) {
 
 /* Strings: escape what JSON needs, pass valid UTF-8 through, replace the rest. */
 
-static size_t utf8_len(const unsigned char *s, size_t n) {
+size_t mcp_utf8_len(const unsigned char *s, size_t n) {
   unsigned c = s[0];
   size_t len;
   unsigned min;
@@ -99,7 +90,7 @@ void mcp_json_add_string(mcp_buf *b, const char *str, size_t n) {
     if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') { i++; continue; }
     mcp_buf_add(b, s + run, i - run);
     if (c >= 0x80) {
-      size_t len = utf8_len(s + i, n - i);
+      size_t len = mcp_utf8_len(s + i, n - i);
       if (len) mcp_buf_add(b, s + i, len), i += len;
       else mcp_buf_adds(b, "\\ufffd"), i++;
     } else {
@@ -160,7 +151,9 @@ static int encode_key(encoder *e, int kidx) {
     const char *k = lua_tolstring(L, kidx, &n);
     mcp_json_add_string(e->b, k, n);
   } else if (lua_isinteger(L, kidx)) {
-    mcp_buf_printf(e->b, "\"%lld\"", (long long)lua_tointeger(L, kidx));
+    mcp_buf_addc(e->b, '"');
+    mcp_buf_add_int(e->b, (long long)lua_tointeger(L, kidx));
+    mcp_buf_addc(e->b, '"');
   } else {
     return encode_fail(e, "cannot encode a table key of type %s", kidx);
   }
@@ -171,8 +164,8 @@ static int encode_table(encoder *e, int idx, int depth) {
   lua_State *L = e->L;
   lua_Integer n = (lua_Integer)lua_rawlen(L, idx), count = 0;
   int is_array = 0;
-  if (depth > MAX_DEPTH) {
-    snprintf(e->err, e->errlen, "cannot encode a table nested deeper than %d (a cycle?)", MAX_DEPTH);
+  if (depth > MCP_JSON_MAX_DEPTH) {
+    snprintf(e->err, e->errlen, "cannot encode a table nested deeper than %d (a cycle?)", MCP_JSON_MAX_DEPTH);
     return -1;
   }
   if (!lua_checkstack(L, 6)) {
@@ -225,7 +218,7 @@ static int encode(encoder *e, int idx, int depth) {
       return 0;
     case LUA_TNUMBER:
       if (lua_isinteger(L, idx)) {
-        mcp_buf_printf(e->b, "%lld", (long long)lua_tointeger(L, idx));
+        mcp_buf_add_int(e->b, (long long)lua_tointeger(L, idx));
       } else {
         double d = lua_tonumber(L, idx);
         if (!isfinite(d)) {

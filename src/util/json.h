@@ -1,5 +1,6 @@
-/* JSON <-> Lua values, and JSON text. json.c is the only place that turns
- * JSON into Lua values or Lua values into JSON text.
+/* JSON <-> Lua values, and JSON text. jparse.c turns JSON text into values
+ * (jansson's or Lua's), json.c turns values into JSON text; nothing else
+ * does either.
  *
  * In Lua: objects are tables, arrays are tables with the array metatable
  * (mcp.array), null is mcp.null (a NULL light userdata, as cjson.null).
@@ -14,8 +15,15 @@
 
 #define MCP_JSON_ARRAY_MT "mcp.array"
 
-/* Parse one JSON text. On failure returns NULL and writes a message to err. */
+#define MCP_JSON_MAX_DEPTH 256     /* objects and arrays nested in one text or value */
+
+/* Parse one JSON text (jparse.c). On failure returns NULL and writes a
+ * message naming the byte offset to err (unless err is NULL). */
 json_t *mcp_json_parse(const char *s, size_t n, char *err, size_t errlen);
+/* The same straight to Lua: pushes the value and returns 0, or pushes
+ * nothing and returns -1 with the message in err. Raises a Lua error on
+ * out of memory: call it protected. */
+int mcp_json_decode(lua_State *L, const char *s, size_t n, char *err, size_t errlen);
 /* Append the compact JSON text of v. */
 void mcp_json_dump(const json_t *v, mcp_buf *b);
 /* Push v as a Lua value. Raises a Lua error on out of memory: call it protected. */
@@ -25,6 +33,9 @@ void mcp_json_push(lua_State *L, const json_t *v);
 int mcp_json_encode(lua_State *L, int idx, mcp_buf *b, char *err, size_t errlen);
 /* Append s as a JSON string; invalid UTF-8 becomes U+FFFD. */
 void mcp_json_add_string(mcp_buf *b, const char *s, size_t n);
+/* The length of the valid UTF-8 sequence at s, or 0 (overlong, surrogate,
+ * past U+10FFFF, truncated). */
+size_t mcp_utf8_len(const unsigned char *s, size_t n);
 /* Create the array metatable in the registry (once per state). */
 void mcp_json_open(lua_State *L);
 

@@ -5,15 +5,7 @@
 #ifndef MCP_SEAL_H
 #define MCP_SEAL_H
 
-#include <stdint.h>
-
 #include "buf.h"
-
-#define MCP_SHA256_LEN 32
-
-void mcp_sha256(const void *data, size_t len, uint8_t out[MCP_SHA256_LEN]);
-void mcp_hmac_sha256(const uint8_t *key, size_t keylen, const void *data, size_t len,
-                     uint8_t out[MCP_SHA256_LEN]);
 
 /* The key, made on first use: SHA-256 of $LUAMCP_STATE_KEY when it is set
  * (so that several processes, or a restarted one, accept each other's

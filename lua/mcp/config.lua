@@ -1,0 +1,460 @@
+-- The configuration file (luamcp --config FILE): a Lua file that returns a
+-- table. Its keys are the command-line flags, spelled without the leading
+-- "--" and with "_" for "-" (--max-line is max_line); `plugins` holds both
+-- the plugin directories (its list part, --plugins) and each plugin's
+-- settings (NAME = {...}, read by the plugin file NAME.lua as mcp.settings).
+-- env("NAME") and file("PATH") read secrets (lua/mcp/secret.lua).
+--
+-- Every problem is raised as "FILE:LINE: message", LINE being the line of
+-- the offending key, found by a scan of the source (key_lines). No message
+-- shows a value: any of them may be a secret.
+local secret = require "mcp.secret"
+
+local M = {}
+
+-- The flags, by key, and what each takes.
+local FLAGS = {
+  plugins = "dirs", timeout = "number", grace = "number", log_level = "string",
+  max_line = "number", memory_limit = "number", page_size = "number", state_ttl = "number",
+  http_allow = "list", http = "string", allow_origin = "list", token = "string",
+  max_body = "number", max_connections = "number", max_sessions = "number",
+  idle_timeout = "number", watch = "boolean", test_clock = "boolean",
+}
+M.FLAGS = FLAGS
+
+local function kind_of(v)
+  if secret.is(v) then return "a secret" end
+  return type(v)
+end
+
+local function dirname(path) return path:match("^(.*)/[^/]*$") or "." end
+
+local function join(base, p)
+  if p:sub(1, 1) == "/" or base == "." then return p end
+  return base .. "/" .. p
+end
+
+---------------------------------------------------------------------------
+-- Where each key is: a scan of the source for `key =` and `["key"] =` in
+-- table constructors, skipping comments and strings. Paths are dotted
+-- ("plugins.weather.api_key"); every constructor outside another one is a
+-- root (the returned table, or a local one it is built from). A key written
+-- by code rather than in a constructor is not found: its error goes to the
+-- line of the nearest enclosing key found, else of the `return`.
+
+local function key_lines(src)
+  local at, frames = {}, {}            -- path -> line; open constructors' paths (false: none)
+  local line, i, n = 1, 1, #src
+  local item_start, cand, cand_line, after_eq, ret_line = false, nil, nil, nil, nil
+  local bracket                        -- inside [ "key" ]: the string, once read
+  local function count(s) line = line + select(2, s:gsub("\n", "")) end
+  local function token(kind, text)
+    local opens = after_eq
+    after_eq = nil
+    if kind == "{" then
+      local parent = frames[#frames]
+      local path = false
+      if #frames == 0 then path = ""
+      elseif opens and parent then path = parent == "" and opens or parent .. "." .. opens end
+      frames[#frames + 1] = path
+      item_start = true
+      return
+    elseif kind == "}" then
+      frames[#frames] = nil
+      item_start = false
+      return
+    elseif kind == "=" and cand then
+      local top = frames[#frames]
+      if top then at[top == "" and cand or top .. "." .. cand] = cand_line end
+      after_eq, cand = cand, nil
+      item_start = false
+      return
+    end
+    cand = nil
+    if item_start and kind == "name" then
+      cand, cand_line = text, line
+    elseif item_start and kind == "[" then
+      bracket = true
+      item_start = false
+      return
+    elseif bracket == true and kind == "str" then
+      bracket = text
+      return
+    elseif type(bracket) == "string" and kind == "]" then
+      cand, cand_line = bracket, line
+    elseif kind == "name" and text == "return" and #frames == 0 then
+      ret_line = line
+    end
+    bracket = nil
+    item_start = #frames > 0 and (kind == "," or kind == ";")
+  end
+  while i <= n do
+    local c = src:sub(i, i)
+    if c == "\n" then
+      line, i = line + 1, i + 1
+    elseif c:find("%s") then
+      i = i + 1
+    elseif src:sub(i, i + 1) == "--" then
+      local eq = src:match("^%[(=*)%[", i + 2)
+      local stop
+      if eq then
+        local close = src:find("]" .. eq .. "]", i, true)
+        stop = close and close + #eq + 1 or n
+      else
+        stop = (src:find("\n", i, true) or n + 1) - 1
+      end
+      count(src:sub(i, stop))
+      i = stop + 1
+    elseif c == '"' or c == "'" then
+      local j = i + 1
+      while j <= n do
+        local d = src:sub(j, j)
+        if d == "\\" then j = j + 2
+        elseif d == c or d == "\n" then break
+        else j = j + 1 end
+      end
+      local s = src:sub(i, j)
+      count(s)
+      token("str", s:sub(2, -2))
+      i = j + 1
+    elseif c == "[" and src:find("^%[=*%[", i) then
+      local eq = src:match("^%[(=*)%[", i)
+      local close = src:find("]" .. eq .. "]", i, true)
+      local stop = close and close + #eq + 1 or n
+      count(src:sub(i, stop))
+      token("str", src:sub(i + #eq + 2, stop - #eq - 2))
+      i = stop + 1
+    elseif c:find("[%a_]") then
+      local w = src:match("^[%w_]+", i)
+      token("name", w)
+      i = i + #w
+    elseif c:find("%d") then
+      local w = src:match("^[%w_%.]+", i)
+      token("number")
+      i = i + #w
+    elseif src:find("^[=~<>]=", i) or src:find("^%.%.", i) or src:find("^::", i) then
+      token("op")
+      i = i + 2
+    else
+      token(c)
+      i = i + 1
+    end
+  end
+  return at, ret_line or 1
+end
+
+-- The line of path, else of its nearest parent found, else of the return.
+local function line_of(cfg, path)
+  while path do
+    if cfg.at[path] then return cfg.at[path] end
+    path = path:match("^(.*)%.[^%.]*$")
+  end
+  return cfg.ret_line
+end
+
+local function fail(cfg, path, fmt, ...)
+  error(string.format("%s:%d: " .. fmt, cfg.path, line_of(cfg, path), ...), 0)
+end
+
+---------------------------------------------------------------------------
+-- Running the file: an environment with env(), file(), a few basic
+-- functions, and the string, table, math and utf8 libraries (os.getenv too):
+-- enough to compute values, nothing that writes (not even print: stdout is
+-- the protocol's) or runs programs.
+
+local BASICS = { "assert", "error", "ipairs", "next", "pairs", "pcall", "select", "tonumber",
+                 "tostring", "type", "math", "string", "table", "utf8" }
+
+local function sandbox(base)
+  local env = {}
+  for _, k in ipairs(BASICS) do env[k] = _G[k] end
+  env.os = { getenv = os.getenv }
+  -- env(NAME [, default]): the variable, as a secret; unset is an error
+  -- unless a default is given (returned as it is).
+  function env.env(name, default)
+    if type(name) ~= "string" then error("env: the variable's name must be a string", 2) end
+    local v = os.getenv(name)
+    if v ~= nil then return secret.new(v) end
+    if default ~= nil then return default end
+    error(string.format("env(%q): not set", name), 2)
+  end
+  -- file(PATH): the file's content without its last newline, as a secret;
+  -- a relative path is relative to the configuration file.
+  function env.file(p)
+    if type(p) ~= "string" then error("file: the path must be a string", 2) end
+    local f, err = io.open(join(base, p), "rb")
+    if not f then error(string.format("file(%q): %s", p, err:match(": ([^:]*)$") or err), 2) end
+    local s = f:read("a") or ""
+    f:close()
+    return secret.new((s:gsub("\r?\n$", "")))
+  end
+  return env
+end
+
+-- Lua shortens long chunk names to "...tail": put the path back.
+local function full_path(msg, path)
+  return (msg:gsub("^%.%.%.([^:\n]*):(%d+):", function(tail, l)
+    if path:sub(-#tail) == tail then return path .. ":" .. l .. ":" end
+  end))
+end
+
+local function evaluate(cfg)
+  local f, err = io.open(cfg.path, "rb")
+  if not f then error(string.format("%s: cannot read: %s", cfg.path, err:match(": ([^:]*)$") or err), 0) end
+  local src = f:read("a") or ""
+  f:close()
+  cfg.at, cfg.ret_line = key_lines(src)
+  local chunk, lerr = load(src, "@" .. cfg.path, "t", sandbox(dirname(cfg.path)))
+  if not chunk then error(full_path(lerr, cfg.path), 0) end
+  local ok, res = pcall(chunk)
+  if not ok then
+    if type(res) ~= "string" then
+      res = string.format("%s:%d: error object is %s", cfg.path, cfg.ret_line,
+                          secret.is(res) and "a secret" or "a " .. type(res) .. " value")
+    end
+    error(full_path(res, cfg.path), 0)
+  end
+  if type(res) ~= "table" or secret.is(res) then
+    fail(cfg, nil, "a configuration file must return a table (got %s)", kind_of(res))
+  end
+  return res
+end
+
+---------------------------------------------------------------------------
+-- Checking: flags become {key, flag, value (a string, nil for a boolean
+-- flag), line}; settings are copied.
+
+local function number_text(v)
+  if math.type(v) == "integer" then return string.format("%d", v) end
+  return string.format("%.17g", v)
+end
+
+local function add_flag(cfg, key, value, path)
+  cfg.flags[#cfg.flags + 1] = { key = key, flag = "--" .. key:gsub("_", "-"), value = value,
+                                line = line_of(cfg, path or key) }
+end
+
+local function is_list(t)
+  local n = 0
+  for _ in pairs(t) do n = n + 1 end
+  return n == #t
+end
+
+local function check_flag(cfg, key, v)
+  local kind = FLAGS[key]
+  if kind == "number" then
+    if type(v) ~= "number" then fail(cfg, key, "%s must be a number (got %s)", key, kind_of(v)) end
+    add_flag(cfg, key, number_text(v))
+  elseif kind == "string" then
+    if type(v) ~= "string" and not secret.is(v) then
+      fail(cfg, key, "%s must be a string (got %s)", key, kind_of(v))
+    end
+    add_flag(cfg, key, secret.reveal(v))
+  elseif kind == "boolean" then
+    if type(v) ~= "boolean" then fail(cfg, key, "%s must be true or false (got %s)", key, kind_of(v)) end
+    if v then add_flag(cfg, key, nil) end
+  elseif kind == "list" then
+    if type(v) == "string" then v = { v } end
+    if type(v) ~= "table" or secret.is(v) or not is_list(v) then
+      fail(cfg, key, "%s must be a string or a list of strings (got %s)", key, kind_of(v))
+    end
+    for i, item in ipairs(v) do
+      if type(item) ~= "string" then fail(cfg, key, "%s[%d] must be a string (got %s)", key, i, kind_of(item)) end
+      add_flag(cfg, key, item)
+    end
+  end
+end
+
+-- A copy of a plugin's settings: strings, numbers, booleans, secrets and
+-- tables of them, under string or integer keys.
+local function copy_settings(cfg, t, path, seen)
+  if seen[t] then fail(cfg, path, "%s: a table may not contain itself", path) end
+  seen[t] = true
+  local out = {}
+  for k, v in pairs(t) do
+    local kt = math.type(k) == "integer" and string.format("[%d]", k) or k
+    if type(k) ~= "string" and math.type(k) ~= "integer" then
+      fail(cfg, path, "%s: a settings key must be a string or an integer (got %s)", path, kind_of(k))
+    end
+    local sub = type(kt) == "string" and kt:sub(1, 1) == "[" and path .. kt or path .. "." .. kt
+    local tv = type(v)
+    if secret.is(v) or tv == "string" or tv == "number" or tv == "boolean" then
+      out[k] = v
+    elseif tv == "table" then
+      out[k] = copy_settings(cfg, v, sub, seen)
+    else
+      fail(cfg, sub, "%s must be a string, number, boolean, secret or table (got %s)", sub, tv)
+    end
+  end
+  seen[t] = nil
+  return out
+end
+
+local function check_plugins(cfg, v)
+  if type(v) == "string" then v = { v } end
+  if type(v) ~= "table" or secret.is(v) then
+    fail(cfg, "plugins", "plugins must be a directory, or a table of directories and NAME = {settings} (got %s)",
+         kind_of(v))
+  end
+  local n = #v
+  for i = 1, n do
+    if type(v[i]) ~= "string" then
+      fail(cfg, "plugins", "plugins[%d] must be a directory (a string; got %s)", i, kind_of(v[i]))
+    end
+    add_flag(cfg, "plugins", join(dirname(cfg.path), v[i]))
+  end
+  for k, s in pairs(v) do
+    if math.type(k) == "integer" and k >= 1 and k <= n then
+      -- a directory, done above
+    elseif type(k) ~= "string" then
+      fail(cfg, "plugins", "plugins: a key that is a %s is neither a directory nor a plugin's name", kind_of(k))
+    elseif not k:find("^[%w_%-%.]+$") then
+      fail(cfg, "plugins", "plugins: %q is not a plugin's name (its file's name without .lua)", k)
+    elseif type(s) ~= "table" or secret.is(s) then
+      fail(cfg, "plugins." .. k, "plugins.%s must be a table of settings (got %s)", k, kind_of(s))
+    else
+      cfg.settings[k] = copy_settings(cfg, s, "plugins." .. k, {})
+    end
+  end
+end
+
+-- read(path): the configuration, {path, flags = {...}, settings = {NAME =
+-- table}}; raises "FILE:LINE: message".
+function M.read(path)
+  local cfg = { path = path, flags = {}, settings = {} }
+  local t = evaluate(cfg)
+  local keys = {}
+  for k in pairs(t) do
+    if math.type(k) == "integer" then fail(cfg, nil, "a value without a key (the keys are the flags' names)") end
+    if type(k) ~= "string" then fail(cfg, nil, "a key that is a %s (the keys are the flags' names)", kind_of(k)) end
+    keys[#keys + 1] = k
+  end
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    if not FLAGS[k] then
+      local as = k:gsub("^%-%-", ""):gsub("%-", "_")
+      if FLAGS[as] then
+        fail(cfg, k, "unknown key %q: flags are spelled with _ in a configuration file (%s)", k, as)
+      end
+      fail(cfg, k, "unknown key %q", k)
+    elseif k == "plugins" then
+      check_plugins(cfg, t[k])
+    else
+      check_flag(cfg, k, t[k])
+    end
+  end
+  return cfg
+end
+
+-- For the C side (src/lua/conffile.c): {{flag, value, where}, ...}.
+function M.flags(path)
+  local out = {}
+  for i, f in ipairs(M.read(path).flags) do
+    out[i] = { f.flag, f.value, string.format("%s:%d", path, f.line) }
+  end
+  return out
+end
+
+-- Where plugins.NAME is, for messages.
+function M.where(cfg, name)
+  return string.format("%s:%d", cfg.path, line_of(cfg, "plugins." .. name))
+end
+
+---------------------------------------------------------------------------
+-- What the plugins see.
+
+-- A read-only view of t: writes raise, nested tables are views too.
+local function readonly(t, views)
+  local function wrap(v)
+    if type(v) ~= "table" or secret.is(v) then return v end
+    local view = views[v]
+    if not view then
+      view = readonly(v, views)
+      views[v] = view
+    end
+    return view
+  end
+  return setmetatable({}, {
+    __index = function(_, k) return wrap(t[k]) end,
+    __newindex = function(_, k) error("mcp.settings is read-only (" .. tostring(k) .. ")", 2) end,
+    __pairs = function()
+      return function(_, k)
+        local nk, nv = next(t, k)
+        if nk ~= nil then return nk, wrap(nv) end
+      end, nil, nil
+    end,
+    __len = function() return #t end,
+    __metatable = "read-only",
+  })
+end
+
+-- The plugin file's name without .lua: the key of its settings.
+function M.name_of(path)
+  return path:match("([^/]+)%.lua$") or path
+end
+
+-- The mcp module as the plugin file at path sees it: mcp.settings is its
+-- own section of plugins = {...} (an empty table without one), read-only.
+function M.plugin_mcp(cfg, path)
+  local mcp = require "mcp"
+  local settings = readonly(cfg and cfg.settings[M.name_of(path)] or {}, setmetatable({}, { __mode = "k" }))
+  return setmetatable({}, {
+    __index = function(_, k)
+      if k == "settings" then return settings end
+      return mcp[k]
+    end,
+    __newindex = function(t, k, v)
+      if k == "settings" then error("mcp.settings is read-only", 2) end
+      rawset(t, k, v)
+    end,
+  })
+end
+
+-- The settings of a plugin as a string, to see whether they changed (secrets
+-- by value: this string is compared, never shown).
+local function dump(v, out)
+  if secret.is(v) then
+    out[#out + 1] = "secret" .. string.format("%q", secret.reveal(v))
+  elseif type(v) == "table" then
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = k end
+    table.sort(keys, function(a, b)
+      if type(a) ~= type(b) then return type(a) < type(b) end
+      return a < b
+    end)
+    out[#out + 1] = "{"
+    for _, k in ipairs(keys) do
+      out[#out + 1] = string.format("%q=", k)
+      dump(v[k], out)
+      out[#out + 1] = ","
+    end
+    out[#out + 1] = "}"
+  else
+    out[#out + 1] = string.format("%q", v)
+  end
+  return out
+end
+
+function M.fingerprint(cfg, path)
+  local s = cfg and cfg.settings[M.name_of(path)]
+  return s and table.concat(dump(s, {})) or ""
+end
+
+-- The keys of the flags that differ between two configurations.
+function M.changed_flags(a, b)
+  local function by_key(cfg)
+    local t = {}
+    for _, f in ipairs(cfg.flags) do
+      t[f.key] = (t[f.key] or "") .. string.format("%q;", f.value or true)
+    end
+    return t
+  end
+  local ta, tb, keys = by_key(a), by_key(b), {}
+  for k in pairs(FLAGS) do
+    if ta[k] ~= tb[k] then keys[#keys + 1] = k end
+  end
+  table.sort(keys)
+  return keys
+end
+
+return M

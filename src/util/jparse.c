@@ -1,0 +1,396 @@
+/* One pass from JSON text (RFC 8259) to values: a jansson tree for the
+ * protocol layer (mcp_json_parse), or Lua values straight onto a stack for
+ * handlers (mcp_json_decode), with no tree between text and Lua.
+ *
+ * Strict: UTF-8 is checked (overlongs and surrogates refused), \u escapes
+ * must pair their surrogates, integers stay exact int64 (one past the range
+ * is an error, never rounded), nesting stops at MCP_JSON_MAX_DEPTH, and
+ * nothing but white space may follow the value. \u0000 is allowed in
+ * strings; Lua keys may hold it too, jansson keys may not. */
+#include <locale.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "json.h"
+
+typedef struct jparse {
+  const unsigned char *start, *p, *end;
+  lua_State *L;          /* Lua mode when set; jansson mode otherwise */
+  int mt;                /* Lua mode: stack index of the array metatable */
+  mcp_buf *str;          /* a string with escapes, unescaped (the static scratch) */
+  const char *why;       /* what went wrong, at p */
+} jparse;
+
+/* Strings with escapes are unescaped here: kept between texts (and never
+ * lost when a Lua memory error unwinds a decode), trimmed when big. */
+static mcp_buf scratch;
+
+static int fail(jparse *j, const char *why) {
+  j->why = why;
+  return -1;
+}
+
+static void skip_ws(jparse *j) {
+  while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t')) j->p++;
+}
+
+static int hex4(const unsigned char *s, unsigned *out) {
+  unsigned v = 0;
+  for (int i = 0; i < 4; i++) {
+    unsigned c = s[i], d;
+    if (c >= '0' && c <= '9') d = c - '0';
+    else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') d = (c | 0x20) - 'a' + 10;
+    else return -1;
+    v = v << 4 | d;
+  }
+  *out = v;
+  return 0;
+}
+
+static void add_utf8(mcp_buf *b, unsigned cp) {
+  char u[4];
+  size_t n;
+  if (cp < 0x80) u[0] = (char)cp, n = 1;
+  else if (cp < 0x800) u[0] = (char)(0xC0 | cp >> 6), u[1] = (char)(0x80 | (cp & 0x3F)), n = 2;
+  else if (cp < 0x10000) {
+    u[0] = (char)(0xE0 | cp >> 12), u[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+    u[2] = (char)(0x80 | (cp & 0x3F)), n = 3;
+  } else {
+    u[0] = (char)(0xF0 | cp >> 18), u[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+    u[2] = (char)(0x80 | (cp >> 6 & 0x3F)), u[3] = (char)(0x80 | (cp & 0x3F)), n = 4;
+  }
+  mcp_buf_add(b, u, n);
+}
+
+/* One escape after its backslash (p at the backslash), appended to str. */
+static int escape(jparse *j) {
+  const unsigned char *p = j->p + 1;
+  unsigned cp, lo;
+  if (p >= j->end) return fail(j, "unterminated string");
+  switch (*p) {
+    case '"': case '\\': case '/': mcp_buf_addc(j->str, (char)*p); j->p = p + 1; return 0;
+    case 'b': mcp_buf_addc(j->str, '\b'); j->p = p + 1; return 0;
+    case 'f': mcp_buf_addc(j->str, '\f'); j->p = p + 1; return 0;
+    case 'n': mcp_buf_addc(j->str, '\n'); j->p = p + 1; return 0;
+    case 'r': mcp_buf_addc(j->str, '\r'); j->p = p + 1; return 0;
+    case 't': mcp_buf_addc(j->str, '\t'); j->p = p + 1; return 0;
+    case 'u': break;
+    default: return fail(j, "invalid escape");
+  }
+  if (j->end - p < 5 || hex4(p + 1, &cp) != 0) return fail(j, "invalid \\u escape");
+  p += 5;
+  if (cp >= 0xDC00 && cp <= 0xDFFF) return fail(j, "invalid \\u escape: a lone low surrogate");
+  if (cp >= 0xD800 && cp <= 0xDBFF) {
+    if (j->end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &lo) != 0 || lo < 0xDC00 ||
+        lo > 0xDFFF)
+      return fail(j, "invalid \\u escape: a high surrogate without its low one");
+    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+    p += 6;
+  }
+  add_utf8(j->str, cp);
+  j->p = p;
+  return 0;
+}
+
+/* A string, p just past its opening quote. Its bytes are a span of the
+ * input when it has no escape, else j->str. */
+static int string(jparse *j, const char **sp, size_t *sn) {
+  const unsigned char *run = j->p;
+  int escaped = 0;
+  j->str->len = 0;
+  for (;;) {
+    if (j->p >= j->end) return fail(j, "unterminated string");
+    unsigned c = *j->p;
+    if (c == '"') break;
+    if (c >= 0x20 && c < 0x80 && c != '\\') { j->p++; continue; }
+    if (c < 0x20) return fail(j, "control character in a string");
+    if (c == '\\') {
+      mcp_buf_add(j->str, run, (size_t)(j->p - run));
+      escaped = 1;
+      if (escape(j) != 0) return -1;
+      run = j->p;
+      continue;
+    }
+    size_t len = mcp_utf8_len(j->p, (size_t)(j->end - j->p));
+    if (len == 0) return fail(j, "invalid UTF-8 in a string");
+    j->p += len;
+  }
+  if (escaped) {
+    mcp_buf_add(j->str, run, (size_t)(j->p - run));
+    *sp = j->str->data ? j->str->data : "";
+    *sn = j->str->len;
+  } else {
+    *sp = (const char *)run;
+    *sn = (size_t)(j->p - run);
+  }
+  j->p++;                                   /* the closing quote */
+  return 0;
+}
+
+static int digits(jparse *j) {
+  const unsigned char *p0 = j->p;
+  while (j->p < j->end && *j->p >= '0' && *j->p <= '9') j->p++;
+  return j->p > p0 ? 0 : fail(j, "invalid number: a digit expected");
+}
+
+/* strtod for the span [s, e): the C locale's '.', whatever setlocale said. */
+static double to_double(const unsigned char *s, const unsigned char *e) {
+  char buf[64], *copy = buf, *end;
+  size_t n = (size_t)(e - s);
+  double d;
+  if (n >= sizeof buf && (copy = malloc(n + 1)) == NULL) abort();
+  memcpy(copy, s, n);
+  copy[n] = '\0';
+  d = strtod(copy, &end);
+  if (*end == '.') {
+    char *dot = strchr(copy, '.');
+    *dot = localeconv()->decimal_point[0];
+    d = strtod(copy, &end);
+  }
+  if (copy != buf) free(copy);
+  return d;
+}
+
+static int number(jparse *j, json_t **out) {
+  const unsigned char *s = j->p;
+  int neg = 0, isint = 1, big = 0;
+  uint64_t u = 0;
+  if (*j->p == '-') neg = 1, j->p++;
+  if (j->p < j->end && *j->p == '0') j->p++;
+  else {
+    if (j->p >= j->end || *j->p < '1' || *j->p > '9') return fail(j, "invalid number");
+    for (; j->p < j->end && *j->p >= '0' && *j->p <= '9'; j->p++) {
+      unsigned d = *j->p - '0';
+      if (u > (UINT64_MAX - d) / 10) big = 1;
+      else u = u * 10 + d;
+    }
+  }
+  if (j->p < j->end && *j->p == '.') {
+    isint = 0, j->p++;
+    if (digits(j) != 0) return -1;
+  }
+  if (j->p < j->end && (*j->p == 'e' || *j->p == 'E')) {
+    isint = 0, j->p++;
+    if (j->p < j->end && (*j->p == '+' || *j->p == '-')) j->p++;
+    if (digits(j) != 0) return -1;
+  }
+  if (isint) {
+    int64_t v;
+    if (big || u > (uint64_t)INT64_MAX + (uint64_t)neg) {
+      j->p = s;
+      return fail(j, "integer out of the int64 range");
+    }
+    v = neg ? (int64_t)(0 - u) : (int64_t)u;       /* two's complement: -2^63 included */
+    if (j->L) lua_pushinteger(j->L, (lua_Integer)v);
+    else if ((*out = json_integer((json_int_t)v)) == NULL) abort();
+    return 0;
+  }
+  double d = to_double(s, j->p);
+  if (isinf(d)) {
+    j->p = s;
+    return fail(j, "real number out of range");
+  }
+  if (j->L) lua_pushnumber(j->L, d);
+  else if ((*out = json_real(d)) == NULL) abort();
+  return 0;
+}
+
+static int literal(jparse *j, const char *word, size_t n) {
+  if ((size_t)(j->end - j->p) < n || memcmp(j->p, word, n) != 0) return fail(j, "invalid literal");
+  j->p += n;
+  return 0;
+}
+
+static int value(jparse *j, int depth, json_t **out);
+
+/* Lua mode leaves partial tables on the stack on failure (the caller cuts
+ * the stack back); jansson mode frees what it built. */
+static int object(jparse *j, int depth, json_t **out) {
+  json_t *o = NULL, *v = NULL;
+  if (j->L) lua_createtable(j->L, 0, 4);
+  else if ((o = json_object()) == NULL) abort();
+  j->p++;
+  skip_ws(j);
+  if (j->p < j->end && *j->p == '}') {
+    j->p++;
+    *out = o;
+    return 0;
+  }
+  for (;;) {
+    const char *k;
+    char *kcopy = NULL;
+    size_t kn;
+    if (j->p >= j->end || *j->p != '"') goto bad_key;
+    j->p++;
+    if (string(j, &k, &kn) != 0) goto fail;
+    if (j->L) lua_pushlstring(j->L, k, kn);
+    else {
+      if (memchr(k, '\0', kn) != NULL) {
+        j->why = "\\u0000 in an object key";
+        goto fail;
+      }
+      if (k == j->str->data) {                /* the value's strings reuse str */
+        if ((kcopy = malloc(kn + 1)) == NULL) abort();
+        memcpy(kcopy, k, kn);
+        k = kcopy;
+      }
+    }
+    skip_ws(j);
+    if (j->p >= j->end || *j->p != ':') {
+      free(kcopy);
+      j->why = "':' expected after an object key";
+      goto fail;
+    }
+    j->p++;
+    skip_ws(j);
+    if (value(j, depth, &v) != 0) {
+      free(kcopy);
+      goto fail;
+    }
+    if (j->L) lua_rawset(j->L, -3);
+    else if (json_object_setn_new_nocheck(o, k, kn, v) != 0) abort();
+    free(kcopy);
+    skip_ws(j);
+    if (j->p < j->end && *j->p == ',') {
+      j->p++;
+      skip_ws(j);
+      continue;
+    }
+    if (j->p < j->end && *j->p == '}') break;
+    j->why = "',' or '}' expected in an object";
+    goto fail;
+  }
+  j->p++;
+  *out = o;
+  return 0;
+bad_key:
+  j->why = "an object key (a string) expected";
+fail:
+  if (o) json_decref(o);
+  return -1;
+}
+
+static int array(jparse *j, int depth, json_t **out) {
+  json_t *a = NULL, *v = NULL;
+  lua_Integer n = 0;
+  if (j->L) lua_createtable(j->L, 0, 0);
+  else if ((a = json_array()) == NULL) abort();
+  j->p++;
+  skip_ws(j);
+  if (j->p < j->end && *j->p == ']') goto done;
+  for (;;) {
+    if (value(j, depth, &v) != 0) goto fail;
+    if (j->L) lua_rawseti(j->L, -2, ++n);
+    else if (json_array_append_new(a, v) != 0) abort();
+    skip_ws(j);
+    if (j->p < j->end && *j->p == ',') {
+      j->p++;
+      skip_ws(j);
+      continue;
+    }
+    if (j->p < j->end && *j->p == ']') break;
+    j->why = "',' or ']' expected in an array";
+    goto fail;
+  }
+done:
+  j->p++;
+  if (j->L) {
+    lua_pushvalue(j->L, j->mt);
+    lua_setmetatable(j->L, -2);
+  }
+  *out = a;
+  return 0;
+fail:
+  if (a) json_decref(a);
+  return -1;
+}
+
+/* The value at p (white space skipped): pushed in Lua mode, in *out else. */
+static int value(jparse *j, int depth, json_t **out) {
+  const char *s;
+  size_t n;
+  if (j->p >= j->end) return fail(j, "a value expected");
+  switch (*j->p) {
+    case '{': case '[':
+      if (depth >= MCP_JSON_MAX_DEPTH) return fail(j, "nested too deep");
+      if (j->L) luaL_checkstack(j->L, 4, "JSON nested too deep");
+      return *j->p == '{' ? object(j, depth + 1, out) : array(j, depth + 1, out);
+    case '"':
+      j->p++;
+      if (string(j, &s, &n) != 0) return -1;
+      if (j->L) lua_pushlstring(j->L, s, n);
+      else if ((*out = json_stringn_nocheck(s, n)) == NULL) abort();
+      return 0;
+    case 't':
+      if (literal(j, "true", 4) != 0) return -1;
+      if (j->L) lua_pushboolean(j->L, 1); else *out = json_true();
+      return 0;
+    case 'f':
+      if (literal(j, "false", 5) != 0) return -1;
+      if (j->L) lua_pushboolean(j->L, 0); else *out = json_false();
+      return 0;
+    case 'n':
+      if (literal(j, "null", 4) != 0) return -1;
+      if (j->L) lua_pushlightuserdata(j->L, NULL); else *out = json_null();
+      return 0;
+    default:
+      if (*j->p == '-' || (*j->p >= '0' && *j->p <= '9')) return number(j, out);
+      return fail(j, "invalid token");
+  }
+}
+
+static void report(jparse *j, char *err, size_t errlen) {
+  size_t off = (size_t)(j->p - j->start), line = 1, col = 1;
+  if (err == NULL) return;
+  for (const unsigned char *q = j->start; q < j->p; q++) {
+    if (*q == '\n') line++, col = 1;
+    else col++;
+  }
+  if (j->p >= j->end) snprintf(err, errlen, "%s at the end of the text (byte %zu)", j->why, off);
+  else snprintf(err, errlen, "%s at byte %zu (line %zu column %zu)", j->why, off, line, col);
+}
+
+static int run(jparse *j, json_t **out, char *err, size_t errlen) {
+  int rc;
+  skip_ws(j);
+  rc = value(j, 0, out);
+  if (rc == 0) {
+    skip_ws(j);
+    if (j->p < j->end) {
+      rc = fail(j, "end of text expected");
+      if (out && *out) json_decref(*out), *out = NULL;
+    }
+  }
+  if (rc != 0) report(j, err, errlen);
+  if (scratch.cap > 65536) mcp_buf_free(&scratch);
+  return rc;
+}
+
+json_t *mcp_json_parse(const char *s, size_t n, char *err, size_t errlen) {
+  jparse j = { (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + n,
+               NULL, 0, &scratch, NULL };
+  json_t *v = NULL;
+  return run(&j, &v, err, errlen) == 0 ? v : NULL;
+}
+
+int mcp_json_decode(lua_State *L, const char *s, size_t n, char *err, size_t errlen) {
+  jparse j = { (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + n,
+               L, 0, &scratch, NULL };
+  int top = lua_gettop(L), rc;
+  json_t *unused = NULL;
+  luaL_checkstack(L, 8, "JSON decode");
+  luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
+  j.mt = lua_gettop(L);
+  rc = run(&j, &unused, err, errlen);
+  if (rc != 0) {
+    lua_settop(L, top);
+    return -1;
+  }
+  lua_remove(L, j.mt);
+  return 0;
+}
