@@ -192,6 +192,7 @@ version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1
   row "cancel latency p50 (us)"    cancel_p50_us       "" lower
   row "cancel latency p99 (us)"    cancel_p99_us       "<= 250 us" lower "" 'l <= 250'
   row "RSS per in-flight req (B)"  rss_per_req_bytes   "<= 2048 B" lower na 'l <= 2048'
+  row "accept 10,000 in flight (ms)" inflight_start_ms "<= 20 ms" lower "" 'l <= 20'
   row "cancel 10,000 in flight (ms)" cancel_all_ms     "<= 40 ms" lower "" 'l <= 40'
   # pings while a handler spins: the SDK's event loop is blocked, so its pings
   # may get no answer at all within the timeout
@@ -213,6 +214,7 @@ version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1
   fi
   echo "ceiling: answers at once and keeps no request, so it has no RSS figure; its cancel and"
   echo "  spin figures are the pipe's floor (a canned \"stopped\" line per cancel, no spinning)."
+  echo "accept 10,000: from writing the first of 10,000 sleep calls to reading the answer of a ping sent after them."
   echo "cancel 10,000: from writing the first of 10,000 cancels to reading the last \"stopped\" log."
   echo "raw results: $RES"
 } | tee "$OUT/report.txt"

@@ -3,9 +3,10 @@
 # Idempotent and quiet when nothing is missing.
 set -e
 # libssl-dev: libcrypto (crypto.c). clang, libfuzzer-14-dev: `make fuzz`.
+# prometheus: spec/metrics_spec.lua scrapes /metrics with it (and promtool).
 PKGS="build-essential cmake pkg-config liblua5.4-dev lua5.4 libuv1-dev libjansson-dev \
 libhttp-parser-dev libcurl4-openssl-dev libsqlite3-dev ca-certificates lua-cjson lua-busted lua-luv \
-libssl-dev clang libfuzzer-14-dev"
+libssl-dev clang libfuzzer-14-dev prometheus"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

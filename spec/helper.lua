@@ -56,6 +56,10 @@ H.now = now
 function H.run_until(pred, timeout)
   if pred() then return true end
   local expired, done = false, false
+  -- the loop's clock stands still while the spec blocks (io.popen, os.execute:
+  -- npm installing Node on a first run took longer than the next wait, whose
+  -- timer then was due at once)
+  uv.update_time()
   local t = uv.new_timer()
   -- uv.stop: a timer that fires before the poll of uv.run("once") would not
   -- end that poll, which then waits for the next event however late (a
@@ -219,10 +223,11 @@ function H.start(opts)
   c.started_at = now()
   H.clients[#H.clients + 1] = c
 
-  c.stdout:read_start(function(err, data)
+  c.out_cb = function(err, data)
     if err or not data then c.stdout_eof = true; return end
     c.out_buf = split_lines(c.out_buf, data, function(line) c:_on_stdout(line) end)
-  end)
+  end
+  c.stdout:read_start(c.out_cb)
   c.stderr_pipe:read_start(function(err, data)
     if err or not data then c.stderr_eof = true; return end
     c.err_buf = split_lines(c.err_buf, data, function(line)
@@ -273,6 +278,10 @@ function Client:send(x)
 end
 
 function Client:alive() return not self.exited end
+
+-- Stop reading the server's stdout (its writes then back up), and start again.
+function Client:stop_reading() self.stdout:read_stop() end
+function Client:resume_reading() self.stdout:read_start(self.out_cb) end
 
 -- The first unconsumed message for which pred(msg, raw) holds; removed from the
 -- inbox. Returns msg, raw or nil, "timeout" / nil, "exited".

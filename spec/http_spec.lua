@@ -1026,7 +1026,7 @@ describe("Streamable HTTP", function()
     end)
 
     it("SIGTERM with an SSE call in flight exits 0 and the handler's <close> ran", function()
-      local srv = start()
+      local srv = start{ "--drain", "0" }             -- no drain: shutdown cancels the call (ops_spec drains)
       local s = HH.initialize(srv, "2025-11-25")
       local r = s:post(s:req("tools/call", { name = "slow", arguments = { seconds = 5 } }), { fresh = true })
       local id = s.last_id

@@ -1,4 +1,5 @@
 /* luamcp: command line, configuration, start and orderly shutdown. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,10 @@
 #include "config.h"
 #include "lmcp.h"
 #include "log.h"
+#include "metrics.h"
+#include "probe.h"
 #include "sched.h"
+#include "stats.h"
 #include "rev2026.h"
 #include "stdio_transport.h"
 #include "task.h"
@@ -30,7 +34,8 @@ static const char usage[] =
   "              [--page-size N] [--state-ttl SECONDS] [--http-allow HOST[:PORT]]...\n"
   "              [--http HOST:PORT [--allow-origin ORIGIN]...\n"
   "              [--token TOKEN] [--max-body BYTES] [--max-connections N] [--max-sessions N]\n"
-  "              [--idle-timeout SECONDS]] [--watch] [--version] [--help]\n"
+  "              [--idle-timeout SECONDS] [--drain SECONDS]] [--metrics HOST:PORT]\n"
+  "              [--access-log FILE] [--log-format text|json] [--watch] [--version] [--help]\n"
   "       luamcp list|call|check|new ...   (see luamcp list --help)\n"
   "\n"
   "Serves the Lua plugins in each DIR (default ./plugins) over MCP on stdio,\n"
@@ -56,6 +61,12 @@ static const char usage[] =
   "  --max-connections N  concurrent connections (256)\n"
   "  --max-sessions N     open HTTP sessions (1024)\n"
   "  --idle-timeout SEC   close idle keep-alive connections (60)\n"
+  "  --drain SECONDS      on SIGTERM (HTTP), refuse new requests and let calls\n"
+  "                       finish this long, then cancel the rest (10; 0 = none)\n"
+  "  --metrics HOST:PORT  serve /metrics, /healthz, /readyz on a listener of their\n"
+  "                       own, unauthenticated (with --http they are on it too)\n"
+  "  --access-log FILE    one JSON line per finished request (- for stderr)\n"
+  "  --log-format FMT     the stderr log: text (default) or json, a JSON object a line\n"
   "  --watch              reload plugins when their files (or --config FILE) change\n"
   "  --test-clock         let clients move the clock (notifications/luamcp/advance):\n"
   "                       for plugin tests only\n";
@@ -68,7 +79,8 @@ static int l_panic(lua_State *L) {
 static uv_loop_t *loop;
 static lua_State *L;
 static uv_signal_t sigterm, sigint;
-static int shutting_down;
+static uv_timer_t drain_timer;        /* --drain: its end */
+static int shutting_down, draining;
 static mcp_http_options http_opt = {
   .max_body = 4u << 20, .max_connections = 256, .max_sessions = 1024, .idle_ms = 60000
 };
@@ -84,6 +96,8 @@ static void closed(void) {
   mcp_httpc_close();
   uv_close((uv_handle_t *)&sigterm, NULL);
   uv_close((uv_handle_t *)&sigint, NULL);
+  uv_close((uv_handle_t *)&drain_timer, NULL);
+  http_close(NULL);              /* the --metrics listener (stdio); none is left over HTTP */
   mcp_task_close();
   mcp_sched_close();
 }
@@ -100,6 +114,9 @@ static void shutdown_finish(void) {
 static void shutdown_begin(const char *why) {
   if (shutting_down) return;
   shutting_down = 1;
+  mcp_sched_idle_cb = NULL;
+  uv_timer_stop(&drain_timer);
+  mcp_probe_set_ready(0);
   mcp_info("shutting down: %s", why);
   mcp_rev2026_listen_close_all("shutdown");   /* subscriptions/listen end gracefully */
   mcp_ops_shutdown();                          /* plugin-level I/O (shared clients' streams) */
@@ -117,9 +134,33 @@ static void shutdown_begin(const char *why) {
 
 static void on_eof(void) { shutdown_begin("end of input"); }
 
+/* Draining (SIGTERM over HTTP, --drain): no new connections or requests,
+ * /readyz says 503; the calls running have until the timer to finish,
+ * then shutdown cancels the rest (reason "shutdown"). */
+static void drain_over(uv_timer_t *t) {
+  (void)t;
+  shutdown_begin(mcp_sched_live() == 0 ? "drained" : "drain time over");
+}
+
+static void drain_idle(void) {
+  uv_timer_start(&drain_timer, drain_over, 0, 0);   /* next turn: not under the last call's end */
+}
+
+static void drain_begin(void) {
+  draining = 1;
+  mcp_info("SIGTERM: draining: no new requests; %d calls have %g s to finish", mcp_sched_live(),
+           mcp_cfg.drain);
+  mcp_probe_set_ready(0);
+  mcp_http_drain();
+  uv_timer_start(&drain_timer, drain_over, (uint64_t)(mcp_cfg.drain * 1000), 0);
+  mcp_sched_idle_cb = drain_idle;
+  if (mcp_sched_live() == 0) drain_idle();
+}
+
 static void on_signal(uv_signal_t *h, int signum) {
   (void)h;
-  shutdown_begin(signum == SIGTERM ? "SIGTERM" : "SIGINT");
+  if (signum == SIGTERM && use_http && mcp_cfg.drain > 0 && !draining && !shutting_down) drain_begin();
+  else shutdown_begin(signum == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
 static int fail_usage(const char *fmt, const char *arg) {
@@ -130,7 +171,8 @@ static int takes_value(const char *a) {
   static const char *const with_value[] = {
     "--config", "--plugins", "--timeout", "--grace", "--log-level", "--max-line", "--memory-limit",
     "--page-size", "--http", "--state-ttl", "--http-allow", "--allow-origin", "--token", "--max-body",
-    "--max-connections", "--idle-timeout", "--max-sessions", NULL
+    "--max-connections", "--idle-timeout", "--max-sessions", "--access-log", "--log-format", "--drain",
+    "--metrics", NULL
   };
   for (int i = 0; with_value[i] != NULL; i++)
     if (strcmp(a, with_value[i]) == 0) return 1;
@@ -164,6 +206,10 @@ static int apply(const char *a, const char *v, const char *where) {
     dirs[ndirs++] = v;
   } else if ((r = mcp_config_option(a, v)) != 0) {
     if (r < 0) return bad_value(a, v, where, "");
+  } else if ((r = mcp_config_server_option(a, v)) != 0) {
+    if (r < 0)
+      return bad_value(a, v, where, strcmp(a, "--metrics") == 0 ? " (want HOST:PORT)"
+                                    : strcmp(a, "--log-format") == 0 ? " (want text or json)" : "");
   } else if (strcmp(a, "--log-level") == 0) {
     int lv = mcp_log_level_parse(v);
     if (lv < 0) return bad_value(a, v, where, "");
@@ -291,8 +337,14 @@ int main(int argc, char **argv) {
     lua_close(L);
     return 1;
   }
+  if (mcp_cfg.access_log != NULL && mcp_stats_access_log(mcp_cfg.access_log) != 0) {
+    mcp_log(MCP_LOG_CRITICAL, "cannot open the access log %s: %s", mcp_cfg.access_log, strerror(errno));
+    lua_close(L);
+    return 1;
+  }
   uv_signal_init(loop, &sigterm);
   uv_signal_init(loop, &sigint);
+  uv_timer_init(loop, &drain_timer);
   uv_signal_start(&sigterm, on_signal, SIGTERM);
   uv_signal_start(&sigint, on_signal, SIGINT);
   if (use_http) {
@@ -312,11 +364,25 @@ int main(int argc, char **argv) {
     mcp_info("serving on stdio (luamcp %s, Lua memory limit %zu MB)", LUAMCP_VERSION,
              mcp_cfg.memory_limit >> 20);
   }
+  if (status == 0 && mcp_cfg.metrics_port >= 0) {
+    if ((r = mcp_probe_listen(loop, mcp_cfg.metrics_host, mcp_cfg.metrics_port)) != 0) {
+      mcp_log(MCP_LOG_CRITICAL, "cannot listen on %s:%d for --metrics: %s", mcp_cfg.metrics_host,
+              mcp_cfg.metrics_port, uv_strerror(r));
+      status = 1;
+      shutdown_begin("listen failed");
+    } else {
+      mcp_info("metrics on http://%s%s%s:%d/metrics", strchr(mcp_cfg.metrics_host, ':') ? "[" : "",
+               mcp_cfg.metrics_host, strchr(mcp_cfg.metrics_host, ':') ? "]" : "", mcp_probe_port());
+    }
+  }
+  if (status == 0) mcp_probe_set_ready(1);   /* the plugins are loaded */
   uv_run(loop, UV_RUN_DEFAULT);
 
   if (!use_http) mcp_stdio_free();
   lua_close(L);
   mcp_policy_clear();
+  mcp_stats_close();
+  mcp_metrics_close();
   mcp_scratch_free();
   if (uv_loop_close(loop) != 0) mcp_warn("event loop closed with handles still open");
   mcp_conffile_free(&conf);

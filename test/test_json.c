@@ -99,6 +99,7 @@ int main(void) {
   RT("\"a\\nb\\u0041\"", "\"a\\nbA\"");                          /* runs around escapes */
   RT("{\"k\\u00e9\":\"v\\u00e9\"}", "{\"k\xc3\xa9\":\"v\xc3\xa9\"}"); /* an escaped key, then value */
   RT("{\"a\":1,\"a\":2}", "{\"a\":2}");                             /* the last duplicate wins */
+  RT("\" !#~\x7f\"", "\" !#~\x7f\"");                                /* the edges of plain ASCII */
   RT("-0", "0");
   RT("-1.5e-3", "-0.0015");
   RT("1E2", "100");

@@ -317,7 +317,7 @@ end
 -- JSON-RPC error object, or a kind: "timeout", "cancelled", "closed",
 -- "session", "protocol", "input", "http").
 -- o: timeout, on_progress, ctx, relay_logs, what.
-function Conn:request(method, params, o)
+local function request(self, method, params, o)
   o = o or {}
   local rq = {
     method = method, params = copy(params), inbox = {}, ctx = o.ctx, on_progress = o.on_progress,
@@ -350,6 +350,14 @@ function Conn:request(method, params, o)
     rq.params.requestState = result.requestState
   end
   return nil, rq.what .. ": too many input-required rounds", "input"
+end
+
+-- The same, counted by outcome for /metrics.
+function Conn:request(method, params, o)
+  local res, msg, kind = request(self, method, params, o)
+  core.count("luamcp_upstream_requests_total",
+             res ~= nil and "ok" or (kind == "timeout" or kind == "cancelled") and kind or "error")
+  return res, msg, kind
 end
 
 -- 2026-07-28: a subscriptions/listen request that stays in flight (stdio).

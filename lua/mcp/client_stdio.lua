@@ -18,7 +18,7 @@ function S.open(conn)
     argv = o.command, env = o.env, cwd = o.cwd,
     on_line = function(line) conn:on_line(line) end,
     on_stderr = o.stderr ~= "inherit" and function(line)
-      core.log_stderr(o.stderr_level or "info", client.name .. ": " .. line)
+      core.log_stderr(o.stderr_level or "info", line, client.name)
     end or nil,
     on_exit = function(code, signal) conn:fail("the upstream " .. exit_text(code, signal), "closed") end,
   }

@@ -2,7 +2,9 @@
 -- table. Its keys are the command-line flags, spelled without the leading
 -- "--" and with "_" for "-" (--max-line is max_line); `plugins` holds both
 -- the plugin directories (its list part, --plugins) and each plugin's
--- settings (NAME = {...}, read by the plugin file NAME.lua as mcp.settings).
+-- settings (NAME = {...}, read by the plugin file NAME.lua as mcp.settings);
+-- `limits` overrides tools' limits (TOOL = {max_concurrent=, queue=, rate=,
+-- heartbeat=}), over what the tool and its plugin declare.
 -- env("NAME") and file("PATH") read secrets (lua/mcp/secret.lua).
 --
 -- Every problem is raised as "FILE:LINE: message", LINE being the line of
@@ -19,6 +21,7 @@ local FLAGS = {
   http_allow = "list", http = "string", allow_origin = "list", token = "string",
   max_body = "number", max_connections = "number", max_sessions = "number",
   idle_timeout = "number", watch = "boolean", test_clock = "boolean",
+  access_log = "string", log_format = "string", drain = "number", metrics = "string",
 }
 M.FLAGS = FLAGS
 
@@ -318,10 +321,40 @@ local function check_plugins(cfg, v)
   end
 end
 
+local LIMITS = { max_concurrent = "count", queue = "count", rate = "rate", heartbeat = "seconds" }
+
+-- limits = { TOOL = { max_concurrent = N, queue = M, rate = "R/s", heartbeat = S } }
+local function check_limits(cfg, v)
+  if type(v) ~= "table" or secret.is(v) then
+    fail(cfg, "limits", "limits must be a table of TOOL = {max_concurrent=, queue=, rate=, heartbeat=} (got %s)",
+         kind_of(v))
+  end
+  for tool, l in pairs(v) do
+    local path = "limits." .. tostring(tool)
+    if type(tool) ~= "string" then fail(cfg, "limits", "limits: a key that is a %s is not a tool's name", kind_of(tool)) end
+    if type(l) ~= "table" or secret.is(l) then fail(cfg, path, "%s must be a table (got %s)", path, kind_of(l)) end
+    local out = {}
+    for k, x in pairs(l) do
+      local want, sub = LIMITS[k], path .. "." .. tostring(k)
+      if want == nil then
+        fail(cfg, sub, "%s: unknown key (max_concurrent, queue, rate, heartbeat)", sub)
+      elseif want == "count" and (math.type(x) ~= "integer" or x < 0) then
+        fail(cfg, sub, "%s must be an integer >= 0 (0 = no limit)", sub)
+      elseif want == "rate" and not (type(x) == "string" and (tonumber(x:match("^%s*([%d%.]+)%s*/[sm]$")) or 0) > 0) then
+        fail(cfg, sub, '%s must be "R/s" or "R/m" (R > 0: calls per second or minute)', sub)
+      elseif want == "seconds" and (type(x) ~= "number" or x <= 0) then
+        fail(cfg, sub, "%s must be a number of seconds > 0", sub)
+      end
+      out[k] = x
+    end
+    cfg.limits[tool] = out
+  end
+end
+
 -- read(path): the configuration, {path, flags = {...}, settings = {NAME =
--- table}}; raises "FILE:LINE: message".
+-- table}, limits = {TOOL = table}}; raises "FILE:LINE: message".
 function M.read(path)
-  local cfg = { path = path, flags = {}, settings = {} }
+  local cfg = { path = path, flags = {}, settings = {}, limits = {} }
   local t = evaluate(cfg)
   local keys = {}
   for k in pairs(t) do
@@ -331,7 +364,9 @@ function M.read(path)
   end
   table.sort(keys)
   for _, k in ipairs(keys) do
-    if not FLAGS[k] then
+    if k == "limits" then
+      check_limits(cfg, t[k])
+    elseif not FLAGS[k] then
       local as = k:gsub("^%-%-", ""):gsub("%-", "_")
       if FLAGS[as] then
         fail(cfg, k, "unknown key %q: flags are spelled with _ in a configuration file (%s)", k, as)

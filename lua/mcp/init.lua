@@ -70,6 +70,24 @@ local function check_policy(t, where)
   if t.cancel ~= nil and t.cancel ~= "cooperative" and t.cancel ~= "abort" and t.cancel ~= "ignore" then
     error(where .. ': cancel must be "cooperative", "abort" or "ignore"', 3)
   end
+  -- limits (src/core/limit.c): the same checks as a configuration file's limits = {...}
+  for _, k in ipairs { "max_concurrent", "queue" } do
+    if t[k] ~= nil and (math.type(t[k]) ~= "integer" or t[k] < 0) then
+      error(where .. ": " .. k .. " must be an integer >= 0 (0 = no limit)", 3)
+    end
+  end
+  if t.rate ~= nil and not mcp._rate_ok(t.rate) then
+    error(where .. ': rate must be "R/s" or "R/m" (R > 0: calls per second or minute)', 3)
+  end
+  if t.heartbeat ~= nil and (type(t.heartbeat) ~= "number" or t.heartbeat <= 0) then
+    error(where .. ": heartbeat must be a number of seconds > 0", 3)
+  end
+end
+
+-- "R/s" or "R/m", R > 0.
+function mcp._rate_ok(r)
+  local n = type(r) == "string" and tonumber(r:match("^%s*([%d%.]+)%s*/[sm]$"))
+  return n ~= nil and n > 0
 end
 
 local TOOL = {}
@@ -338,9 +356,11 @@ end
 
 -- ctx, the handler's second argument.
 local Ctx = {}
-local ctx_fields = {
+local ctx_fields = {                  -- read from the call, not kept in each ctx
   reason = core.reason,
   deadline = core.deadline,
+  tool = core.tool,
+  session = core.session,
 }
 Ctx.__index = function(_, k)
   local f = ctx_fields[k]
@@ -418,8 +438,9 @@ function Ctx.remaining()
   return left > 0 and left or 0
 end
 
-function mcp._ctx(id, tool, session)
-  return setmetatable({ id = id, tool = tool, session = session }, Ctx)
+-- The ctx of a request: its id; the rest comes from the call (ctx_fields).
+function mcp._ctx(id)
+  return setmetatable({ id = id }, Ctx)
 end
 
 -- Coroutines a handler creates still see its request (mcp.cancelled() and

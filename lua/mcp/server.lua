@@ -66,6 +66,18 @@ local function register_more(plugin)
   end
 end
 
+local cfg                -- the configuration file's, read by M.load (below)
+
+-- A tool's limits: the configuration file's limits.TOOL, else the tool's,
+-- else its plugin's defaults (src/core/limit.c keeps them).
+local function set_limits(tool, d)
+  local o = cfg and cfg.limits[tool.name] or {}
+  local function pick(k) return o[k] or tool[k] or d[k] end
+  local rate = pick("rate")
+  core.set_limits(tool.name, pick("max_concurrent") or 0, pick("queue") or 0,
+                  rate and (rate:gsub("%s", "")) or nil, pick("heartbeat") or 0)
+end
+
 local function register(plugin, path, quiet)
   plugin.file = path
   for _, tool in ipairs(plugin.tools) do
@@ -86,6 +98,7 @@ local function register(plugin, path, quiet)
       tool.timeout or d.timeout or core.config.timeout,
       tool.grace or d.grace or core.config.grace,
       plugin.name, tool.task or "forbidden")
+    set_limits(tool, d)
   end
   if not quiet then
     log("info", "loaded plugin %s from %s (%d tools, %d resources, %d prompts)", plugin.name, path,
@@ -139,8 +152,7 @@ local clients_of = setmetatable({}, { __mode = "k" })   -- plugin -> its mcp.con
 
 -- --config FILE (set by the C side): the last good configuration read from
 -- it, whose plugins = {NAME = {...}} the plugin files see as mcp.settings.
-M.config_file = nil
-local cfg
+M.config_file = nil    -- its configuration: cfg, declared above set_limits
 
 -- Run a plugin file: the plugin, or nil and an error with file:line.
 local function load_file(path, dir, source)
@@ -364,6 +376,10 @@ function M.rescan(lib_changed)
     end
   end
   M.sync_methods()
+  local reloaded = 0
+  for _, u in ipairs(units) do if fresh[u] then reloaded = reloaded + 1 end end
+  core.count("luamcp_plugin_reloads_total", "ok", reloaded)
+  core.count("luamcp_plugin_reloads_total", "failed", #errors)
   for _, err in ipairs(errors) do
     log("error", "reload: %s", err)
     core.log("error", "luamcp: plugin not reloaded: " .. err)
@@ -496,7 +512,7 @@ local function open_call(params, id, session)
     if tool == nil then return nil, args, msg end
     return false, args
   end
-  local ctx = mcp._ctx(id, tool.name, session)
+  local ctx = mcp._ctx(id)
   local ok, code, emsg = input.open(ctx, "tools/call", params, tool.name, args)
   if not ok then return nil, code, emsg end
   return tool, args, ctx
@@ -620,7 +636,7 @@ methods["resources/read"] = function(params, id, session)
   local r, vars = find_resource(uri)
   if not r then return not_found(uri) end
   core.set_logger(r.plugin.name)
-  local ctx = mcp._ctx(id, nil, session)
+  local ctx = mcp._ctx(id)
   ctx.uri = uri
   local ok, code0, emsg = input.open(ctx, "resources/read", params, uri)
   if not ok then return nil, code0, emsg end
@@ -750,7 +766,7 @@ methods["prompts/get"] = function(params, id, session)
   local p, args, msg = prepare_prompt(params)
   if not p then return nil, args, msg end
   core.set_logger(p.plugin.name)
-  local ctx = mcp._ctx(id, nil, session)
+  local ctx = mcp._ctx(id)
   ctx.prompt = p.name
   local ok, code0, emsg = input.open(ctx, "prompts/get", params, p.name, args)
   if not ok then return nil, code0, emsg end
@@ -834,7 +850,7 @@ methods["completion/complete"] = function(params, id, session)
   params = nil
   local res
   if type(fn) == "function" then
-    local ctx = mcp._ctx(id, nil, session)
+    local ctx = mcp._ctx(id)
     ctx.arguments = cargs
     local code, msg
     res, code, msg = fn(arg.value, ctx)

@@ -8,11 +8,13 @@
 
 #include "config.h"
 #include "json.h"
+#include "limit.h"
 #include "log.h"
 #include "rpc.h"
 #include "op.h"
 #include "sched.h"
 #include "slice.h"
+#include "stats.h"
 
 #define SLICE_NS      2000000ull    /* a CPU-bound handler yields after 2 ms */
 #define HOOK_COUNT    1000          /* instructions between hook checks */
@@ -30,12 +32,15 @@ static struct {
   mcp_call *graveyard;              /* finished calls, freed after this loop turn (bury) */
   mcp_call *main_as;                /* the call the main thread acts for (mcp_call_pcall) */
   uint64_t slice_end_ns;            /* preemption point of the resume running now */
+  mcp_call *refusing;               /* refused by its limits, while it starts and fails */
+  char refusal[128];                /* why */
   int live;
   struct { lua_State *co; int ref; } pool[POOL_MAX];
   int npool;
 } S;
 
 void (*mcp_sched_idle_cb)(void);
+void (*mcp_sched_heartbeat_cb)(mcp_call *c);
 
 /* The clock of deadlines, waits and mcp.now(): real time, plus what a test
  * advanced it by (--test-clock). Time slices always use real time. */
@@ -45,6 +50,15 @@ uint64_t mcp_clock_ns(void) { return uv_hrtime() + clock_offset; }
 
 static size_t mem_used;
 static int mem_enforced;          /* inside a resume */
+/* Test hook (--test-clock: notifications/luamcp/fail_alloc): the Nth
+ * allocation inside a resume from now fails, and every one after it until
+ * that resume ends (Lua retries a failed one after an emergency collection). */
+static unsigned long fail_at, fail_count;
+
+void mcp_sched_fail_alloc(unsigned long n) {
+  fail_at = n;
+  fail_count = 0;
+}
 
 void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   size_t old = ptr ? osize : 0;
@@ -58,10 +72,13 @@ void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   if (mem_enforced && mcp_cfg.memory_limit && nsize > old &&
       mem_used + (nsize - old) > mcp_cfg.memory_limit)
     return NULL;
+  if (mem_enforced && fail_at && nsize > old && ++fail_count >= fail_at) return NULL;
   p = realloc(ptr, nsize);
   if (p != NULL) mem_used = mem_used - old + nsize;
   return p;
 }
+
+size_t mcp_sched_memory(void) { return mem_used; }
 
 static inline mcp_call **extra(lua_State *L) { return (mcp_call **)lua_getextraspace(L); }
 
@@ -254,6 +271,7 @@ static void error_message(lua_State *co, char *msg, size_t cap) {
 static void respond_send(mcp_call *c, mcp_buf *b) {
   c->owner->respond(c, b->data, b->len);
   c->responded = 1;
+  c->bytes_out = (uint32_t)b->len;
 }
 
 static void respond_result(mcp_call *c, int nres) {
@@ -263,6 +281,7 @@ static void respond_result(mcp_call *c, int nres) {
   int base = lua_gettop(co) - nres + 1;
   if (nres >= 3 && lua_isnil(co, base) && lua_isinteger(co, base + 1)) {
     /* stack: nil code message [data] */
+    c->rpc_error = 1;
     mcp_rpc_error(b, c->req.key, (int)lua_tointeger(co, base + 1), "%s",
                   luaL_optstring(co, base + 2, "error"));
     if (nres >= 4 && !lua_isnil(co, base + 3)) {
@@ -300,7 +319,8 @@ static void tool_error_result(mcp_buf *b, mcp_call *c, const char *msg) {
 static void respond_error(mcp_call *c) {
   mcp_buf *b = mcp_scratch();
   char msg[1024];
-  error_message(c->co, msg, sizeof msg);
+  if (c == S.refusing) snprintf(msg, sizeof msg, "%s", S.refusal);
+  else error_message(c->co, msg, sizeof msg);
   if (c->tool) {
     tool_error_result(b, c, msg);
   } else {
@@ -331,11 +351,22 @@ static void call_free(mcp_call *c) {
 }
 
 /* A call's one deadline entry (deadline.c) serves its deadline (timeout,
- * then grace) and the end of an mcp.sleep, whichever is earlier. */
+ * then grace), the end of an mcp.sleep and its next progress heartbeat,
+ * whichever is earliest. */
 static void timer_arm(mcp_call *c) {
   uint64_t due = c->due_ns;
   if (c->wake_ns && (due == 0 || c->wake_ns < due)) due = c->wake_ns;
+  if (c->beat_ns && (due == 0 || c->beat_ns < due)) due = c->beat_ns;
   mcp_deadline_set(&c->dl, due);
+}
+
+/* A heartbeat goes to a call still queued or running that reported no
+ * progress for `heartbeat` seconds (ctx:progress moves beat_ns on). */
+static void heartbeat(mcp_call *c, uint64_t now) {
+  c->beat_ns = 0;
+  if (c->req.state != MCP_REQ_QUEUED && c->req.state != MCP_REQ_RUNNING) return;
+  if (mcp_sched_heartbeat_cb) mcp_sched_heartbeat_cb(c);
+  c->beat_ns = now + (uint64_t)(mcp_limit_heartbeat(c->limit) * 1e9);
 }
 
 static void on_deadline(mcp_deadline *d) {
@@ -346,6 +377,7 @@ static void on_deadline(mcp_deadline *d) {
     c->waiting = 0;
     queue_push(c);
   }
+  if (c->beat_ns && now >= c->beat_ns) heartbeat(c, now);
   if (c->due_ns && now >= c->due_ns) {
     c->due_ns = 0;
     timer_arm(c);
@@ -404,6 +436,7 @@ static void wait_cancel(mcp_call *c) {
 static void call_finish(mcp_call *c) {
   c->finished = 1;
   queue_remove(c);
+  mcp_limit_leave(c);                /* its slot or its place in the queue */
   mcp_deadline_set(&c->dl, 0);
   if (c->params) json_decref(c->params), c->params = NULL;
   if (c->oncancel_ref != LUA_NOREF) {
@@ -421,6 +454,7 @@ static void call_finish(mcp_call *c) {
   if (c->aprev) c->aprev->anext = c->anext; else S.all = c->anext;
   if (c->anext) c->anext->aprev = c->aprev;
   S.live--;
+  mcp_stats_finish(c);
   c->owner->gone(c);
   c->qnext = S.graveyard;            /* freed after this loop turn, never under a caller */
   S.graveyard = c;
@@ -437,6 +471,7 @@ static void call_resume(mcp_call *c, int nargs) {
   status = lua_resume(c->co, S.L, nargs, &nres);
   mcp_slice_end();
   mem_enforced = 0;
+  if (fail_at && fail_count >= fail_at) fail_at = 0;   /* the test hook fired */
   c->in_resume = 0;
   if (status == LUA_YIELD && mcp_slice_on() && !c->killing) lua_sethook(c->co, NULL, 0, 0);
   if (status == LUA_YIELD && c->finishing) {   /* mcp.core.finish: its values are the return */
@@ -493,6 +528,10 @@ static int push_args(lua_State *L) {
 }
 
 static void call_begin(mcp_call *c) {
+  if (c == S.refusing) {             /* busy or rate-limited: an isError result */
+    mcp_call_fire(c, MCP_EV_RAISE, NULL);
+    return;
+  }
   co_acquire(c);
   lua_pushcfunction(c->co, push_args);
   lua_pushlightuserdata(c->co, c);
@@ -553,7 +592,12 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
   if (act & MCP_ACT_IGNORED) return;
   if ((ev == MCP_EV_CANCEL || ev == MCP_EV_CLOSE) && act != 0)
     mcp_info("request %.64s cancelled: %s", c->req.key, reason ? reason : "(no reason given)");
+  if ((ev == MCP_EV_CANCEL || ev == MCP_EV_CLOSE || ev == MCP_EV_TIMEOUT) && c->why == MCP_WHY_NONE) {
+    c->why = (unsigned)mcp_stats_why(ev, reason);
+    c->stop_ns = uv_hrtime();
+  }
   if (act & MCP_ACT_START) {
+    c->start_ns = uv_hrtime();
     call_begin(c);        /* may finish the call */
     return;
   }
@@ -594,6 +638,7 @@ mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char 
       c->tool = (char *)mcp_name_intern(name);
       c->timeout = (float)timeout;
       c->grace = (float)grace;
+      c->limit = mcp_limit_of(c->tool);
     } else if (name) {
       c->tool = strdup(name);
       c->tool_owned = 1;
@@ -613,6 +658,9 @@ mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char 
   c->params = json_incref(params);
   c->co_ref = c->oncancel_ref = c->token_ref = c->out_result_ref = LUA_NOREF;
   c->last_progress = -1e308;
+  c->arrive_ns = uv_hrtime();
+  double beat = mcp_limit_heartbeat(c->limit);
+  if (beat > 0 && c->progress_token) c->beat_ns = mcp_clock_ns() + (uint64_t)(beat * 1e9);
   c->anext = S.all;
   if (S.all) S.all->aprev = c;
   S.all = c;
@@ -621,8 +669,8 @@ mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char 
     uint64_t ms = (uint64_t)(c->timeout * 1000.0);
     c->deadline_ns = c->due_ns = mcp_clock_ns() + ms * 1000000ull;
     if (mode != MCP_CANCEL_IGNORE) c->hard_ns = c->deadline_ns;
-    timer_arm(c);
   }
+  if (c->due_ns || c->beat_ns) timer_arm(c);
   queue_push(c);
   return c;
 }
@@ -650,6 +698,29 @@ int mcp_call_sleep(lua_State *L, mcp_call *c, double seconds) {
   return lua_yieldk(L, 0, 0, sleep_k);
 }
 
+/* A request about to start: its tool's limits may queue it (it stays
+ * QUEUED, and limit.c wakes it with a slot) or refuse it. */
+static void call_admit(mcp_call *c) {
+  char msg[128];
+  if (c->limit != NULL && c->lstate == MCP_LSTATE_NONE) {
+    int r = mcp_limit_admit(c, msg, sizeof msg);
+    if (r == MCP_LIMIT_WAIT) {
+      mcp_debug("request %.64s: %s queued: limit of %s", c->req.key, c->method, c->tool);
+      return;
+    }
+    if (r == MCP_LIMIT_REFUSE) {
+      mcp_info("request %.64s (%s) refused: %s", c->req.key, c->tool, msg);
+      c->refused = 1;
+      S.refusing = c;                /* START, then the isError result, happen below */
+      snprintf(S.refusal, sizeof S.refusal, "%s", msg);
+    }
+  } else if (c->lstate == MCP_LSTATE_WAITING) {
+    return;                          /* still waiting for a slot */
+  }
+  mcp_call_fire(c, MCP_EV_START, NULL);
+  S.refusing = NULL;
+}
+
 static void bury(void) {
   while (S.graveyard) {
     mcp_call *c = S.graveyard;
@@ -669,7 +740,7 @@ static void run_queue(uv_check_t *h) {
     c->qnext = c->qprev = NULL;
     c->queued = 0;
     if (c->finished) continue;
-    if (c->req.state == MCP_REQ_QUEUED) mcp_call_fire(c, MCP_EV_START, NULL);
+    if (c->req.state == MCP_REQ_QUEUED) call_admit(c);
     else if (c->co && !c->waiting && lua_status(c->co) == LUA_YIELD) call_resume(c, 0);
   }
   if (S.qhead == NULL) uv_idle_stop(&S.idle);
@@ -687,6 +758,7 @@ int mcp_sched_init(uv_loop_t *loop, lua_State *L, int server_ref) {
   S.methods_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);
   mcp_slice_init(hook, SLICE_NS);
+  mcp_stats_init();
   mcp_deadlines_init(loop, mcp_clock_ns, on_deadline);
   uv_idle_init(loop, &S.idle);
   uv_check_init(loop, &S.check);
@@ -802,6 +874,7 @@ void mcp_sched_close(void) {
   mcp_slice_close();
   mcp_deadlines_close();
   bury();
+  mcp_limit_close();
   mcp_name_close();                  /* no call is left to point at a name */
   for (int i = 0; i < S.npool; i++) luaL_unref(S.L, LUA_REGISTRYINDEX, S.pool[i].ref);
   S.npool = 0;

@@ -27,6 +27,8 @@ typedef struct mcp_call_owner {
   void (*stopping)(mcp_call *c, const char *reason);
   /* FINISH is done: the call leaves the owner's tables; freed after this turn. */
   void (*gone)(mcp_call *c);
+  /* The name of its session for the access log (not a credential), or NULL. */
+  const char *(*session_name)(const mcp_call *c);
 } mcp_call_owner;
 
 /* A call is owned by the scheduler: created by mcp_call_start, freed at the
@@ -67,6 +69,11 @@ struct mcp_call {
   void (*wait_cleanup)(mcp_call *c);
   void *wait_data;
   struct mcp_op *ops;        /* operations it started (op.c): cancelled when it stops or ends */
+  struct mcp_limit *limit;   /* its tool's limits and counts (limit.c), or NULL */
+  mcp_call *lnext;           /* the limit's queue of calls waiting for a slot */
+  uint64_t arrive_ns, start_ns, stop_ns;  /* uv_hrtime: arrived, started, first cancel (0: none) */
+  uint64_t beat_ns;          /* mcp_clock_ns of the next progress heartbeat; 0 = none */
+  uint32_t bytes_in, bytes_out;   /* its request's and its response's sizes */
   mcp_call *qprev, *qnext;   /* run queue */
   mcp_call *aprev, *anext;   /* all live calls */
   unsigned waiting : 1;      /* a wait is armed; its callback resumes */
@@ -83,7 +90,13 @@ struct mcp_call {
   unsigned typed : 1;        /* its result names its own resultType (input_required, task) */
   unsigned awaiting : 1;     /* waits in core.await: an op's completion wakes it */
   unsigned tool_owned : 1;   /* tool is a copy (no such tool was declared), not interned */
+  unsigned rpc_error : 1;    /* its result was a JSON-RPC error */
+  unsigned refused : 1;      /* its tool's limits refused it (busy, rate) */
+  unsigned lstate : 2;       /* MCP_LSTATE_*: where it stands with its limit */
+  unsigned why : 4;          /* MCP_WHY_*: what stopped it (first cancel, timeout or close) */
 };
+
+enum { MCP_LSTATE_NONE, MCP_LSTATE_WAITING, MCP_LSTATE_SLOT };
 
 /* server_ref: the mcp.server module, with dispatch(method, params, id,
  * session), the methods table it serves, capabilities() and session_closed(id). */
@@ -127,6 +140,14 @@ void mcp_sched_close_all(int (*pred)(const mcp_call *c, void *ud), void *ud, con
 int mcp_sched_live(void);      /* number of live calls */
 /* Called when the last live call is gone (shutdown waits for it). */
 extern void (*mcp_sched_idle_cb)(void);
+/* Sends a call's progress heartbeat: notifications/progress with its last
+ * progress (0 when none), for a tool with `heartbeat` (lmcp.c sets it). */
+extern void (*mcp_sched_heartbeat_cb)(mcp_call *c);
+/* Bytes the Lua state holds. */
+size_t mcp_sched_memory(void);
+/* Test hook (--test-clock only): the nth Lua allocation inside a handler's
+ * resume from now on fails, and so do the rest of that resume; 0 disarms. */
+void mcp_sched_fail_alloc(unsigned long n);
 
 /* The Lua allocator. The memory limit holds while handler code runs (in a
  * resume); the core's own allocations outside it never fail on the limit,

@@ -7,11 +7,6 @@
  * and goes back to checking every few thousand instructions until it is.
  * When the signal comes with nothing running, it only marks the timer idle.
  *
- * The timer counts the loop thread's CPU time, not the wall clock: a handler
- * descheduled by a busy machine has used none of its slice, and preempting
- * it then only reorders work (a spec saw a handler yield between two lines
- * because the machine was loaded, and a test clock advance overtook it).
- *
  * lua_sethook is the one Lua call that may be made from a signal handler
  * (lua.c's laction does it). The running coroutine is published in a
  * volatile pointer that the handler reads; it is set just before lua_resume
@@ -58,7 +53,7 @@ int mcp_slice_init(lua_Hook hook, uint64_t slice_ns) {
 #else
   ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
 #endif
-  if (sigaction(SIGRTMIN, &sa, NULL) != 0 || timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &A.timer) != 0) {
+  if (sigaction(SIGRTMIN, &sa, NULL) != 0 || timer_create(CLOCK_MONOTONIC, &ev, &A.timer) != 0) {
     mcp_warn("time slices: no POSIX timer; the count hook stays on");
     return -1;
   }

@@ -1,6 +1,6 @@
 /* The alarm that ends a handler's time slice. A handler's coroutine runs
  * with no hook at all (Lua then checks nothing per instruction); once a
- * slice of CPU time is over, a POSIX timer's signal installs the count
+ * slice of real time is over, a POSIX timer's signal installs the count
  * hook on the coroutine that is running, as lua.c does for Ctrl-C, and the
  * hook decides (yield, kill). */
 #ifndef MCP_SLICE_H

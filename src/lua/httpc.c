@@ -28,6 +28,7 @@
 #include "httpc.h"
 #include "json.h"
 #include "log.h"
+#include "metrics.h"
 #include "op.h"
 #include "sched.h"
 #include "sse.h"
@@ -231,6 +232,9 @@ static void unref_fns(transfer *t) {
 static void transfer_end(transfer *t) {
   char *url = NULL;
   if (t->easy == NULL) return;
+  mcp_counter_add("luamcp_outbound_http_requests_total",
+                  t->op.done ? "outcome=\"cancelled\""
+                  : t->rc == CURLE_OK || t->stopped ? "outcome=\"ok\"" : "outcome=\"error\"", 1);
   curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
   curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
   if (url != NULL && (url = strdup(url)) != NULL) {

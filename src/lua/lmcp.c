@@ -1,5 +1,6 @@
 /* mcp.core: the C half of the Lua API. The friendly layer (lua/mcp/) wraps it. */
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,8 +17,10 @@
 #include "outgoing.h"
 #include "rev2026.h"
 #include "libdir.h"
+#include "limit.h"
 #include "lmcp.h"
 #include "log.h"
+#include "metrics.h"
 #include "rpc.h"
 #include "schema.h"
 #include "seal.h"
@@ -47,6 +50,22 @@ static int l_reason(lua_State *L) {
   mcp_call *c = current(L);
   if (c == NULL || c->req.reason == NULL) return 0;
   lua_pushstring(L, c->req.reason);
+  return 1;
+}
+
+/* ctx.tool and ctx.session, read from the call rather than kept in every
+ * ctx table (a waiting call's ctx is one of its larger objects). */
+static int l_tool(lua_State *L) {
+  mcp_call *c = current(L);
+  if (c == NULL || c->tool == NULL) return 0;
+  lua_pushstring(L, c->tool);
+  return 1;
+}
+
+static int l_session(lua_State *L) {
+  mcp_call *c = current(L);
+  if (c == NULL) return 0;
+  lua_pushinteger(L, c->sid);
   return 1;
 }
 
@@ -323,6 +342,19 @@ static int l_heap(lua_State *L) {
 #endif
 }
 
+/* Send the progress notification in b (open after its last field), and
+ * move the call's heartbeat on. */
+static void progress_send(mcp_call *c, mcp_buf *b) {
+  mcp_task_add_meta(b, c);
+  mcp_buf_adds(b, "}}");
+  mcp_session_send(c->session, NULL, c->stream, b->data, b->len, 0);
+  mcp_buf_free(b);
+  if (mcp_limit_heartbeat(c->limit) > 0) {
+    c->beat_ns = mcp_clock_ns() + (uint64_t)(mcp_limit_heartbeat(c->limit) * 1e9);
+    mcp_call_rearm(c);
+  }
+}
+
 static int l_progress(lua_State *L) {
   mcp_call *c = current(L);
   double p = luaL_checknumber(L, 1);
@@ -348,11 +380,19 @@ static int l_progress(lua_State *L) {
     mcp_buf_adds(&b, ",\"message\":");
     mcp_json_encode(L, 3, &b, err, sizeof err);
   }
-  mcp_task_add_meta(&b, c);
-  mcp_buf_adds(&b, "}}");
-  mcp_session_send(c->session, NULL, c->stream, b.data, b.len, 0);
-  mcp_buf_free(&b);
+  progress_send(c, &b);
   return 0;
+}
+
+/* A tool's heartbeat (sched.c): its last progress again, 0 when none. */
+static void heartbeat(mcp_call *c) {
+  mcp_buf b = MCP_BUF_INIT;
+  mcp_rpc_notification_open(&b, "notifications/progress");
+  mcp_buf_adds(&b, "{\"progressToken\":");
+  mcp_buf_add(&b, c->progress_token, strlen(c->progress_token));
+  mcp_buf_printf(&b, ",\"progress\":%.17g", c->last_progress > -1e308 ? c->last_progress : 0.0);
+  mcp_debug("request %.64s: progress heartbeat", c->req.key);
+  progress_send(c, &b);
 }
 
 /* log(level, data): notifications/message to the request's session (the
@@ -537,8 +577,9 @@ static int l_set_logger(lua_State *L) {
 static int l_log_stderr(lua_State *L) {
   int level = mcp_log_level_parse(luaL_checkstring(L, 1));
   const char *msg = luaL_checkstring(L, 2);
+  const char *logger = luaL_optstring(L, 3, NULL);
   if (level < 0) return luaL_argerror(L, 1, "unknown log level");
-  mcp_log((mcp_log_level)level, "%s", msg);
+  mcp_log_as((mcp_log_level)level, logger, "%s", msg);
   return 0;
 }
 
@@ -553,6 +594,33 @@ static int l_set_policy(lua_State *L) {
   if (timeout < 0) return luaL_argerror(L, 3, "timeout must be >= 0");
   if (grace < 0) return luaL_argerror(L, 4, "grace must be >= 0");
   mcp_policy_set(tool, mode, timeout, grace, logger, task);
+  return 0;
+}
+
+/* set_limits(tool, max_concurrent, queue, rate or nil, heartbeat) */
+static int l_set_limits(lua_State *L) {
+  const char *tool = luaL_checkstring(L, 1);
+  lua_Integer max = luaL_checkinteger(L, 2), queue = luaL_checkinteger(L, 3);
+  const char *rate = luaL_optstring(L, 4, NULL);
+  double heartbeat = luaL_checknumber(L, 5);
+  if (max < 0 || max > 1000000) return luaL_argerror(L, 2, "max_concurrent must be an integer >= 0");
+  if (queue < 0 || queue > 1000000) return luaL_argerror(L, 3, "queue must be an integer >= 0");
+  if (heartbeat < 0) return luaL_argerror(L, 5, "heartbeat must be >= 0");
+  if (mcp_limit_set(tool, (int)max, (int)queue, rate, heartbeat) != 0)
+    return luaL_argerror(L, 4, "rate must be \"R/s\" or \"R/m\" with R > 0");
+  return 0;
+}
+
+/* count(family, outcome [, n]): a counter of /metrics (metrics.c), by outcome. */
+static int l_count(lua_State *L) {
+  const char *family = luaL_checkstring(L, 1);
+  mcp_buf labels = MCP_BUF_INIT;
+  int r;
+  if (!lua_isnoneornil(L, 2)) mcp_metric_label(&labels, 0, "outcome", luaL_checkstring(L, 2));
+  mcp_buf_addc(&labels, '\0');
+  r = mcp_counter_add(family, labels.data, luaL_optnumber(L, 3, 1));
+  mcp_buf_free(&labels);
+  if (r != 0) return luaL_argerror(L, 1, "no such counter");
   return 0;
 }
 
@@ -637,6 +705,8 @@ static const luaL_Reg core_funcs[] = {
   {"cancelled", l_cancelled},
   {"in_request", l_in_request},
   {"reason", l_reason},
+  {"tool", l_tool},
+  {"session", l_session},
   {"now", l_now},
   {"deadline", l_deadline},
   {"sleep", l_sleep},
@@ -669,12 +739,34 @@ static const luaL_Reg core_funcs[] = {
   {"set_logger", l_set_logger},
   {"close_connection", l_close_connection},
   {"set_policy", l_set_policy},
+  {"set_limits", l_set_limits},
+  {"count", l_count},
   {"clear_policies", l_clear_policies},
   {"listdir", l_listdir},
   {"encode", l_encode},
   {"decode", l_decode},
   {NULL, NULL}
 };
+
+/* The counters Lua code adds to (core.count), each with its outcomes at 0. */
+static void counters_open(void) {
+  static const struct { const char *name, *help, *outcomes[5]; } fams[] = {
+    {"luamcp_plugin_reloads_total", "Plugin files loaded again by hot reload (outcome ok or failed).",
+     {"ok", "failed"}},
+    {"luamcp_outbound_http_requests_total", "Handlers' HTTP requests (ctx:http), by outcome.",
+     {"ok", "error", "cancelled"}},
+    {"luamcp_upstream_requests_total", "Requests to upstream MCP servers (mcp.connect, mounts), by outcome.",
+     {"ok", "error", "timeout", "cancelled"}},
+  };
+  for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++) {
+    mcp_counter_family(fams[i].name, fams[i].help);
+    for (int k = 0; fams[i].outcomes[k]; k++) {
+      char labels[64];
+      snprintf(labels, sizeof labels, "outcome=\"%s\"", fams[i].outcomes[k]);
+      mcp_counter_add(fams[i].name, labels, 0);
+    }
+  }
+}
 
 /* The standard libraries, mcp.core, and the Lua library (libdir.c) on
  * package.path. Raises on error: call it protected. */
@@ -699,6 +791,8 @@ int luaopen_mcp_core(lua_State *L) {
   lua_setfield(L, -2, "null");
   mcp_call_tokens_open(L);
   lua_setfield(L, -2, "nested");     /* weak map: coroutine -> token */
+  mcp_sched_heartbeat_cb = heartbeat;
+  counters_open();
   lua_createtable(L, 0, 5);
   lua_pushnumber(L, mcp_cfg.timeout);
   lua_setfield(L, -2, "timeout");

@@ -184,7 +184,8 @@ static snode *compile(compiler *k, int idx, int nest) {
   lua_State *L = k->L;
   snode *n = alloc(k, sizeof *n);
   if (lua_type(L, idx) != LUA_TTABLE) return n;  /* anything goes */
-  if (nest > MAX_NEST) luaL_error(L, "schema nested deeper than %d (does it contain itself?)", MAX_NEST);
+  if (nest > MAX_NEST)
+    luaL_error(L, "schema nested deeper than %d (does it contain itself?)", MAX_NEST);
   luaL_checkstack(L, 8, "schema");
   compile_type(k, n, idx);
   if (lua_getfield(L, idx, "const") != LUA_TNIL) n->const_idx = keep(k); else lua_pop(L, 1);
@@ -286,7 +287,8 @@ static int type_ok(checker *c, const snode *n, unsigned have, int v) {
   return (n->types & T_ARRAY) && have == T_OBJECT && empty_table(c->L, v);
 }
 
-/* Deep equality of the values at a and b, as schema.lua's equal did. */
+/* Deep equality of the values at a and b: Lua's == for numbers; tables with
+ * the same keys and equal values. */
 static int equal(lua_State *L, int a, int b, int nest) {
   a = lua_absindex(L, a), b = lua_absindex(L, b);
   if (lua_rawequal(L, a, b)) return 1;
@@ -331,21 +333,33 @@ static int fail_json(checker *c, const char *prefix, int idx) {
   char err[128];
   lua_rawgeti(L, c->keep, idx);
   lua_pushstring(L, prefix);
-  if (mcp_json_encode(L, -2, &b, err, sizeof err) == 0) lua_pushlstring(L, b.data ? b.data : "", b.len);
-  else lua_pushliteral(L, "nil");
+  if (mcp_json_encode(L, -2, &b, err, sizeof err) == 0)
+    lua_pushlstring(L, b.data ? b.data : "", b.len);
+  else
+    lua_pushliteral(L, "nil");
   lua_concat(L, 2);
   mcp_buf_free(&b);
   return 0;
 }
 
-/* The limit kept at idx against n (pushed by the caller at -1): Lua's
- * comparison, ints and floats mixed. */
-static int below(checker *c, int v, int idx, int op) {
-  int r;
-  lua_rawgeti(c->L, c->keep, idx);
-  r = lua_compare(c->L, v, -1, op);
-  lua_pop(c->L, 1);
-  return r;
+/* A limit of the schema: the value breaks it when comparing it with the
+ * limit kept at idx (0: none) by op gives `when`. Lua's comparison, so
+ * integers and floats mix as in Lua. */
+typedef struct limit {
+  int idx, op, when;
+  const char *fmt;             /* the message, %s the limit as Lua prints it */
+} limit;
+
+static int within(checker *c, int v, const limit *l, int n) {
+  for (int i = 0; i < n; i++) {
+    int r;
+    if (l[i].idx == 0) continue;
+    lua_rawgeti(c->L, c->keep, l[i].idx);
+    r = lua_compare(c->L, v, -1, l[i].op);
+    lua_pop(c->L, 1);
+    if (r == l[i].when) return fail(c, l[i].fmt, l[i].idx);
+  }
+  return 1;
 }
 
 static int check(checker *c, const snode *n, int v);
@@ -364,10 +378,10 @@ static int check_child(checker *c, const snode *n, int v, int index, int key) {
 static int check_array(checker *c, const snode *n, int v) {
   lua_State *L = c->L;
   lua_Integer len = (lua_Integer)lua_rawlen(L, v);
+  limit items[] = { { n->minitems_idx, LUA_OPLT, 1, "needs at least %s items" },
+                    { n->maxitems_idx, LUA_OPLE, 0, "allows at most %s items" } };
   lua_pushinteger(L, len);
-  int top = lua_gettop(L);
-  if (n->minitems_idx && below(c, top, n->minitems_idx, LUA_OPLT)) return fail(c, "needs at least %s items", n->minitems_idx);
-  if (n->maxitems_idx && !below(c, top, n->maxitems_idx, LUA_OPLE)) return fail(c, "allows at most %s items", n->maxitems_idx);
+  if (!within(c, lua_gettop(L), items, 2)) return 0;
   lua_pop(L, 1);
   if (n->items == NULL) return 1;
   for (lua_Integer i = 1; i <= len; i++) {
@@ -464,10 +478,11 @@ static int check(checker *c, const snode *n, int v) {
     if (!found) return fail_json(c, "must be one of ", n->enum_idx);
   }
   if (have == T_INTEGER || have == T_NUMBER) {
-    if (n->min_idx && below(c, v, n->min_idx, LUA_OPLT)) return fail(c, "must be >= %s", n->min_idx);
-    if (n->max_idx && !below(c, v, n->max_idx, LUA_OPLE)) return fail(c, "must be <= %s", n->max_idx);
-    if (n->xmin_idx && below(c, v, n->xmin_idx, LUA_OPLE)) return fail(c, "must be > %s", n->xmin_idx);
-    if (n->xmax_idx && !below(c, v, n->xmax_idx, LUA_OPLT)) return fail(c, "must be < %s", n->xmax_idx);
+    limit range[] = { { n->min_idx, LUA_OPLT, 1, "must be >= %s" },
+                      { n->max_idx, LUA_OPLE, 0, "must be <= %s" },
+                      { n->xmin_idx, LUA_OPLE, 1, "must be > %s" },
+                      { n->xmax_idx, LUA_OPLT, 0, "must be < %s" } };
+    if (!within(c, v, range, 4)) return 0;
   } else if (have == T_STRING && (n->minlen_idx || n->maxlen_idx)) {
     size_t len, chars = 0, i = 0;
     const unsigned char *s = (const unsigned char *)lua_tolstring(L, v, &len);
@@ -479,10 +494,10 @@ static int check(checker *c, const snode *n, int v) {
       }
       i += k, chars++;
     }
+    limit length[] = { { n->minlen_idx, LUA_OPLT, 1, "must be at least %s characters" },
+                       { n->maxlen_idx, LUA_OPLE, 0, "must be at most %s characters" } };
     lua_pushinteger(L, (lua_Integer)chars);
-    int top = lua_gettop(L);
-    if (n->minlen_idx && below(c, top, n->minlen_idx, LUA_OPLT)) return fail(c, "must be at least %s characters", n->minlen_idx);
-    if (n->maxlen_idx && !below(c, top, n->maxlen_idx, LUA_OPLE)) return fail(c, "must be at most %s characters", n->maxlen_idx);
+    if (!within(c, lua_gettop(L), length, 2)) return 0;
     lua_pop(L, 1);
   } else if (have == T_ARRAY || (have == T_OBJECT && n->want_array && empty_table(L, v))) {
     if (!check_array(c, n, v)) return 0;

@@ -7,6 +7,7 @@
 
 #include "http.h"
 #include "log.h"
+#include "metrics.h"
 
 enum { H_CONTENT_TYPE, H_ACCEPT, H_ORIGIN, H_HOST, H_AUTH, H_SESSION, H_PROTO, H_LAST_EVENT,
        H_EXPECT, H_MCP_METHOD, H_MCP_NAME, H_ACR_HEADERS, NH };
@@ -50,23 +51,51 @@ struct http_conn {
   size_t pending;              /* bytes handed to libuv, not yet written */
   char *extra;                 /* header lines for every answer of this exchange (owned) */
   void *ud;
+  const http_config *cfg;      /* its listener's (or the one http_serve_fd was given) */
+  int *count;                  /* the connections of that listener */
+  http_listener *listener;     /* NULL for http_serve_fd's */
   http_conn *prev, *next;
+};
+
+/* A listener. Owned by the list: freed once its handle is closed
+ * (http_unlisten, http_close) and its last connection gone, since its
+ * connections use its cfg until they close. */
+struct http_listener {
+  uv_tcp_t tcp;
+  http_config cfg;
+  int port, nconns;
+  unsigned closing : 1, closed : 1;
+  http_listener *next;
 };
 
 static struct {
   uv_loop_t *loop;
-  uv_tcp_t listener;
-  http_config cfg;
+  http_listener *listeners;    /* open and closing */
+  http_config fd_cfg;          /* http_serve_fd's connections' */
+  int fd_nconns;
   http_parser_settings settings;
   http_conn *conns;
-  int nconns, port, listening, closing_listener;
+  int nconns;
   void (*on_closed)(void);
+  uint64_t statuses[500];      /* answers by status, 100..599 (/metrics) */
+  int collecting;
 } H;
 
 static void conn_close(http_conn *c);
+static void listener_release(http_listener *l);
 static void conn_close_later(http_conn *c);
 static void drive(http_conn *c);
 static void on_timer(uv_timer_t *t);
+
+static void collect(mcp_buf *b) {
+  char labels[32];
+  mcp_metric_head(b, "luamcp_http_responses_total", "counter", "HTTP responses by status code.");
+  for (int i = 0; i < 500; i++)
+    if (H.statuses[i]) {
+      snprintf(labels, sizeof labels, "code=\"%d\"", i + 100);
+      mcp_metric_sample(b, "luamcp_http_responses_total", labels, (double)H.statuses[i]);
+    }
+}
 
 static const char *status_text(int status) {
   switch (status) {
@@ -129,7 +158,7 @@ static int conn_write(http_conn *c, const char *data, size_t len) {
     if ((size_t)n == len) return 0;
   }
   len -= (size_t)n;
-  if (c->pending + len > H.cfg.max_pending) {
+  if (c->pending + len > c->cfg->max_pending) {
     mcp_warn("http: a client reads too slowly (%zu bytes pending); connection dropped",
              c->pending + len);
     conn_close_later(c);
@@ -155,6 +184,7 @@ static int conn_write(http_conn *c, const char *data, size_t len) {
 static void add_head(mcp_buf *b, http_conn *c, int status, const char *headers,
                      const char *content_type) {
   const char *text = status_text(status);
+  if (status >= 100 && status < 600) H.statuses[status - 100]++;
   mcp_buf_adds(b, "HTTP/1.1 ");
   mcp_buf_add_int(b, status);
   mcp_buf_addc(b, ' ');
@@ -245,7 +275,7 @@ void http_conn_set_headers(http_conn *c, const char *headers) {
 static void fail(http_conn *c, int status, const char *why) {
   char body[256];
   int n = snprintf(body, sizeof body,
-                   "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32600,\"message\":\"%s\"}}", why);
+                   "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"%s\"}}", why);
   mcp_debug("http: %d %s", status, why);
   c->error = 1;
   c->busy = 1;
@@ -258,7 +288,7 @@ static http_conn *conn_of(http_parser *p) { return p->data; }
 
 static int count_header(http_conn *c, size_t n) {
   c->header_bytes += n;
-  if (c->header_bytes > H.cfg.max_header) return -1;
+  if (c->header_bytes > c->cfg->max_header) return -1;
   return 0;
 }
 
@@ -274,7 +304,7 @@ static void reset_request(http_conn *c) {
 static int on_message_begin(http_parser *p) {
   http_conn *c = conn_of(p);
   reset_request(c);
-  uv_timer_start(&c->timer, on_timer, H.cfg.header_ms, 0);
+  uv_timer_start(&c->timer, on_timer, c->cfg->header_ms, 0);
   return 0;
 }
 
@@ -304,8 +334,8 @@ static int on_header_field(http_parser *p, const char *at, size_t n) {
 }
 
 /* Which header is this name: one of header_names, COLLECT, or -1. */
-static int header_index(const char *name, size_t len) {
-  const char *prefix = H.cfg.collect_prefix;
+static int header_index(const http_conn *c, const char *name, size_t len) {
+  const char *prefix = c->cfg->collect_prefix;
   for (int i = 0; i < NH; i++)
     if (strlen(header_names[i]) == len && strncasecmp(header_names[i], name, len) == 0) return i;
   if (prefix != NULL && len > strlen(prefix) && strncasecmp(prefix, name, strlen(prefix)) == 0)
@@ -319,7 +349,7 @@ static int on_header_value(http_parser *p, const char *at, size_t n) {
   if (memchr(at, '\0', n) != NULL) return -1;   /* values are C strings: a NUL would cut one short */
   if (!c->in_value) {
     c->in_value = 1;
-    c->cur = header_index(c->field.data, c->field.len);
+    c->cur = header_index(c, c->field.data, c->field.len);
     if (c->cur == COLLECT) {
       mcp_buf_add(&c->collected, c->field.data, c->field.len);
       mcp_buf_addc(&c->collected, '\0');
@@ -335,9 +365,9 @@ static int on_header_value(http_parser *p, const char *at, size_t n) {
 static int on_headers_complete(http_parser *p) {
   http_conn *c = conn_of(p);
   end_value(c);
-  uv_timer_start(&c->timer, on_timer, H.cfg.idle_ms, 0);   /* the body must keep coming */
+  uv_timer_start(&c->timer, on_timer, c->cfg->idle_ms, 0);   /* the body must keep coming */
   c->http10 = p->http_major == 1 && p->http_minor == 0;
-  if (p->content_length != ULLONG_MAX && p->content_length > H.cfg.max_body) return -2;
+  if (p->content_length != ULLONG_MAX && p->content_length > c->cfg->max_body) return -2;
   if (c->values[H_EXPECT].len == 12 && !c->http10 &&
       strncasecmp(c->values[H_EXPECT].data, "100-continue", 12) == 0)
     conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
@@ -346,9 +376,9 @@ static int on_headers_complete(http_parser *p) {
 
 static int on_body(http_parser *p, const char *at, size_t n) {
   http_conn *c = conn_of(p);
-  if (c->body.len + n > H.cfg.max_body) return -2;
+  if (c->body.len + n > c->cfg->max_body) return -2;
   mcp_buf_add(&c->body, at, n);
-  uv_timer_start(&c->timer, on_timer, H.cfg.idle_ms, 0);
+  uv_timer_start(&c->timer, on_timer, c->cfg->idle_ms, 0);
   return 0;
 }
 
@@ -422,12 +452,12 @@ static void dispatch(http_conn *c) {
   r.mcp_name = value(c, H_MCP_NAME);
   r.nfields = collected(c, &r.fields);
   r.preflight_headers = value(c, H_ACR_HEADERS);
-  r.body = c->body.data;
+  r.body = c->body.data ? c->body.data : "";   /* never NULL: parsers take (NULL, 0) badly */
   r.body_len = c->body.len;
   c->keep_alive = http_should_keep_alive(&c->parser);
   c->head = r.method == HTTP_HEAD;
   c->busy = 1;
-  H.cfg.on_request(c, &r);
+  c->cfg->on_request(c, &r);
 }
 
 /* Parse what was read, one request at a time. */
@@ -442,7 +472,7 @@ static void drive(http_conn *c) {
     c->in_off += n;
     if (err != HPE_OK && err != HPE_PAUSED) {
       if (err == HPE_CB_headers_complete || err == HPE_CB_body) fail(c, 413, "request body too large");
-      else if (c->header_bytes > H.cfg.max_header) fail(c, 431, "request headers too large");
+      else if (c->header_bytes > c->cfg->max_header) fail(c, 431, "request headers too large");
       else if (err == HPE_CB_header_value) fail(c, 400, "NUL in a header value");
       else fail(c, 400, http_errno_description(err));
       return;
@@ -457,7 +487,7 @@ static void drive(http_conn *c) {
   if (c->in_off == c->in.len) c->in.len = c->in_off = 0;
   /* Idle between requests; a request begun keeps the header timer it started. */
   if (!c->busy && !c->closing && !c->doomed && !c->kick && c->in.len == 0 && c->header_bytes == 0)
-    uv_timer_start(&c->timer, on_timer, H.cfg.idle_ms, 0);
+    uv_timer_start(&c->timer, on_timer, c->cfg->idle_ms, 0);
 }
 
 static void on_timer(uv_timer_t *t) {
@@ -494,7 +524,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     return;
   }
   c->in.len += (size_t)n;
-  if (c->in.len - c->in_off > H.cfg.max_body + H.cfg.max_header + 65536 && c->busy) {
+  if (c->in.len - c->in_off > c->cfg->max_body + c->cfg->max_header + 65536 && c->busy) {
     mcp_warn("http: a client sends faster than it reads answers; connection dropped");
     conn_close(c);
     return;
@@ -517,7 +547,7 @@ static void conn_free(uv_handle_t *h) {
   mcp_buf_free(&c->collected);
   mcp_buf_free(&c->fieldv);
   free(c);
-  if (H.nconns == 0 && H.on_closed && !H.listening && !H.closing_listener) {
+  if (H.nconns == 0 && H.on_closed && H.listeners == NULL) {
     void (*cb)(void) = H.on_closed;
     H.on_closed = NULL;
     cb();
@@ -537,7 +567,11 @@ static void conn_close(http_conn *c) {
   if (c->prev) c->prev->next = c->next; else H.conns = c->next;
   if (c->next) c->next->prev = c->prev;
   H.nconns--;
-  if (H.cfg.on_close) H.cfg.on_close(c, ud);
+  (*c->count)--;
+  uv_read_stop((uv_stream_t *)&c->tcp);   /* no read_cb once closing: it needs c->cfg */
+  if (c->cfg->on_close) c->cfg->on_close(c, ud);
+  c->cfg = NULL;
+  if (c->listener) listener_release(c->listener);
   uv_close((uv_handle_t *)&c->timer, timer_closed);
 }
 
@@ -551,9 +585,11 @@ static void conn_close_later(http_conn *c) {
   uv_timer_start(&c->timer, on_timer, 0, 0);
 }
 
-static http_conn *conn_new(void) {
+static http_conn *conn_new(const http_config *cfg, int *count) {
   http_conn *c = calloc(1, sizeof *c);
   if (c == NULL) abort();
+  c->cfg = cfg;
+  c->count = count;
   uv_tcp_init(H.loop, &c->tcp);
   uv_timer_init(H.loop, &c->timer);
   c->tcp.data = c->timer.data = c;
@@ -575,31 +611,35 @@ static void conn_start(http_conn *c) {
   if (H.conns) H.conns->prev = c;
   H.conns = c;
   H.nconns++;
+  (*c->count)++;
   uv_tcp_nodelay(&c->tcp, 1);
-  if (H.nconns > H.cfg.max_connections) {
-    mcp_warn("http: more than %d connections; refusing one", H.cfg.max_connections);
+  if (*c->count > c->cfg->max_connections) {
+    mcp_warn("http: more than %d connections; refusing one", c->cfg->max_connections);
     c->keep_alive = 0;
     fail(c, 503, "too many connections");
     return;
   }
-  uv_timer_start(&c->timer, on_timer, H.cfg.header_ms, 0);
+  uv_timer_start(&c->timer, on_timer, c->cfg->header_ms, 0);
   uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
 }
 
 static void on_connection(uv_stream_t *server, int status) {
+  http_listener *l = server->data;
   http_conn *c;
   if (status < 0) {
     mcp_warn("http: accept: %s", uv_strerror(status));
     return;
   }
-  c = conn_new();
+  c = conn_new(&l->cfg, &l->nconns);
+  c->listener = l;
   if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) conn_drop(c);
   else conn_start(c);
 }
 
-static void setup(uv_loop_t *loop, const http_config *cfg) {
+static void setup(uv_loop_t *loop) {
   H.loop = loop;
-  H.cfg = *cfg;
+  if (!H.collecting) mcp_metrics_collector(collect);
+  H.collecting = 1;
   memset(&H.settings, 0, sizeof H.settings);
   H.settings.on_message_begin = on_message_begin;
   H.settings.on_url = on_url;
@@ -610,33 +650,41 @@ static void setup(uv_loop_t *loop, const http_config *cfg) {
   H.settings.on_message_complete = on_message_complete;
 }
 
-int http_listen(uv_loop_t *loop, const char *host, int port, const http_config *cfg) {
+int http_listen(uv_loop_t *loop, const char *host, int port, const http_config *cfg,
+                http_listener **out) {
   struct sockaddr_storage addr;
   int r, len = sizeof addr;
-  setup(loop, cfg);
+  http_listener *l;
+  setup(loop);
   if (strchr(host, ':')) r = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr);
   else r = uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
   if (r != 0) return r;
-  uv_tcp_init(loop, &H.listener);
-  if ((r = uv_tcp_bind(&H.listener, (struct sockaddr *)&addr, 0)) != 0 ||
-      (r = uv_listen((uv_stream_t *)&H.listener, 128, on_connection)) != 0) {
-    uv_close((uv_handle_t *)&H.listener, NULL);
+  if ((l = calloc(1, sizeof *l)) == NULL) abort();
+  l->cfg = *cfg;
+  uv_tcp_init(loop, &l->tcp);
+  l->tcp.data = l;
+  if ((r = uv_tcp_bind(&l->tcp, (struct sockaddr *)&addr, 0)) != 0 ||
+      (r = uv_listen((uv_stream_t *)&l->tcp, 128, on_connection)) != 0) {
+    uv_close((uv_handle_t *)&l->tcp, (uv_close_cb)free);
     return r;
   }
-  uv_tcp_getsockname(&H.listener, (struct sockaddr *)&addr, &len);
-  H.port = ntohs(addr.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&addr)->sin6_port
-                                            : ((struct sockaddr_in *)&addr)->sin_port);
-  H.listening = 1;
+  uv_tcp_getsockname(&l->tcp, (struct sockaddr *)&addr, &len);
+  l->port = ntohs(addr.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&addr)->sin6_port
+                                             : ((struct sockaddr_in *)&addr)->sin_port);
+  l->next = H.listeners;
+  H.listeners = l;
+  if (out) *out = l;
   return 0;
 }
 
-int http_port(void) { return H.port; }
+int http_listener_port(const http_listener *l) { return l ? l->port : 0; }
 
 int http_serve_fd(uv_loop_t *loop, const http_config *cfg, uv_os_sock_t fd) {
   http_conn *c;
   int r;
-  if (!H.listening) setup(loop, cfg);
-  c = conn_new();
+  setup(loop);
+  H.fd_cfg = *cfg;
+  c = conn_new(&H.fd_cfg, &H.fd_nconns);
   if ((r = uv_tcp_open(&c->tcp, fd)) != 0) {
     conn_drop(c);
     return r;
@@ -645,25 +693,36 @@ int http_serve_fd(uv_loop_t *loop, const http_config *cfg, uv_os_sock_t fd) {
   return 0;
 }
 
+static void listener_release(http_listener *l) {
+  http_listener **p = &H.listeners;
+  if (!l->closed || l->nconns > 0) return;
+  while (*p && *p != l) p = &(*p)->next;
+  if (*p) *p = l->next;
+  free(l);
+}
+
 static void listener_closed(uv_handle_t *h) {
-  (void)h;
-  H.closing_listener = 0;
-  if (H.nconns == 0 && H.on_closed) {
+  http_listener *l = h->data;
+  l->closed = 1;
+  listener_release(l);
+  if (H.listeners == NULL && H.nconns == 0 && H.on_closed) {
     void (*cb)(void) = H.on_closed;
     H.on_closed = NULL;
     cb();
   }
 }
 
+void http_unlisten(http_listener *l) {
+  if (l == NULL || l->closing) return;
+  l->closing = 1;
+  uv_close((uv_handle_t *)&l->tcp, listener_closed);
+}
+
 void http_close(void (*on_closed)(void)) {
   H.on_closed = on_closed;
-  if (H.listening) {
-    H.listening = 0;
-    H.closing_listener = 1;
-    uv_close((uv_handle_t *)&H.listener, listener_closed);
-  }
+  for (http_listener *l = H.listeners; l; l = l->next) http_unlisten(l);
   while (H.conns) conn_close(H.conns);
-  if (!H.closing_listener && H.nconns == 0 && H.on_closed) {
+  if (H.listeners == NULL && H.nconns == 0 && H.on_closed) {
     H.on_closed = NULL;
     on_closed();
   }

@@ -29,7 +29,7 @@ typedef struct {
   const char *preflight_headers;       /* Access-Control-Request-Headers */
   const http_field *fields;   /* the headers named cfg.collect_prefix..., in order (repeats kept) */
   int nfields;
-  const char *body;
+  const char *body;           /* never NULL, even when empty */
   size_t body_len;
 } http_request;
 
@@ -49,10 +49,18 @@ typedef struct {
   void (*on_close)(http_conn *c, void *ud);
 } http_config;
 
-int http_listen(uv_loop_t *loop, const char *host, int port, const http_config *cfg);
-/* Stop listening and close every connection (on_close runs for each). */
+typedef struct http_listener http_listener;
+/* Listen on host:port with cfg (copied). Several listeners may be open
+ * (the MCP endpoint's, the metrics one), each with its callbacks and
+ * limits. Returns 0 and *out (out may be NULL), or a libuv error. */
+int http_listen(uv_loop_t *loop, const char *host, int port, const http_config *cfg,
+                http_listener **out);
+int http_listener_port(const http_listener *l);  /* the port bound (useful with port 0) */
+/* Accept no more connections on l; those open go on. */
+void http_unlisten(http_listener *l);
+/* Stop every listener and close every connection (on_close runs for
+ * each); on_closed (may be NULL) once all are gone. */
 void http_close(void (*on_closed)(void));
-int http_port(void);          /* the port bound (useful with port 0) */
 /* Serve one connected stream socket as if it had been accepted (the fuzz
  * target feeds requests through a socketpair); cfg is taken unless a
  * listener set one. Returns 0, or a libuv error (fd is then not closed). */

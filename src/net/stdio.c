@@ -46,13 +46,24 @@ static struct {
   size_t writing;               /* writes in flight */
   int skipping;                 /* discarding the rest of an over-long line */
   int reading, closing, close_pending;
+  int paused;                   /* stdin not read while the client is behind on stdout */
+  int gone;                     /* the client read nothing for OUT_MAX bytes: output dropped */
   void (*on_eof)(void);
   void (*on_closed)(void);
 } T;
 
 #define DRAIN_MS 2000                 /* writes left at shutdown: how long they may take */
+/* Output the client has not read yet (a pipe or TTY): past OUT_PAUSE, stdin
+ * is not read (no new requests) until it is below OUT_RESUME; past OUT_MAX
+ * (calls already read kept writing) the client is taken for gone, as after a
+ * write error: its output is dropped and the server shuts down. */
+#define OUT_PAUSE ((size_t)4 << 20)
+#define OUT_RESUME ((size_t)1 << 20)
+#define OUT_MAX ((size_t)64 << 20)
 
 static void close_handles(void);
+static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
 static void write_cb(uv_write_t *req, int status) {
   write_req *w = (write_req *)req;
@@ -63,12 +74,39 @@ static void write_cb(uv_write_t *req, int status) {
   }
   free(w->buf.base);
   free(w);
+  if (T.paused && T.out.stream.write_queue_size < OUT_RESUME) {
+    T.paused = 0;
+    if (T.reading) uv_read_start(&T.in.stream, alloc_cb, read_cb);
+  }
   if (T.writing == 0 && T.close_pending) close_handles();
+}
+
+static void on_gone(uv_timer_t *t) {
+  (void)t;
+  if (T.on_eof) T.on_eof();
+}
+
+/* After a write was queued: pause stdin, or give the client up. */
+static void check_backlog(void) {
+  size_t q = T.out.stream.write_queue_size;
+  if (q > OUT_MAX) {
+    T.gone = 1;
+    mcp_warn("stdout: the client has not read %zu bytes; taken for gone, its output dropped", q);
+    if (!T.close_pending) uv_timer_start(&T.eof_timer, on_gone, 0, 0);   /* not under a writer */
+  } else if (q > OUT_PAUSE && !T.paused && T.reading && T.in_type != UV_FILE) {
+    T.paused = 1;
+    mcp_debug("stdout: %zu bytes not read by the client; stdin paused", q);
+    uv_read_stop(&T.in.stream);
+  }
 }
 
 static void flush(void) {
   size_t off = 0;
   if (T.pend.len == 0) return;
+  if (T.gone) {
+    T.pend.len = 0;
+    return;
+  }
   if (T.out_type == UV_FILE) {
     while (off < T.pend.len) {
       ssize_t n = write(T.out_fd, T.pend.data + off, T.pend.len - off);
@@ -102,6 +140,8 @@ static void flush(void) {
       free(w->buf.base);
       free(w);
       mcp_warn("stdout: %s; the client is gone", uv_strerror(r));
+    } else {
+      check_backlog();
     }
   }
   T.pend.len = 0;
@@ -229,6 +269,7 @@ int mcp_stdio_start(uv_loop_t *loop, void (*on_eof)(void)) {
   T.in_type = uv_guess_handle(0);
   T.out_type = uv_guess_handle(T.out_fd);
   mcp_session_init(&T.session, session_write, NULL);
+  strcpy(T.session.name, "stdio");
   uv_prepare_init(loop, &T.flusher);
   uv_prepare_start(&T.flusher, on_prepare);
   uv_timer_init(loop, &T.eof_timer);
@@ -258,6 +299,7 @@ int mcp_stdio_start(uv_loop_t *loop, void (*on_eof)(void)) {
 void mcp_stdio_stop_reading(void) {
   if (!T.reading) return;
   T.reading = 0;
+  T.paused = 0;
   if (T.in_type != UV_FILE) uv_read_stop(&T.in.stream);
 }
 

@@ -26,6 +26,8 @@
 #include "http.h"
 #include "json.h"
 #include "log.h"
+#include "metrics.h"
+#include "probe.h"
 #include "rev2026.h"
 #include "rpc.h"
 #include "sched.h"
@@ -37,6 +39,7 @@
 #define KEEP_ENDED 16               /* ended SSE streams kept per session, for resumption */
 #define REV_2025_06_18 2            /* index in mcp_revisions */
 #define REV_2025_11_25 3
+#define RPC_DRAINING -32000        /* JSON-RPC's "server error" range */
 
 typedef struct hsession hsession;
 typedef struct hstream hstream;
@@ -85,6 +88,8 @@ static struct {
   int nsessions;
   void (*on_closed)(void);
   int shutting_down;
+  int draining;                     /* mcp_http_drain: no new requests */
+  http_listener *listener;
 } T;
 
 /* Streams. */
@@ -309,6 +314,7 @@ static hsession *session_new(void) {
   if (mcp_random(rnd, sizeof rnd) != 0) abort();
   for (int i = 0; i < 16; i++) snprintf(hs->id + 2 * i, 3, "%02x", rnd[i]);
   mcp_session_init(&hs->s, hs_write, hs);
+  snprintf(hs->s.name, sizeof hs->s.name, "%.8s", hs->id);
   hs->s.on_drained = on_drained;
   hs->s.detach = hs_detach;
   hs->next = T.sessions;
@@ -463,6 +469,7 @@ static hsession *stateless_session(void) {
   if (T.stateless == NULL) {
     T.stateless = session_new();
     T.stateless->modern = 1;
+    T.stateless->s.name[0] = '\0';      /* its requests have no session */
   }
   return T.stateless;
 }
@@ -692,7 +699,40 @@ static int cors(http_conn *c, const http_request *r) {
   return preflight;
 }
 
+/* Draining: does the POST carry a request (a new call)? Notifications
+ * (a cancel) and responses (to a handler's question) still go in. */
+static int drain_refuses(const http_request *r, json_t **id) {
+  json_t *v = mcp_json_parse(r->body, r->body_len, NULL, 0), *m;
+  int yes = 0;
+  *id = NULL;
+  if (json_is_object(v) && json_object_get(v, "method") && (m = json_object_get(v, "id")) != NULL) {
+    yes = 1;
+    *id = json_incref(m);
+  }
+  for (size_t i = 0; json_is_array(v) && i < json_array_size(v); i++) {
+    json_t *e = json_array_get(v, i);
+    if (json_object_get(e, "method") && json_object_get(e, "id")) yes = 1;
+  }
+  json_decref(v);
+  return yes;
+}
+
+static void reply_draining(http_conn *c, json_t *id) {
+  mcp_buf out = MCP_BUF_INIT;
+  char *key = id && (json_is_string(id) || json_is_integer(id))
+                  ? json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+  mcp_rpc_error(&out, key, RPC_DRAINING, "%s",
+                "Service Unavailable: the server is shutting down (draining); retry elsewhere");
+  http_respond(c, 503, "Retry-After: 5\r\n", "application/json", out.data, out.len);
+  mcp_buf_free(&out);
+  free(key);
+}
+
 static void on_request(http_conn *c, const http_request *r) {
+  if (mcp_probe_path(r->path) == 1) {          /* /healthz, /readyz: no secrets, no checks */
+    mcp_probe_answer(c, r);
+    return;
+  }
   if (r->host == NULL && r->http_minor >= 1) {
     reply_error(c, 400, NULL, -32600, "Bad Request: HTTP/1.1 needs a Host header");
     return;
@@ -711,6 +751,10 @@ static void on_request(http_conn *c, const http_request *r) {
                 "Unauthorized: a valid bearer token is required");
     return;
   }
+  if (mcp_probe_path(r->path) == 2) {          /* /metrics: behind the same checks as /mcp */
+    mcp_probe_answer(c, r);
+    return;
+  }
   if (strcmp(r->path, "/mcp") != 0) {
     reply_error(c, 404, NULL, -32600, "Not Found: the MCP endpoint is /mcp");
     return;
@@ -718,6 +762,14 @@ static void on_request(http_conn *c, const http_request *r) {
   if (T.shutting_down) {
     reply_error(c, 503, NULL, -32600, "Service Unavailable: shutting down");
     return;
+  }
+  if (T.draining && r->method == HTTP_POST) {
+    json_t *id;
+    if (drain_refuses(r, &id)) {
+      reply_draining(c, id);
+      json_decref(id);
+      return;
+    }
   }
   if (r->method != HTTP_POST && is_modern_version(r->protocol_version)) {
     reply_error(c, 405, "Allow: POST\r\n", -32600,
@@ -767,7 +819,7 @@ static http_config config(const mcp_http_options *opt) {
 int mcp_http_start(uv_loop_t *loop, const mcp_http_options *opt) {
   http_config cfg = config(opt);
   T.opt = *opt;
-  return http_listen(loop, opt->host, opt->port, &cfg);
+  return http_listen(loop, opt->host, opt->port, &cfg, &T.listener);
 }
 
 int mcp_http_serve_fd(uv_loop_t *loop, const mcp_http_options *opt, uv_os_sock_t fd) {
@@ -777,7 +829,23 @@ int mcp_http_serve_fd(uv_loop_t *loop, const mcp_http_options *opt, uv_os_sock_t
   return http_serve_fd(loop, &cfg, fd);
 }
 
-int mcp_http_port(void) { return http_port(); }
+int mcp_http_port(void) { return http_listener_port(T.listener); }
+
+void mcp_http_drain(void) {
+  if (T.draining) return;
+  T.draining = 1;
+  http_unlisten(T.listener);
+  T.listener = NULL;
+}
+
+void mcp_http_collect(mcp_buf *b) {
+  int n = 0;
+  for (hsession *hs = T.sessions; hs; hs = hs->next)
+    for (hstream *st = hs->streams; st; st = st->next)
+      if (st->mode == SSE && st->conn != NULL) n++;
+  mcp_metric_head(b, "luamcp_sse_streams", "gauge", "Server-Sent Events streams open on a connection.");
+  mcp_metric_sample(b, "luamcp_sse_streams", NULL, n);
+}
 
 void mcp_http_shutdown(void (*on_closed)(void)) {
   T.shutting_down = 1;

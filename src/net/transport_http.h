@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <uv.h>
 
+#include "buf.h"
+
 typedef struct {
   const char *host;
   int port;
@@ -24,6 +26,12 @@ int mcp_http_port(void);
  * target's way in; http_serve_fd). After a shutdown has completed, the
  * transport serves afresh. */
 int mcp_http_serve_fd(uv_loop_t *loop, const mcp_http_options *opt, uv_os_sock_t fd);
+/* Drain: accept no new connection, and answer new requests (a POST with
+ * a request in it) 503 with a JSON-RPC error; notifications, responses,
+ * GET and DELETE go on, for the calls still running. */
+void mcp_http_drain(void);
+/* SSE streams open, for /metrics. */
+void mcp_http_collect(mcp_buf *b);
 /* Cancel every call (reason "shutdown"), end every session, close every
  * connection; on_closed runs when all is gone. */
 void mcp_http_shutdown(void (*on_closed)(void));

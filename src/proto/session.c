@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "json.h"
+#include "metrics.h"
 #include "outgoing.h"
 #include "rev2026.h"
 #include "rpc.h"
@@ -34,6 +35,7 @@ struct mcp_batch {
 
 mcp_session *mcp_sessions;
 static long long last_id;
+static size_t in_len;             /* the size of the message being read (0 in a batch) */
 
 void mcp_session_init(mcp_session *s, mcp_session_write_cb write, void *transport) {
   memset(s, 0, sizeof *s);
@@ -45,6 +47,14 @@ void mcp_session_init(mcp_session *s, mcp_session_write_cb write, void *transpor
   s->transport = transport;
   s->next = mcp_sessions;
   mcp_sessions = s;
+}
+
+void mcp_session_collect(mcp_buf *b) {
+  int n = 0;
+  for (mcp_session *s = mcp_sessions; s; s = s->next)
+    if (s->revision >= 0 && !s->modern) n++;
+  mcp_metric_head(b, "luamcp_sessions", "gauge", "Initialized MCP sessions (stdio's, HTTP's).");
+  mcp_metric_sample(b, "luamcp_sessions", NULL, n);
 }
 
 mcp_session *mcp_session_find(long long id) {
@@ -112,7 +122,14 @@ static void owner_gone(mcp_call *c) {
   if (s->ncalls == 0 && s->on_drained) s->on_drained(s);
 }
 
-const mcp_call_owner mcp_session_owner = { owner_respond, owner_stopping, owner_gone };
+static const char *owner_session_name(const mcp_call *c) {
+  const mcp_session *s = c->session;
+  if (s->name[0]) return s->name;
+  return s->parent && s->parent->name[0] ? s->parent->name : NULL;
+}
+
+const mcp_call_owner mcp_session_owner = { owner_respond, owner_stopping, owner_gone,
+                                           owner_session_name };
 
 mcp_call *mcp_session_call_start(mcp_session *s, mcp_batch *b, void *stream, const char *key,
                                  const char *method, json_t *params) {
@@ -120,6 +137,7 @@ mcp_call *mcp_session_call_start(mcp_session *s, mcp_batch *b, void *stream, con
   c->session = s;
   c->batch = b;
   c->stream = stream;
+  c->bytes_in = (uint32_t)in_len;
   if (mcp_reqtab_insert(&s->reqs, &c->req) != 0) abort();   /* the caller checked */
   return c;
 }
@@ -314,6 +332,11 @@ static void on_notification(mcp_session *s, const char *method, json_t *params) 
       mcp_deadlines_run();           /* then what is due fires, earliest first */
     }
   }
+  else if (strcmp(method, "notifications/luamcp/fail_alloc") == 0 && mcp_cfg.test_clock) {
+    json_int_t n = json_integer_value(json_object_get(params, "n"));
+    mcp_debug("test: Lua allocation %lld of the next resumes fails", (long long)n);
+    mcp_sched_fail_alloc(n > 0 ? (unsigned long)n : 0);
+  }
   else mcp_debug("notification %.128s ignored", method);
 }
 
@@ -328,12 +351,18 @@ static void on_message(mcp_session *s, mcp_batch *b, json_t *msg) {
   }
   has_key = id_key(id, key, sizeof key);
   version = json_string_value(json_object_get(msg, "jsonrpc"));
+  method = json_object_get(msg, "method");
   if (version == NULL || strcmp(version, "2.0") != 0) {
+    if (method == NULL && (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
+      /* a response is never answered: its id is one of ours, not the client's */
+      mcp_debug("response ignored: jsonrpc must be \"2.0\"");
+      if (b == NULL) s->write(s, in_stream, NULL, 0, 1);
+      return;
+    }
     send_error(s, b, has_key ? key : NULL, MCP_RPC_INVALID_REQUEST,
                "Invalid Request: jsonrpc must be \"2.0\"");
     return;
   }
-  method = json_object_get(msg, "method");
   if (method == NULL) {
     if (id != NULL && (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
       if (!mcp_out_response(s, msg))
@@ -388,6 +417,7 @@ static void on_batch(mcp_session *s, json_t *arr) {
   }
   b = calloc(1, sizeof *b);
   if (b == NULL) abort();
+  in_len = 0;                        /* an element's size is not known */
   b->session = s;
   b->stream = in_stream;
   b->reading = 1;
@@ -401,6 +431,7 @@ void mcp_session_input(mcp_session *s, const char *data, size_t len, void *strea
   char err[256], msg[300];
   json_t *v = mcp_json_parse(data, len, err, sizeof err);
   in_stream = stream;
+  in_len = len;
   if (v == NULL) {
     snprintf(msg, sizeof msg, "Parse error: %s", err);
     send_error(s, NULL, NULL, MCP_RPC_PARSE, msg);

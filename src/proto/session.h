@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 
+#include "buf.h"
 #include "log.h"
 #include "request.h"
 
@@ -41,6 +42,8 @@ struct mcp_session {
    * the client resumes it (SSE polling); optional: NULL where meaningless. */
   void (*detach)(mcp_session *s, void *stream);
   mcp_session *parent;           /* a stateless request's transport session (rev2026.c) */
+  char name[12];                 /* for the access log: the transport's ("stdio", an HTTP id's
+                                    first 8 characters), or "" */
   unsigned ready : 1;            /* notifications/initialized received */
   unsigned modern : 1;           /* one stateless 2026-07-28 request (rev2026.c) */
 };
@@ -64,5 +67,7 @@ void mcp_session_close_calls(mcp_session *s, const char *reason);
 /* Answer an error at once, outside any request (used for over-long lines). */
 void mcp_session_reject(mcp_session *s, int code, const char *msg, void *stream);
 mcp_session *mcp_session_find(long long id);
+/* Initialized sessions, for /metrics. */
+void mcp_session_collect(mcp_buf *b);
 
 #endif

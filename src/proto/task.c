@@ -16,6 +16,7 @@
 #include "crypto.h"
 #include "json.h"
 #include "log.h"
+#include "metrics.h"
 #include "rev2026.h"
 #include "rpc.h"
 #include "sched.h"
@@ -469,7 +470,12 @@ static void task_gone(mcp_call *c) {
   mcp_session_owner.gone(c);
 }
 
-static const mcp_call_owner task_owner = { task_respond, task_stopping, task_gone };
+static const char *task_session_name(const mcp_call *c) {
+  return mcp_session_owner.session_name(c);
+}
+
+static const mcp_call_owner task_owner = { task_respond, task_stopping, task_gone,
+                                           task_session_name };
 
 /* tasks/result. */
 
@@ -863,6 +869,17 @@ void mcp_task_session_closed(mcp_session *s) {
     task_free(t, "session ended");
   }
   if (T.timer_on) timer_arm();
+}
+
+void mcp_task_collect(mcp_buf *b) {
+  uint64_t n[5] = {0};
+  char labels[40];
+  for (mcp_task *t = T.head; t; t = t->next) n[t->status]++;
+  mcp_metric_head(b, "luamcp_tasks", "gauge", "Tasks kept, by state.");
+  for (int i = 0; i < 5; i++) {
+    snprintf(labels, sizeof labels, "state=\"%s\"", status_names[i]);
+    mcp_metric_sample(b, "luamcp_tasks", labels, (double)n[i]);
+  }
 }
 
 void mcp_task_close(void) {

@@ -88,6 +88,8 @@ void mcp_task_sweep(void);
  * calls are gone), or of all (s NULL, at shutdown: also closes the expiry
  * timer). */
 void mcp_task_session_closed(mcp_session *s);
+/* Tasks by state, for /metrics. */
+void mcp_task_collect(mcp_buf *b);
 void mcp_task_close(void);
 
 #endif

@@ -6,10 +6,11 @@
 
 #include "config.h"
 #include "allow.h"
+#include "log.h"
 
 mcp_config mcp_cfg = {
   .timeout = 60, .grace = 2, .max_line = 4u << 20, .memory_limit = 256u << 20, .page_size = 50,
-  .request_timeout = 60, .state_ttl = 3600
+  .request_timeout = 60, .state_ttl = 3600, .drain = 10, .metrics_port = -1
 };
 
 int mcp_parse_number(const char *s, double *out) {
@@ -50,5 +51,38 @@ int mcp_config_option(const char *flag, const char *value) {
     mcp_cfg.page_size = (int)d;
     return 1;
   }
+  return 0;
+}
+
+int mcp_parse_hostport(const char *v, char *host, size_t cap, int *port) {
+  const char *colon = strrchr(v, ':');
+  double d;
+  if (colon == NULL || colon == v || (size_t)(colon - v) >= cap || !mcp_parse_number(colon + 1, &d) ||
+      d > 65535 || d != (int)d)
+    return 0;
+  memcpy(host, v, (size_t)(colon - v));
+  host[colon - v] = '\0';
+  if (host[0] == '[') {                 /* [::1]:8080 */
+    memmove(host, host + 1, strlen(host));
+    host[strcspn(host, "]")] = '\0';
+  }
+  *port = (int)d;
+  return 1;
+}
+
+int mcp_config_server_option(const char *flag, const char *value) {
+  if (strcmp(flag, "--access-log") == 0) {
+    mcp_cfg.access_log = value;
+    return value[0] != '\0' ? 1 : -1;
+  }
+  if (strcmp(flag, "--log-format") == 0) {
+    if (strcmp(value, "json") != 0 && strcmp(value, "text") != 0) return -1;
+    mcp_log_json = strcmp(value, "json") == 0;
+    return 1;
+  }
+  if (strcmp(flag, "--drain") == 0) return mcp_parse_number(value, &mcp_cfg.drain) ? 1 : -1;
+  if (strcmp(flag, "--metrics") == 0)
+    return mcp_parse_hostport(value, mcp_cfg.metrics_host, sizeof mcp_cfg.metrics_host,
+                              &mcp_cfg.metrics_port) ? 1 : -1;
   return 0;
 }

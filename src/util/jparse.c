@@ -97,6 +97,16 @@ static int escape(jparse *j) {
   return 0;
 }
 
+/* Bytes a string passes through as they are: printable ASCII but '"' and '\\'. */
+static const unsigned char plain[256] = {
+#define P16 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
+  [0x20] = 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,   /* 0x22 '"' */
+  [0x30] = P16, P16,
+  [0x50] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,   /* 0x5C '\\' */
+  [0x60] = P16, P16,
+#undef P16
+};
+
 /* A string, p just past its opening quote. Its bytes are a span of the
  * input when it has no escape, else j->str. */
 static int string(jparse *j, const char **sp, size_t *sn) {
@@ -104,10 +114,10 @@ static int string(jparse *j, const char **sp, size_t *sn) {
   int escaped = 0;
   j->str->len = 0;
   for (;;) {
+    while (j->p < j->end && plain[*j->p]) j->p++;
     if (j->p >= j->end) return fail(j, "unterminated string");
     unsigned c = *j->p;
     if (c == '"') break;
-    if (c >= 0x20 && c < 0x80 && c != '\\') { j->p++; continue; }
     if (c < 0x20) return fail(j, "control character in a string");
     if (c == '\\') {
       mcp_buf_add(j->str, run, (size_t)(j->p - run));

@@ -15,6 +15,12 @@ int mcp_log_level_parse(const char *name);          /* -1 if unknown */
 const char *mcp_log_level_name(mcp_log_level level);
 void mcp_log(mcp_log_level level, const char *fmt, ...)
   __attribute__((format(printf, 2, 3)));
+/* The same, naming who logs (an upstream server's name): "logger: message",
+ * or the JSON line's "logger". */
+void mcp_log_as(mcp_log_level level, const char *logger, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+/* --log-format json: each line a JSON object {time, level, [logger,] msg}. */
+extern int mcp_log_json;
 
 #define mcp_log_enabled(level) ((level) >= mcp_log_threshold)
 #define mcp_debug(...) \

@@ -25,7 +25,11 @@ static void add_number(mcp_buf *b, double v) {
   if (isnan(v)) n = snprintf(num, sizeof num, "NaN");
   else if (isinf(v)) n = snprintf(num, sizeof num, v > 0 ? "+Inf" : "-Inf");
   else if (v == (double)(long long)v && fabs(v) < 9e15) n = snprintf(num, sizeof num, "%lld", (long long)v);
-  else n = snprintf(num, sizeof num, "%.17g", v);
+  else
+    for (int prec = 6; prec <= 17; prec++) {    /* the shortest text that reads back as v */
+      n = snprintf(num, sizeof num, "%.*g", prec, v);
+      if (strtod(num, NULL) == v) break;
+    }
   mcp_buf_add(b, num, (size_t)n);
 }
 

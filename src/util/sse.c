@@ -53,8 +53,10 @@ static int line(mcp_sse *p, const char *s, size_t n, mcp_sse_cb cb, void *ud) {
     mcp_buf_addc(&p->data, '\n');
     p->has_data = 1;
   } else if (flen == 5 && memcmp(s, "event", 5) == 0) {
-    p->event.len = 0;
-    mcp_buf_add(&p->event, v, vlen);
+    if (memchr(v, '\0', vlen) == NULL) {        /* the name is a C string: one with a NUL is ignored */
+      p->event.len = 0;
+      mcp_buf_add(&p->event, v, vlen);
+    }
   } else if (flen == 2 && memcmp(s, "id", 2) == 0) {
     if (memchr(v, '\0', vlen) == NULL) {
       p->id.len = 0;

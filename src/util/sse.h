@@ -7,6 +7,8 @@
 
 #include "buf.h"
 
+/* An event or id field whose value holds a NUL is ignored (the WHATWG
+ * standard says so of ids; names are C strings here). */
 typedef struct {
   const char *event, *data, *id;       /* NUL-terminated; event "message" unless named */
   size_t data_len;

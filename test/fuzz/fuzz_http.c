@@ -102,7 +102,7 @@ static void on_request(http_conn *c, const http_request *r) {
   mcp_buf body = MCP_BUF_INIT;
   REQUIRE(r->method >= 0 && r->method <= HTTP_SOURCE, "method %d", r->method);
   REQUIRE(strnlen(r->path, sizeof r->path) < sizeof r->path, "path not terminated");
-  REQUIRE(r->body_len <= MAX_BODY && (r->body_len == 0 || r->body != NULL), "body of %zu", r->body_len);
+  REQUIRE(r->body_len <= MAX_BODY && r->body != NULL, "body of %zu", r->body_len);
   check_value("content-type", r->content_type);
   check_value("accept", r->accept);
   check_value("origin", r->origin);

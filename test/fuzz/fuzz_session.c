@@ -8,8 +8,9 @@
  * a non-empty array of them, a batch's answer) with "jsonrpc":"2.0" that is
  * a request or notification (a string method), or a response (an id that
  * is a string, a number or null, and either a result object or an error
- * with an integer code and a string message); and a request of the client
- * is answered at most as many times as it was sent. */
+ * with an integer code and a string message); and a message of the client
+ * with an id (but a response of its own) is answered at most as many times
+ * as it was sent. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,10 @@ static char *id_text(json_t *id) {
 static void count_request(json_t *m, int delta) {
   json_t *id = json_object_get(m, "id");
   char *t;
-  if (!json_is_object(m) || id == NULL || json_object_get(m, "method") == NULL) return;
+  /* a response of the client (result or error, no method) is never answered; the rest may be */
+  if (!json_is_object(m) || id == NULL ||
+      (json_object_get(m, "method") == NULL && (json_object_get(m, "result") || json_object_get(m, "error"))))
+    return;
   t = id_text(id);
   json_object_set_new(sent, t, json_integer(json_integer_value(json_object_get(sent, t)) + delta));
   free(t);

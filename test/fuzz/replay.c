@@ -1,17 +1,31 @@
 /* A main for the fuzz targets when the compiler has no libFuzzer (gcc):
  * runs LLVMFuzzerTestOneInput over every file named, and over every file
  * in every directory named, in name order. A crash is the sanitizers' (the
- * targets are built with ASan and UBSan); no input at all is a failure too,
- * so that a corpus that went missing does not pass. */
+ * targets are built with ASan and UBSan); an input that runs 10 s is one too
+ * (libFuzzer's -timeout); no input at all is a failure, so that a corpus
+ * that went missing does not pass. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv) __attribute__((weak));
+
+static const char *current;
+
+static void on_alarm(int sig) {
+  static const char msg[] = "replay: timeout (10 s) on ";
+  (void)sig;
+  write(2, msg, sizeof msg - 1);
+  write(2, current, strlen(current));
+  write(2, "\n", 1);
+  abort();
+}
 
 static int run_file(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -35,7 +49,10 @@ static int run_file(const char *path) {
   if (copy == NULL) abort();
   memcpy(copy, data, len);
   free(data);
+  current = path;
+  alarm(10);
   LLVMFuzzerTestOneInput(copy, len);
+  alarm(0);
   free(copy);
   return 0;
 }
@@ -72,6 +89,7 @@ static int run_dir(const char *dir, int *count) {
 
 int main(int argc, char **argv) {
   int count = 0;
+  signal(SIGALRM, on_alarm);
   if (LLVMFuzzerInitialize) LLVMFuzzerInitialize(&argc, &argv);
   for (int i = 1; i < argc; i++) {
     struct stat st;
