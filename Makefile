@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8931
 PREFIX ?= /usr/local
 
-.PHONY: all deps configure build build-server test run run-stdio bench fuzz install deb clean
+.PHONY: all deps configure build build-server test run run-stdio bench fuzz chaos install deb clean
 
 all: build
 
@@ -51,6 +51,13 @@ deb: build-server
 SECONDS ?= 60
 fuzz: deps
 	@sh scripts/fuzz.sh $(SECONDS) $(FUZZ)
+
+# The chaos client (spec/chaos_spec.lua) for MINUTES (default 10) on $(BUILD)/luamcp;
+# LUAMCP_SPEC_SEED=N replays a seed it printed.
+MINUTES ?= 10
+chaos: build-server
+	@LUAMCP_BIN=$(CURDIR)/$(BUILD)/luamcp LUAMCP_CHAOS_SECONDS=$$(( $(MINUTES) * 60 )) \
+	  lua5.4 $$(command -v busted) spec/chaos_spec.lua
 
 clean:
 	rm -rf $(BUILD)

@@ -25,7 +25,7 @@ for t in $targets; do
   if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
      $build/$t -max_total_time="$secs" -timeout=10 -print_final_stats=1 $dict \
        -artifact_prefix=$build/artifacts/$t- $build/corpus/$t test/fuzz/corpus/$t >$build/$t.log 2>&1; then
-    grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units)' $build/$t.log | sed 's/^/  /'
+    grep -E '^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units)' $build/$t.log | sed 's/^/  /'
   else
     failed="$failed $t"
     tail -40 $build/$t.log

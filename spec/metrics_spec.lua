@@ -47,8 +47,9 @@ local function start_prometheus(target_port)
   local f = assert(io.open(conf, "w"))
   f:write(([[
 global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
+  scrape_interval: 3s
+  scrape_timeout: 3s
+  evaluation_interval: 3s
 scrape_configs:
   - job_name: luamcp
     static_configs:
@@ -100,13 +101,20 @@ describe("/metrics", function()
       assert.same({}, r:messages())
     end
 
+    -- A scrape that takes longer than its timeout counts as down: on a
+    -- loaded machine 1 s was not always enough (a CI run under stress).
     local prom = start_prometheus(srv.port)
     local up
+    -- asked every 0.5 s: run_until looks again only when an event wakes the
+    -- loop, and nothing else would (it asked at the start and at the end)
+    local wake = uv.new_timer()
+    wake:start(500, 500, function() end)
     H.run_until(function()
       local ok, v = pcall(query, prom.port, 'up{job="luamcp"}')
       up = ok and v
       return up == 1
     end, 60)
+    wake:stop(); wake:close()
     assert.equals(1, up, "Prometheus never scraped luamcp; its stderr:\n" .. prom:stderr_text())
     local function q(expr) return (query(prom.port, expr)) end
     local sel = 'luamcp_requests_total{method="tools/call",tool="%s",outcome="%s"%s}'

@@ -40,6 +40,7 @@ end
 local function run_until(pred, timeout)
   if pred() then return true end
   local done = false
+  uv.update_time()    -- the loop's clock stood still while the caller blocked
   local t = uv.new_timer()
   -- uv.stop, or a timer that fires before uv.run("once") polls would leave
   -- that poll waiting for the next event, however late

@@ -94,7 +94,7 @@ function Template:match(uri)
       for p = n, 1, -1 do
         if after[p + 1] then next_q = p + 1 end
         if part.simple and uri:find("^[/%?#]", p) then stop = p end
-        if next_q and next_q <= stop and next_q > p then here[p] = true end
+        if next_q and next_q <= stop then here[p] = true end
       end
     end
     ok[i] = here

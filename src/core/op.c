@@ -105,10 +105,19 @@ mcp_op *mcp_op_check(lua_State *L, int idx) {
 }
 
 void mcp_op_push(lua_State *L, mcp_op *op) {
+  mcp_op_attach(mcp_op_reserve(L), op);
+}
+
+mcp_op **mcp_op_reserve(lua_State *L) {
   mcp_op **p = lua_newuserdatauv(L, sizeof *p, 0);
+  *p = NULL;
+  luaL_setmetatable(L, OP_MT);
+  return p;
+}
+
+void mcp_op_attach(mcp_op **p, mcp_op *op) {
   *p = op;
   op->handle = 1;
-  luaL_setmetatable(L, OP_MT);
 }
 
 static int op_gc(lua_State *L) {
@@ -237,14 +246,21 @@ static const mcp_op_type future_type = { "future", future_cancel, future_push, f
 /* future([on_cancel]) */
 static int l_future(lua_State *L) {
   future *f;
+  mcp_op **h;
+  int ref = LUA_NOREF;
   if (!lua_isnoneornil(L, 1)) luaL_checktype(L, 1, LUA_TFUNCTION);
+  lua_settop(L, 1);
+  h = mcp_op_reserve(L);                 /* stack: on_cancel handle; both may raise: first */
+  if (!lua_isnil(L, 1)) {
+    lua_pushvalue(L, 1);
+    ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
   f = calloc(1, sizeof *f);
   if (f == NULL) abort();
   f->values_ref = LUA_NOREF;
-  lua_settop(L, 1);
-  f->on_cancel_ref = lua_isnil(L, 1) ? LUA_NOREF : luaL_ref(L, LUA_REGISTRYINDEX);
+  f->on_cancel_ref = ref;
   mcp_op_init(&f->op, &future_type, mcp_call_current(L));
-  mcp_op_push(L, &f->op);
+  mcp_op_attach(h, &f->op);
   return 1;
 }
 

@@ -49,6 +49,11 @@ struct mcp_op {
 void mcp_op_init(mcp_op *op, const mcp_op_type *type, mcp_call *c);
 /* Push a Lua handle of the op (methods: done, wait, cancel). */
 void mcp_op_push(lua_State *L, mcp_op *op);
+/* The same in two steps, for an op allocated in C: push its handle first
+ * (stack: +1; it may raise, when memory runs out, and nothing is lost),
+ * then allocate and init the op and attach it, with no raise in between. */
+mcp_op **mcp_op_reserve(lua_State *L);
+void mcp_op_attach(mcp_op **handle, mcp_op *op);
 /* The engine: the outcome is in. Wakes a call waiting on it. */
 void mcp_op_done(mcp_op *op);
 /* The engine lets go (after mcp_op_done). */

@@ -642,6 +642,7 @@ static int l_http(lua_State *L) {
   double timeout, connect_timeout;
   int has_body = 0, json = 0, background, follow = 1;
   transfer *t;
+  mcp_op **h;
   char err[256];
 
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -650,11 +651,12 @@ static int l_http(lua_State *L) {
   lua_pop(L, 1);
   if (!background && mcp_op_refuse(L, c)) return 3;
   multi_init();
+  h = mcp_op_reserve(L);                             /* before the transfer: it may raise */
   t = calloc(1, sizeof *t);
   if (t == NULL || (t->easy = curl_easy_init()) == NULL) abort();
   t->chunk_ref = t->sse_ref = LUA_NOREF;
   mcp_op_init(&t->op, &transfer_type, background ? NULL : c);
-  mcp_op_push(L, &t->op);                            /* stack: req handle */
+  mcp_op_attach(h, &t->op);                          /* stack: req handle */
 
   if (lua_getfield(L, 1, "url") != LUA_TSTRING) return luaL_error(L, "http: req.url must be a string");
   s = lua_tostring(L, -1);

@@ -672,19 +672,41 @@ static int l_listdir(lua_State *L) {
   return 1;
 }
 
-/* encode(value): JSON text, or nil, err. */
-static int l_encode(lua_State *L) {
-  mcp_buf b = MCP_BUF_INIT;
+typedef struct {
+  mcp_buf b;
   char err[256];
+  int failed;
+} encoding;
+
+/* stack: value encoding -> text (or nothing when it cannot be encoded) */
+static int encode_to(lua_State *L) {
+  encoding *e = lua_touserdata(L, 2);
+  if (mcp_json_encode(L, 1, &e->b, e->err, sizeof e->err) != 0) {
+    e->failed = 1;
+    return 0;
+  }
+  lua_pushlstring(L, e->b.data, e->b.len);
+  return 1;
+}
+
+/* encode(value): JSON text, or nil, err. Encoding allocates in Lua, which
+ * may raise (out of memory): protected, so that the buffer is freed first. */
+static int l_encode(lua_State *L) {
+  encoding e = { MCP_BUF_INIT, "", 0 };
+  int status;
   luaL_checkany(L, 1);
-  if (mcp_json_encode(L, 1, &b, err, sizeof err) != 0) {
-    mcp_buf_free(&b);
+  lua_settop(L, 1);
+  lua_pushcfunction(L, encode_to);
+  lua_pushvalue(L, 1);
+  lua_pushlightuserdata(L, &e);
+  status = lua_pcall(L, 2, 1, 0);
+  mcp_buf_free(&e.b);
+  if (status != LUA_OK) return lua_error(L);
+  if (e.failed) {
     lua_pushnil(L);
-    lua_pushstring(L, err);
+    lua_pushstring(L, e.err);
     return 2;
   }
-  lua_pushlstring(L, b.data, b.len);
-  mcp_buf_free(&b);
   return 1;
 }
 

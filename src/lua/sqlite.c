@@ -804,12 +804,14 @@ static int l_run(lua_State *L) {
   size_t len;
   int n, named;
   sql_job *j;
+  mcp_op **h;
   if (lua_type(L, 2) != LUA_TSTRING)
     user_error(L, 1, fname, "string expected, got %s", luaL_typename(L, 2));
   sql = lua_tolstring(L, 2, &len);
   if (len > INT_MAX / 2) user_error(L, 1, fname, "SQL text too long");
   n = params_check(L, 3, fname, &named);
   if (mcp_op_refuse(L, c)) return 3;     /* a stopped request starts nothing new */
+  h = mcp_op_reserve(L);                 /* before the job: nothing raises once it exists */
   j = calloc(1, sizeof *j);
   if (j == NULL) abort();
   atomic_init(&j->stop, 0);
@@ -822,7 +824,7 @@ static int l_run(lua_State *L) {
   j->db = db;
   j->work.data = j;
   mcp_op_init(&j->op, &job_type, c);
-  mcp_op_push(L, &j->op);
+  mcp_op_attach(h, &j->op);              /* stack: ... handle */
   if (c == NULL) {
     job_now(db, j);
     return 1;

@@ -54,12 +54,15 @@ static struct {
 
 #define DRAIN_MS 2000                 /* writes left at shutdown: how long they may take */
 /* Output the client has not read yet (a pipe or TTY): past OUT_PAUSE, stdin
- * is not read (no new requests) until it is below OUT_RESUME; past OUT_MAX
- * (calls already read kept writing) the client is taken for gone, as after a
- * write error: its output is dropped and the server shuts down. */
+ * is not read (no new requests) until it is below OUT_RESUME; when more is
+ * written while OUT_MAX is still unread (calls already read kept writing),
+ * the client is taken for gone, as after a write error: its output is
+ * dropped and the server shuts down. Output is handed over at least every
+ * OUT_CHUNK, so what is held stays within OUT_MAX + OUT_CHUNK + one message. */
 #define OUT_PAUSE ((size_t)4 << 20)
 #define OUT_RESUME ((size_t)1 << 20)
 #define OUT_MAX ((size_t)64 << 20)
+#define OUT_CHUNK ((size_t)1 << 20)
 
 static void close_handles(void);
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf);
@@ -86,14 +89,21 @@ static void on_gone(uv_timer_t *t) {
   if (T.on_eof) T.on_eof();
 }
 
-/* After a write was queued: pause stdin, or give the client up. */
+/* Before more output is queued: give the client up. */
+static int gone(void) {
+  size_t q = T.out.stream.write_queue_size;
+  if (T.gone) return 1;
+  if (q <= OUT_MAX) return 0;
+  T.gone = 1;
+  mcp_warn("stdout: the client has not read %zu bytes; taken for gone, its output dropped", q);
+  if (!T.close_pending) uv_timer_start(&T.eof_timer, on_gone, 0, 0);   /* not under a writer */
+  return 1;
+}
+
+/* After a write was queued: pause stdin. */
 static void check_backlog(void) {
   size_t q = T.out.stream.write_queue_size;
-  if (q > OUT_MAX) {
-    T.gone = 1;
-    mcp_warn("stdout: the client has not read %zu bytes; taken for gone, its output dropped", q);
-    if (!T.close_pending) uv_timer_start(&T.eof_timer, on_gone, 0, 0);   /* not under a writer */
-  } else if (q > OUT_PAUSE && !T.paused && T.reading && T.in_type != UV_FILE) {
+  if (q > OUT_PAUSE && !T.paused && T.reading && T.in_type != UV_FILE) {
     T.paused = 1;
     mcp_debug("stdout: %zu bytes not read by the client; stdin paused", q);
     uv_read_stop(&T.in.stream);
@@ -103,7 +113,7 @@ static void check_backlog(void) {
 static void flush(void) {
   size_t off = 0;
   if (T.pend.len == 0) return;
-  if (T.gone) {
+  if (T.out_type != UV_FILE && gone()) {
     T.pend.len = 0;
     return;
   }
@@ -154,9 +164,10 @@ static void on_prepare(uv_prepare_t *h) {
 
 static void session_write(mcp_session *s, void *stream, const char *data, size_t len, int last) {
   (void)s; (void)stream; (void)last;
-  if (data == NULL) return;
+  if (data == NULL || T.gone) return;
   mcp_buf_add(&T.pend, data, len);
   mcp_buf_addc(&T.pend, '\n');
+  if (T.pend.len >= OUT_CHUNK && T.out_type != UV_FILE && T.closing == 0) flush();
 }
 
 static void message(const char *p, size_t n) {

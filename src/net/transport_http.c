@@ -77,6 +77,7 @@ struct hsession {
   unsigned next_no;
   hstream *get;
   unsigned ended : 1;
+  unsigned ending : 1;              /* session_end is cancelling its calls: it frees it after */
   unsigned modern : 1;              /* the session of stateless 2026-07-28 requests */
   hsession *next;
 };
@@ -304,7 +305,7 @@ static void session_free(hsession *hs) {
 
 static void on_drained(mcp_session *s) {
   hsession *hs = (hsession *)s;
-  if (hs->ended) session_free(hs);
+  if (hs->ended && !hs->ending) session_free(hs);
 }
 
 static hsession *session_new(void) {
@@ -336,7 +337,9 @@ static void session_end(hsession *hs, const char *reason) {
   if (hs->ended) return;
   hs->ended = 1;
   mcp_info("http: session %.8s ended: %s", hs->id, reason);
+  hs->ending = 1;                   /* a call that ends at once must not free hs under us */
   mcp_session_close_calls(&hs->s, reason);
+  hs->ending = 0;
   if (hs->s.ncalls == 0) session_free(hs);
 }
 

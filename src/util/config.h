@@ -12,7 +12,7 @@ typedef struct {
   int page_size;         /* items per list page */
   double request_timeout;  /* default timeout of a request to the client, seconds */
   double state_ttl;        /* how long a requestState stays valid, seconds */
-  int test_clock;          /* accept notifications/luamcp/advance (tests only) */
+  int test_clock;          /* accept notifications/luamcp/advance and fail_alloc (tests only) */
   /* The server's alone (mcp_config_server_option): */
   const char *access_log;  /* --access-log FILE, "-" for stderr, or NULL */
   double drain;            /* --drain: seconds calls may finish in after SIGTERM (HTTP) */

@@ -29,17 +29,9 @@
 #include "http.h"
 #include "json.h"
 #include "server.h"
+#include "require.h"
 
 #define MAXF 16
-
-#define REQUIRE(cond, ...) do { \
-    if (!(cond)) { \
-      fprintf(stderr, "fuzz_headers: %s: ", #cond); \
-      fprintf(stderr, __VA_ARGS__); \
-      fputc('\n', stderr); \
-      abort(); \
-    } \
-  } while (0)
 
 typedef struct {
   mcp_buf version, method, name;          /* NUL-terminated when len > 0 */

@@ -29,19 +29,11 @@
 #include "http.h"
 #include "log.h"
 #include "responses.h"
+#include "require.h"
 
 #define MAX_BODY 4096
 #define MAX_HEADER 2048
 #define PREFIX "mcp-param-"
-
-#define REQUIRE(cond, ...) do { \
-    if (!(cond)) { \
-      fprintf(stderr, "fuzz_http: %s: ", #cond); \
-      fprintf(stderr, __VA_ARGS__); \
-      fputc('\n', stderr); \
-      abort(); \
-    } \
-  } while (0)
 
 /* An answer on a later loop turn. Owned by the exchange (conn data): freed
  * when it answers, or when the connection goes first. */
@@ -199,7 +191,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uv_walk(&F.loop, count_handle, &handles);
   REQUIRE(handles == 0, "%d handles left", handles);
   REQUIRE(F.closed == 1, "on_close ran %d times", F.closed);
-  n = fuzz_responses(F.out.data, F.out.len, F.heads.data, F.nreq, NULL, NULL);
+  n = fuzz_responses(F.out.data, F.out.len, F.heads.data, F.nreq, 0, NULL, NULL);
   if (!eof) REQUIRE(n >= F.nreq, "%d requests, %d responses", F.nreq, n);
   return 0;
 }

@@ -22,17 +22,9 @@
 
 #include "buf.h"
 #include "json.h"
+#include "require.h"
 
 static lua_State *L;
-
-#define REQUIRE(cond, ...) do { \
-    if (!(cond)) { \
-      fprintf(stderr, "fuzz_json: %s: ", #cond); \
-      fprintf(stderr, __VA_ARGS__); \
-      fputc('\n', stderr); \
-      abort(); \
-    } \
-  } while (0)
 
 /* Same JSON value; an integer and a real are the same number if equal. */
 static int same(json_t *a, json_t *b) {

@@ -12,15 +12,7 @@
 #include "base64.h"
 #include "buf.h"
 #include "seal.h"
-
-#define REQUIRE(cond, ...) do { \
-    if (!(cond)) { \
-      fprintf(stderr, "fuzz_seal: %s: ", #cond); \
-      fprintf(stderr, __VA_ARGS__); \
-      fputc('\n', stderr); \
-      abort(); \
-    } \
-  } while (0)
+#include "require.h"
 
 static int same(const mcp_buf *b, const void *p, size_t n) {
   return b->len == n && (n == 0 || memcmp(b->data, p, n) == 0);

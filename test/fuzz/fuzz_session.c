@@ -21,15 +21,7 @@
 
 #include "session.h"
 #include "server.h"
-
-#define REQUIRE(cond, ...) do { \
-    if (!(cond)) { \
-      fprintf(stderr, "fuzz_session: %s: ", #cond); \
-      fprintf(stderr, __VA_ARGS__); \
-      fputc('\n', stderr); \
-      abort(); \
-    } \
-  } while (0)
+#include "require.h"
 
 static json_t *sent;              /* id (compact JSON) -> times the client sent it, minus answers */
 

@@ -11,15 +11,7 @@
 
 #include "buf.h"
 #include "sse.h"
-
-#define REQUIRE(cond, ...) do { \
-    if (!(cond)) { \
-      fprintf(stderr, "fuzz_sse: %s: ", #cond); \
-      fprintf(stderr, __VA_ARGS__); \
-      fputc('\n', stderr); \
-      abort(); \
-    } \
-  } while (0)
+#include "require.h"
 
 typedef struct {
   mcp_buf log;              /* the events, one after another */

@@ -1,4 +1,5 @@
-/* Responses as a client reads them (responses.h), with http-parser. */
+/* Requests and responses as the two ends read them (responses.h), with
+ * http-parser. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,7 @@
 
 typedef struct {
   const char *head;
-  int nhead, n, interim;
+  int nhead, lenient, n, interim;
   mcp_buf field, ctype, body;
   int in_ctype;
   fuzz_response_cb cb;
@@ -44,7 +45,8 @@ static int on_headers(http_parser *p) {
   reading *rd = p->data;
   int i = rd->n - rd->interim;
   if (p->status_code / 100 == 1) return 0;
-  return i < rd->nhead && rd->head[i] ? 1 : 0;   /* a HEAD's answer has no content */
+  /* a HEAD's answer has no content */
+  return i < rd->nhead && rd->head[i] && (!rd->lenient || http_should_keep_alive(p)) ? 1 : 0;
 }
 
 static int on_body(http_parser *p, const char *at, size_t n) {
@@ -66,14 +68,15 @@ static int on_complete(http_parser *p) {
   return 0;
 }
 
-int fuzz_responses(const char *data, size_t len, const char *head, int nhead, fuzz_response_cb cb, void *ud) {
+int fuzz_responses(const char *data, size_t len, const char *head, int nhead, int lenient, fuzz_response_cb cb,
+                   void *ud) {
   http_parser p;
   http_parser_settings s;
   reading rd;
   size_t n;
   memset(&s, 0, sizeof s);
   memset(&rd, 0, sizeof rd);
-  rd.head = head, rd.nhead = nhead, rd.cb = cb, rd.ud = ud;
+  rd.head = head, rd.nhead = nhead, rd.lenient = lenient, rd.cb = cb, rd.ud = ud;
   s.on_message_begin = on_begin;
   s.on_header_field = on_field;
   s.on_header_value = on_value;
@@ -93,4 +96,21 @@ int fuzz_responses(const char *data, size_t len, const char *head, int nhead, fu
   mcp_buf_free(&rd.ctype);
   mcp_buf_free(&rd.body);
   return rd.n - rd.interim;
+}
+
+static int on_request_complete(http_parser *p) {
+  mcp_buf_addc(p->data, p->method == HTTP_HEAD);
+  return 0;
+}
+
+int fuzz_request_heads(const char *data, size_t len, mcp_buf *heads) {
+  http_parser p;
+  http_parser_settings s;
+  memset(&s, 0, sizeof s);
+  s.on_message_complete = on_request_complete;
+  http_parser_init(&p, HTTP_REQUEST);
+  p.data = heads;
+  heads->len = 0;
+  http_parser_execute(&p, &s, data, len);
+  return (int)heads->len;
 }
