@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8931
 PREFIX ?= /usr/local
 
-.PHONY: all deps configure build build-server test run run-stdio bench fuzz chaos memcheck install deb clean
+.PHONY: all deps configure build build-server test run run-stdio bench fuzz chaos memcheck soak install deb clean
 
 all: build
 
@@ -58,6 +58,11 @@ MINUTES ?= 10
 chaos: build-server
 	@LUAMCP_BIN=$(CURDIR)/$(BUILD)/luamcp LUAMCP_CHAOS_SECONDS=$$(( $(MINUTES) * 60 )) \
 	  lua5.4 $$(command -v busted) spec/chaos_spec.lua
+
+# 10 million requests over stdio (one in ten cancelled), then over HTTP:
+# RSS, fds and p99 per window (bench/README.md).
+soak: build-server
+	@BUILD=$(BUILD) sh bench/soak.sh
 
 # valgrind memcheck: the C unit tests, then a spec subset (MEMCHECK_SPECS) with
 # the server under valgrind; slow, so not part of `make test`.

@@ -22,6 +22,7 @@
  * queue so large bursts never deadlock against the server's output.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -661,11 +662,125 @@ static void sc_spin(conn_t *c, const opts_t *o)
     }
 }
 
+/* soak ------------------------------------------------------------------ */
+
+/* o->count requests, o->window echoes in flight; after every ninth echo a
+ * sleep, cancelled (one request in ten): every other one at once (before it
+ * starts: it ends with no message), the others once the next echo answer
+ * comes (while it sleeps: its handler logs "stopped"). Only the echoes pace
+ * the run. Every 1000th echo is timed. Twenty windows report
+ * the server's RSS, its open fds and the p99 of the timed echoes. */
+typedef struct {
+    conn_t *c;
+    long sent, done, total, cancelled, stopped;
+    int64_t sleeping;           /* a sleep to cancel at the next answer */
+    int64_t probe_id;
+    double probe_t0;
+    double lat[4096];
+    size_t nlat;
+} soak_t;
+
+static long fd_count(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    long n = 0;
+    if (!d)
+        return -1;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n - 2;
+}
+
+static void soak_send(soak_t *s)
+{
+    if (s->sent >= s->total)
+        return;
+    int64_t id = send_echo(s->c);
+    if (s->probe_id == 0 && s->sent % 1000 == 0) {
+        s->probe_id = id;
+        s->probe_t0 = now_s();
+    }
+    if (++s->sent % 9 == 0) {
+        int64_t sleep_id = send_call(s->c, "sleep", 3600);
+        if (s->cancelled++ % 2 == 0)
+            send_cancel(s->c, sleep_id);
+        else if (s->sleeping == 0)
+            s->sleeping = sleep_id;
+        else
+            send_cancel(s->c, sleep_id);
+    }
+}
+
+static int soak_cb(void *ud, char *line, size_t len)
+{
+    soak_t *s = ud;
+    if (is_notification(line)) {
+        s->stopped += is_stopped_log(line);
+        return 0;
+    }
+    if (s->sleeping != 0) {
+        send_cancel(s->c, s->sleeping);
+        s->sleeping = 0;
+    }
+    if (s->probe_id != 0 && line_id(line) == s->probe_id) {
+        if (s->nlat < sizeof s->lat / sizeof s->lat[0])
+            s->lat[s->nlat++] = now_s() - s->probe_t0;
+        s->probe_id = 0;
+    }
+    s->done++;
+    soak_send(s);
+    return s->done >= s->total;
+}
+
+static void sc_soak(conn_t *c, const opts_t *o)
+{
+    static soak_t s;
+    long windows = 20, per = o->count * 9 / 10 / windows, cancelled = 0, stopped = 0;
+    double t0 = now_s();
+    if (per < 1)
+        per = 1;
+    for (long w = 1; w <= windows; w++) {
+        memset(&s, 0, sizeof s);
+        s.c = c;
+        s.total = per;
+        while (s.sent < per && s.sent < o->window)
+            soak_send(&s);
+        if (pump(c, now_s() + o->timeout + (double)per / 1000.0, soak_cb, &s) != 1)
+            die("soak window %ld: %ld of %ld done", w, s.done, per);
+        if (s.sleeping != 0)
+            send_cancel(c, s.sleeping);
+        cancelled += s.cancelled;
+        stopped += s.stopped;
+        qsort(s.lat, s.nlat, sizeof s.lat[0], cmp_double);
+        char key[32], val[160];
+        snprintf(key, sizeof key, "soak_window%02ld", w);
+        snprintf(val, sizeof val, "%.0f s, %ld requests: rss %ld kB, fds %ld, p99 %.0f us",
+                 now_s() - t0, w * per + cancelled, vmrss_kb(c->pid), fd_count(c->pid),
+                 pct(s.lat, s.nlat, 99) * 1e6);
+        out(key, "%s", val);
+        if (w == 2) {
+            out("soak_rss_warm_kb", "%ld", vmrss_kb(c->pid));
+            out("soak_fds_warm", "%ld", fd_count(c->pid));
+            out("soak_p99_warm_us", "%.0f", pct(s.lat, s.nlat, 99) * 1e6);
+        }
+    }
+    out("soak_requests", "%ld", per * windows + cancelled);
+    out("soak_cancelled", "%ld", cancelled);
+    out("soak_stopped_logs", "%ld", stopped);
+    out("soak_rss_end_kb", "%ld", vmrss_kb(c->pid));
+    out("soak_fds_end", "%ld", fd_count(c->pid));
+    out("soak_p99_end_us", "%.0f", pct(s.lat, s.nlat, 99) * 1e6);
+    out("soak_seconds", "%.1f", now_s() - t0);
+}
+
 /* ---------------------------------------------------------------- main */
 
 static void usage(void)
 {
-    fputs("usage: driver [--scenario echo|latency|cancel|inflight|spin] [--count N]\n"
+    fputs("usage: driver [--scenario echo|latency|cancel|inflight|spin|soak] [--count N]\n"
           "              [--window N] [--warmup N] [--repeat N] [--spin-seconds S] [--ping-timeout S]\n"
           "              [--timeout S] -- CMD ARGS...\n",
           stderr);
@@ -719,6 +834,8 @@ int main(int argc, char **argv)
         fn = sc_inflight, def_count = 10000, def_warmup = 100;
     else if (!strcmp(scenario, "spin"))
         fn = sc_spin;
+    else if (!strcmp(scenario, "soak"))
+        fn = sc_soak, def_count = 10000000;
     else
         usage();
     if (o.count < 0)

@@ -39,7 +39,7 @@ local function query(port, q)
   return tonumber(res.data.result[1].value[2])
 end
 
-local function start_prometheus(target_port)
+local function spawn_prometheus(target_port)
   local dir = os.tmpname()
   os.remove(dir)
   assert(uv.fs_mkdir(dir, 448))
@@ -63,6 +63,31 @@ scrape_configs:
   } }
   p.port, p.dir = port, dir
   return p
+end
+
+-- Prometheus, ready (its /-/ready answers 200). Started again on another
+-- port when it exits or is not ready in 20 s: a full suite under load once
+-- saw one that never listened, with nothing on its stderr.
+local function start_prometheus(target_port)
+  local why = {}
+  for attempt = 1, 3 do
+    local p = spawn_prometheus(target_port)
+    local wake = uv.new_timer()                  -- run_until looks again on each tick
+    wake:start(250, 250, function() end)
+    local ready = H.run_until(function()
+      if not p:alive() then return true end
+      local ok, r = pcall(get, p.port, "/-/ready")
+      return ok and r and r.status == 200
+    end, 20)
+    wake:stop(); wake:close()
+    if ready and p:alive() then return p end
+    why[#why + 1] = ("attempt %d (port %d): %s; stderr:\n%s"):format(attempt, p.port,
+      p:alive() and "not ready in 20 s" or "exited", p:stderr_text())
+    p:kill("sigkill")
+    p:wait_exit(10)
+    os.execute("rm -rf '" .. p.dir .. "'")
+  end
+  error("Prometheus did not start:\n" .. table.concat(why, "\n"))
 end
 
 local function stop_prometheus(p)
