@@ -162,3 +162,8 @@ print(("%-36s %11.0f %11s %10s  %s"):format("cancel -> origin closed p99 (us)", 
   "<= 1000 us" .. mark(pct(0.99) <= 1000)))
 print(("cancel: %d calls each waiting on a GET the origin never answers; from writing notifications/cancelled"):format(#lat))
 print("  to the origin reading EOF on that connection (both on CLOCK_MONOTONIC).")
+
+-- Close every handle and let the loop finish before Lua closes its state:
+-- luv crashes collecting handles still open at exit.
+uv.walk(function(h) if not h:is_closing() then h:close() end end)
+uv.run()
