@@ -34,13 +34,7 @@ local function pick_call(n)
   else return "steps", { n = rand(5), d = rand() * 0.05 } end
 end
 
-local function poll_until(pred, timeout)
-  local t = uv.new_timer()
-  t:start(20, 20, function() end)
-  local ok = H.run_until(pred, timeout)
-  t:stop(); t:close()
-  return ok
-end
+local poll_until = H.poll_until
 
 -- Live calls of a server, from its /metrics (port): running + queued.
 local function live_calls(port)

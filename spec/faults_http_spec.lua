@@ -9,25 +9,9 @@ local uv, cjson = H.uv, H.cjson
 local FIX = { "spec/fixtures/faults" }
 local ASAN = { ASAN_OPTIONS = (os.getenv("ASAN_OPTIONS") or "detect_leaks=1") .. ":quarantine_size_mb=16" }
 
--- How many stderr lines of c contain text, counted incrementally.
-local function counter(c, text)
-  local n, seen = 0, 0
-  return function()
-    for i = seen + 1, #c.stderr do
-      if c.stderr[i]:find(text, 1, true) then n = n + 1 end
-    end
-    seen = #c.stderr
-    return n
-  end
-end
+local counter = H.stderr_counter
 
-local function poll_until(pred, timeout)
-  local t = uv.new_timer()
-  t:start(20, 20, function() end)
-  local ok = H.run_until(pred, timeout)
-  t:stop(); t:close()
-  return ok
-end
+local poll_until = H.poll_until
 
 local function assert_serving(srv, s)
   local resp = s:rpc("ping", {}, { fresh = true })

@@ -12,14 +12,7 @@ local function fail_alloc(c, n)
   c:send(H.line{ jsonrpc = "2.0", method = "notifications/luamcp/fail_alloc", params = { n = n } })
 end
 
--- run_until for a condition no event announces: checked every 20 ms.
-local function poll_until(pred, timeout)
-  local t = uv.new_timer()
-  t:start(20, 20, function() end)
-  local ok = H.run_until(pred, timeout)
-  t:stop(); t:close()
-  return ok
-end
+local poll_until = H.poll_until
 
 -- The state letter of a process ("Z" for a zombie), or nil when it is gone.
 local function proc_state(pid)
@@ -70,17 +63,7 @@ describe("injected faults over stdio", function()
     assert.are.equal(0, (c:close(30)))
   end)
 
-  -- How many stderr lines match pattern (plain), counted incrementally.
-  local function counter(c, pattern)
-    local n, seen = 0, 0
-    return function()
-      for i = seen + 1, #c.stderr do
-        if c.stderr[i]:find(pattern, 1, true) then n = n + 1 end
-      end
-      seen = #c.stderr
-      return n
-    end
-  end
+  local counter = H.stderr_counter
 
   it("input that ends mid-line: the last line is read as a message, a truncated one answered -32700, exit 0", function()
     local c = H.session{ plugins = FIX }

@@ -83,6 +83,46 @@ function H.pump(seconds)
   H.run_until(function() return false end, seconds)
 end
 
+-- run_until for a condition no event announces: checked every 20 ms.
+function H.poll_until(pred, timeout)
+  local t = uv.new_timer()
+  t:start(20, 20, function() end)
+  local ok = H.run_until(pred, timeout)
+  t:stop(); t:close()
+  return ok
+end
+
+-- How many stderr lines of c contain text (plain), counted incrementally.
+function H.stderr_counter(c, text)
+  local n, seen = 0, 0
+  return function()
+    for i = seen + 1, #c.stderr do
+      if c.stderr[i]:find(text, 1, true) then n = n + 1 end
+    end
+    seen = #c.stderr
+    return n
+  end
+end
+
+-- Move a --test-clock server's clock; done when the ping after it is answered.
+function H.advance(c, seconds)
+  c:send { jsonrpc = "2.0", method = "notifications/luamcp/advance", params = { seconds = seconds } }
+  local r = c:request("ping").result                -- the advance is done when ping answers
+  assert(type(r) == "table" and next(r) == nil, "the ping after an advance was not answered {}")
+end
+
+-- A handler that printed "started" may not be in its sleep yet: on a loaded
+-- machine its time slice can end between the two, and an advance that
+-- overtakes it moves the clock before the sleep begins. Advance until the
+-- line comes (the specs' point is what happens, not in which advance).
+function H.advance_until(c, seconds, line)
+  for _ = 1, 3 do
+    H.advance(c, seconds)
+    if c:wait_stderr(line, 2, { plain = true }) then return end
+  end
+  c:expect_stderr(line, nil, { plain = true })
+end
+
 ---------------------------------------------------------------------------
 -- Raw JSON: the text of a top-level member, so ids are compared exactly.
 

@@ -34,22 +34,7 @@ local function server(extra)
   return H.start { plugins = FIX, args = args }
 end
 
-local function advance(c, seconds)
-  c:send { jsonrpc = "2.0", method = "notifications/luamcp/advance", params = { seconds = seconds } }
-  assert.are.same({}, c:request("ping").result)      -- the advance is done when ping answers
-end
-
--- A handler that printed "started" may not be in its sleep yet: on a loaded
--- machine its time slice can end between the two, and an advance that
--- overtakes it moves the clock before the sleep begins. Advance until the
--- line comes (the specs' point is what happens, not in which advance).
-local function advance_until(c, seconds, line)
-  for _ = 1, 3 do
-    advance(c, seconds)
-    if c:wait_stderr(line, 2, { plain = true }) then return end
-  end
-  c:expect_stderr(line, nil, { plain = true })
-end
+local advance, advance_until = H.advance, H.advance_until
 
 local function call(c, tool, args, caps, opts)
   return c:request("tools/call", params({ name = tool, arguments = args or {} }, caps), opts)

@@ -11,21 +11,7 @@ local function session(extra)
   return H.session { plugins = FIXTURES, args = args }
 end
 
-local function advance(c, seconds)
-  c:send { jsonrpc = "2.0", method = "notifications/luamcp/advance", params = { seconds = seconds } }
-  assert.are.same({}, c:request("ping").result)      -- the advance is done when ping answers
-end
-
--- A handler says "started" just before its mcp.sleep; on a loaded machine its
--- time slice can end between the two, and an advance that overtakes it moves
--- the clock before the sleep begins. Advance until the line comes.
-local function advance_until(c, seconds, line)
-  for _ = 1, 3 do
-    advance(c, seconds)
-    if c:wait_stderr(line, 2, { plain = true }) then return end
-  end
-  c:expect_stderr(line, nil, { plain = true })
-end
+local advance, advance_until = H.advance, H.advance_until
 
 -- A task-augmented tools/call: the CreateTaskResult's task.
 local function start_task(c, tool, args, ttl, opts)
