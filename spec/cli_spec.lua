@@ -380,9 +380,7 @@ end)
 describe("luamcp new", function()
   local tmp
   before_each(function()
-    tmp = os.tmpname()
-    os.remove(tmp)
-    assert(uv.fs_mkdir(tmp, 448))
+    tmp = H.tmpdir()
   end)
   after_each(function()
     if tmp then os.execute("rm -rf '" .. tmp .. "'") end

@@ -72,9 +72,7 @@ end
 
 describe("luamcp --config", function()
   before_each(function()
-    tmp = os.tmpname()
-    os.remove(tmp)
-    assert(uv.fs_mkdir(tmp, 448))
+    tmp = H.tmpdir()
   end)
   after_each(function()
     H.cleanup()

@@ -83,6 +83,14 @@ function H.pump(seconds)
   H.run_until(function() return false end, seconds)
 end
 
+-- A new empty directory of the spec's own (mode 0700); the caller removes it.
+function H.tmpdir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(uv.fs_mkdir(dir, 448))
+  return dir
+end
+
 -- run_until for a condition no event announces: checked every 20 ms.
 function H.poll_until(pred, timeout)
   local t = uv.new_timer()

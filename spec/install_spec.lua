@@ -28,9 +28,7 @@ end
 describe("install", function()
   local tmp
   before_each(function()
-    tmp = os.tmpname()
-    os.remove(tmp)
-    assert(uv.fs_mkdir(tmp, 448))
+    tmp = H.tmpdir()
   end)
   after_each(function()
     H.cleanup()

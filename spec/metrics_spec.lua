@@ -40,9 +40,7 @@ local function query(port, q)
 end
 
 local function spawn_prometheus(target_port)
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(uv.fs_mkdir(dir, 448))
+  local dir = H.tmpdir()
   local conf = dir .. "/prometheus.yml"
   local f = assert(io.open(conf, "w"))
   f:write(([[
@@ -160,9 +158,7 @@ describe("/metrics", function()
   end)
 
   it_prom("every scrape during a hot-reload storm parses, and no counter goes down", function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    assert(uv.fs_mkdir(dir, 448))
+    local dir = H.tmpdir()
     local file = dir .. "/storm.lua"
     local function write(n, broken)
       local f = assert(io.open(file .. ".tmp", "w"))
