@@ -362,11 +362,18 @@ static void timer_arm(mcp_call *c) {
 
 /* A heartbeat goes to a call still queued or running that reported no
  * progress for `heartbeat` seconds (ctx:progress moves beat_ns on). */
-static void heartbeat(mcp_call *c, uint64_t now) {
+static void heartbeat(mcp_call *c) {
   c->beat_ns = 0;
   if (c->req.state != MCP_REQ_QUEUED && c->req.state != MCP_REQ_RUNNING) return;
   if (mcp_sched_heartbeat_cb) mcp_sched_heartbeat_cb(c);
-  c->beat_ns = now + (uint64_t)(mcp_limit_heartbeat(c->limit) * 1e9);
+  mcp_call_beat(c);
+}
+
+void mcp_call_beat(mcp_call *c) {
+  double beat = mcp_limit_heartbeat(c->limit);
+  if (beat <= 0 || c->progress_token == NULL) return;
+  c->beat_ns = mcp_clock_ns() + (uint64_t)(beat * 1e9);
+  timer_arm(c);
 }
 
 static void on_deadline(mcp_deadline *d) {
@@ -377,7 +384,7 @@ static void on_deadline(mcp_deadline *d) {
     c->waiting = 0;
     queue_push(c);
   }
-  if (c->beat_ns && now >= c->beat_ns) heartbeat(c, now);
+  if (c->beat_ns && now >= c->beat_ns) heartbeat(c);
   if (c->due_ns && now >= c->due_ns) {
     c->due_ns = 0;
     timer_arm(c);
@@ -659,8 +666,7 @@ mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char 
   c->co_ref = c->oncancel_ref = c->token_ref = c->out_result_ref = LUA_NOREF;
   c->last_progress = -1e308;
   c->arrive_ns = uv_hrtime();
-  double beat = mcp_limit_heartbeat(c->limit);
-  if (beat > 0 && c->progress_token) c->beat_ns = mcp_clock_ns() + (uint64_t)(beat * 1e9);
+  mcp_call_beat(c);
   c->anext = S.all;
   if (S.all) S.all->aprev = c;
   S.all = c;

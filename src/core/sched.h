@@ -143,6 +143,9 @@ extern void (*mcp_sched_idle_cb)(void);
 /* Sends a call's progress heartbeat: notifications/progress with its last
  * progress (0 when none), for a tool with `heartbeat` (lmcp.c sets it). */
 extern void (*mcp_sched_heartbeat_cb)(mcp_call *c);
+/* Arm c's next progress heartbeat, its tool's period from now (nothing for a
+ * tool without one, or a call without a progressToken). */
+void mcp_call_beat(mcp_call *c);
 /* Bytes the Lua state holds. */
 size_t mcp_sched_memory(void);
 /* Test hook (--test-clock only): the nth Lua allocation inside a handler's

@@ -349,10 +349,7 @@ static void progress_send(mcp_call *c, mcp_buf *b) {
   mcp_buf_adds(b, "}}");
   mcp_session_send(c->session, NULL, c->stream, b->data, b->len, 0);
   mcp_buf_free(b);
-  if (mcp_limit_heartbeat(c->limit) > 0) {
-    c->beat_ns = mcp_clock_ns() + (uint64_t)(mcp_limit_heartbeat(c->limit) * 1e9);
-    mcp_call_rearm(c);
-  }
+  mcp_call_beat(c);
 }
 
 static int l_progress(lua_State *L) {
