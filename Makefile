@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8931
 PREFIX ?= /usr/local
 
-.PHONY: all deps configure build build-server test run run-stdio bench fuzz chaos memcheck soak install deb clean
+.PHONY: all deps configure build build-server test run run-stdio bench fuzz chaos flake memcheck soak install deb clean
 
 all: build
 
@@ -58,6 +58,12 @@ MINUTES ?= 10
 chaos: build-server
 	@LUAMCP_BIN=$(CURDIR)/$(BUILD)/luamcp LUAMCP_CHAOS_SECONDS=$$(( $(MINUTES) * 60 )) \
 	  lua5.4 $$(command -v busted) spec/chaos_spec.lua
+
+# The whole spec suite RUNS times in a row on both builds (STRESS=1: under
+# `stress -c 2`); failing runs' TAP output stays in $(BUILD)/flake/.
+RUNS ?= 30
+flake: build
+	@sh scripts/flake.sh $(BUILD) $(RUNS)
 
 # 10 million requests over stdio (one in ten cancelled), then over HTTP:
 # RSS, fds and p99 per window (bench/README.md).

@@ -4,6 +4,7 @@
 # committed corpus and dictionary. New inputs go to build-fuzz/corpus/<target>
 # (the committed corpus is only read); a crash is written to
 # build-fuzz/artifacts/ and makes the run fail once every target has run.
+# FUZZ_EXECS=N also ends each target after N executions.
 #   usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (default: 60, every target)
 set -e
 cd "$(dirname "$0")/.."
@@ -23,7 +24,7 @@ for t in $targets; do
   [ -f test/fuzz/$t.dict ] && dict="-dict=test/fuzz/$t.dict"
   echo "fuzz: $t for ${secs}s (log: $build/$t.log)"
   if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-     $build/$t -max_total_time="$secs" -timeout=10 -print_final_stats=1 $dict \
+     $build/$t -max_total_time="$secs" ${FUZZ_EXECS:+-runs=$FUZZ_EXECS} -timeout=10 -print_final_stats=1 $dict \
        -artifact_prefix=$build/artifacts/$t- $build/corpus/$t test/fuzz/corpus/$t >$build/$t.log 2>&1; then
     grep -E '^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units)' $build/$t.log | sed 's/^/  /'
   else
