@@ -819,21 +819,41 @@ describe("Streamable HTTP", function()
       assert_serves(srv)
     end)
 
-    it("more connections than --max-connections get 503 and the server goes on", function()
+    it("at --max-connections the oldest idle connection gives its slot up to a new one", function()
       local srv = start({ "--max-connections", "2" })
-      local a, b = HH.connect(srv), HH.connect(srv)
+      local a = HH.connect(srv)
       H.pump(0.05)
+      local b = HH.connect(srv)
+      H.pump(0.05)
+      local s = HH.initialize(srv, "2025-11-25")   -- a third connection: served
+      assert.truthy(a:wait_eof(2), "the oldest idle connection was not closed")
+      assert.equal("", a.raw)
+      assert.is_false(b.eof)
+      local resp, r = s:rpc("ping")
+      assert.equal(200, r.status, r:describe())
+      assert.same({}, resp.result)
+      b:close()
+    end)
+
+    it("more connections than --max-connections, all busy, get 503 and the server goes on", function()
+      local srv = start({ "--max-connections", "2" })
+      local s = HH.initialize(srv, "2025-11-25")
+      -- two connections serving something: a call in progress and an SSE stream
+      local _, busy = s:post(s:req("tools/call", { name = "quiet", arguments = { seconds = 30 } }),
+                             { fresh = true, nowait = true })
+      local stream, sc = s:get()
+      assert.equal(200, stream.status, stream:describe())
+      H.run_until(function() return s.conn.eof end, 2)    -- the idle one made room for the stream
+      assert.truthy(s.conn.eof, "the idle session connection was kept")
       local c = HH.connect(srv)
       local r = c:response(2)
       assert.truthy(r, "no answer on the connection over the limit")
       r:wait_done(2)
       assert.equal(503, r.status, r:describe())
       assert.truthy(c:wait_eof(2))
-      -- the two below the limit are served
-      local ra = a:exchange{ method = "POST", body = INIT,
-                             headers = { Accept = HH.ACCEPT, ["Content-Type"] = "application/json" } }
-      assert.equal(200, ra.status, ra:describe())
-      a:close(); b:close()
+      assert.is_false(busy.eof)
+      assert.is_false(sc.eof)
+      busy:close(); sc:close()
       H.pump(0.05)
       assert_serves(srv)
     end)

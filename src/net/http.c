@@ -74,7 +74,7 @@ static struct {
   http_config fd_cfg;          /* http_serve_fd's connections' */
   int fd_nconns;
   http_parser_settings settings;
-  http_conn *conns;
+  http_conn *conns, *oldest;  /* newest first; the last */
   int nconns;
   void (*on_closed)(void);
   uint64_t statuses[500];      /* answers by status, 100..599 (/metrics) */
@@ -490,6 +490,13 @@ static void drive(http_conn *c) {
     uv_timer_start(&c->timer, on_timer, c->cfg->idle_ms, 0);
 }
 
+/* Its time is up, or its slot is wanted: a request begun gets 408, an idle
+ * connection is closed. */
+static void conn_expire(http_conn *c) {
+  if (c->in.len > 0 || c->header_bytes > 0) fail(c, 408, "request took too long to arrive");
+  else conn_close(c);
+}
+
 static void on_timer(uv_timer_t *t) {
   http_conn *c = t->data;
   if (c->doomed) {
@@ -502,8 +509,7 @@ static void on_timer(uv_timer_t *t) {
     return;
   }
   if (c->busy) return;
-  if (c->in.len > 0 || c->header_bytes > 0) fail(c, 408, "request took too long to arrive");
-  else conn_close(c);
+  conn_expire(c);
 }
 
 /* Connections. */
@@ -565,7 +571,7 @@ static void conn_close(http_conn *c) {
   c->closing = 1;
   c->ud = NULL;
   if (c->prev) c->prev->next = c->next; else H.conns = c->next;
-  if (c->next) c->next->prev = c->prev;
+  if (c->next) c->next->prev = c->prev; else H.oldest = c->prev;
   H.nconns--;
   (*c->count)--;
   uv_read_stop((uv_stream_t *)&c->tcp);   /* no read_cb once closing: it needs c->cfg */
@@ -603,21 +609,43 @@ static void conn_drop(http_conn *c) {
   uv_close((uv_handle_t *)&c->timer, timer_closed);
 }
 
-/* Its socket is open: serve it. */
+/* The oldest connection of the listener counted by count that serves
+ * nothing: no request handled or complete, no answer being written. A
+ * client that trickles its headers (slowloris) or idles between requests
+ * is one; a call waiting for its answer or an open SSE stream never is. */
+static http_conn *conn_idle_oldest(const int *count) {
+  for (http_conn *c = H.oldest; c; c = c->prev)
+    if (c->count == count && !c->busy && !c->ready && !c->streaming && !c->error &&
+        !c->doomed && !c->closing && c->pending == 0)
+      return c;
+  return NULL;
+}
+
+/* Its socket is open: serve it. At the limit, the oldest idle connection
+ * gives its slot up, so connections that never finish their headers can
+ * delay a newcomer by no more than their own number of arrivals, and only a
+ * server full of real work answers 503. */
 static void conn_start(http_conn *c) {
+  http_conn *idle;
   http_parser_init(&c->parser, HTTP_REQUEST);
   c->parser.data = c;
   c->next = H.conns;
-  if (H.conns) H.conns->prev = c;
+  if (H.conns) H.conns->prev = c; else H.oldest = c;
   H.conns = c;
   H.nconns++;
   (*c->count)++;
   uv_tcp_nodelay(&c->tcp, 1);
   if (*c->count > c->cfg->max_connections) {
-    mcp_warn("http: more than %d connections; refusing one", c->cfg->max_connections);
-    c->keep_alive = 0;
-    fail(c, 503, "too many connections");
-    return;
+    if ((idle = conn_idle_oldest(c->count)) != NULL && idle != c) {
+      mcp_debug("http: at %d connections; the oldest idle one gives its slot up",
+                c->cfg->max_connections);
+      conn_expire(idle);
+    } else {
+      mcp_warn("http: %d connections, all of them busy; refusing one", c->cfg->max_connections);
+      c->keep_alive = 0;
+      fail(c, 503, "too many connections");
+      return;
+    }
   }
   uv_timer_start(&c->timer, on_timer, c->cfg->header_ms, 0);
   uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
