@@ -22,7 +22,6 @@
  * queue so large bursts never deadlock against the server's output.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -241,21 +240,6 @@ static void finish(conn_t *c, double grace)
         end = now_s() + 2.0;
     }
     close(c->rfd);
-}
-
-static long vmrss_kb(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    long kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-            break;
-    fclose(f);
-    return kb;
 }
 
 /* ------------------------------------------------------------- parsing */
@@ -679,20 +663,6 @@ typedef struct {
     double lat[4096];
     size_t nlat;
 } soak_t;
-
-static long fd_count(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-    DIR *d = opendir(path);
-    long n = 0;
-    if (!d)
-        return -1;
-    while (readdir(d))
-        n++;
-    closedir(d);
-    return n - 2;
-}
 
 static void soak_send(soak_t *s)
 {

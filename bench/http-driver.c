@@ -20,6 +20,11 @@
  *            connection                                -> http_lat_p50_us, http_lat_p99_us
  *   soak     the echo load for --seconds, sampling the server's VmRSS every
  *            --sample-ms                               -> soak_rss_*_kb, soak_rss_growth_kb
+ *            (or until --requests N are answered); with --cancel-every N, every Nth request is a `sleep` that is
+ *            cancelled by a notifications/cancelled POSTed on a connection of
+ *            its own, and again every 0.2 s until its POST ends: the first
+ *            may reach the server before the request does (then it is
+ *            ignored, as the spec allows)           -> soak_cancelled
  *
  * Plain POSIX + epoll, one thread, non-blocking sockets with TCP_NODELAY.
  * Responses are framed by Content-Length or chunked transfer encoding (the
@@ -70,21 +75,6 @@ static void die(const char *fmt, ...)
     va_end(ap);
     stop_server();
     exit(1);
-}
-
-static long vmrss_kb(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    long kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-            break;
-    fclose(f);
-    return kb;
 }
 
 /* CPU seconds (user + system) of a process, from /proc/PID/stat; of this
@@ -177,12 +167,14 @@ typedef struct {
     char *body; /* the last response's body, de-chunked */
     size_t blen, bcap;
     int64_t *want; /* ring of the ids awaited, in request order */
+    double *sent_at; /* and when each was queued */
     size_t wcap, whead, wn;
     int want_out; /* EPOLLOUT registered */
 } hc_t;
 
 typedef struct {
     int status;
+    double sent_at; /* when its request was queued */
     const char *body;
     size_t blen;
     char session[128];
@@ -207,6 +199,7 @@ static hc_t *open_conn(hc_t *c, size_t ring)
     fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
     c->wcap = ring;
     c->want = xrealloc(NULL, sizeof(int64_t) * ring);
+    c->sent_at = xrealloc(NULL, sizeof(double) * ring);
     struct epoll_event e = {.events = EPOLLIN, .data.ptr = c};
     if (epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &e) < 0)
         die("epoll_ctl: %s", strerror(errno));
@@ -241,6 +234,7 @@ static void post(hc_t *c, const char *body, size_t blen, int64_t id)
     if (c->wn == c->wcap)
         die("more requests in flight on one connection than its ring holds");
     c->want[(c->whead + c->wn) % c->wcap] = id;
+    c->sent_at[(c->whead + c->wn) % c->wcap] = now_s();
     c->wn++;
 }
 
@@ -326,6 +320,7 @@ static int parse_resp(hc_t *c, resp_t *r)
     }
     char *b = hend + 4;
     c->blen = 0;
+    body_add(c, "", 0);   /* an empty body is "", not the last one's */
     if (chunked) {
         char *p = b;
         for (;;) {
@@ -427,6 +422,7 @@ static void read_conn(hc_t *c, resp_cb cb, void *ud, int *stop)
         if (c->wn == 0)
             die("an answer nobody asked for (status %d)", r.status);
         int64_t want = c->want[c->whead];
+        r.sent_at = c->sent_at[c->whead];
         c->whead = (c->whead + 1) % c->wcap;
         c->wn--;
         if (cb(ud, c, &r, want))
@@ -522,38 +518,110 @@ typedef struct {
     long count, warmup;   /* latency */
     double max_seconds;   /* latency: give up measuring after this */
     double sample_s;      /* soak: RSS sampling interval */
+    int cancel_every;     /* soak: every Nth request a cancelled sleep (0: none) */
+    long requests;        /* soak: this many instead of --seconds (0: --seconds) */
     double timeout;       /* per wait */
 } opts_t;
 
 /* ------------------------------------------------------------ load */
 
 typedef struct {
-    double t_end;
+    double t_end, last_answer;
+    long limit;           /* soak --requests: stop after this many answers (0: at t_end) */
     long done, errors, mismatches;
     long inflight;
     /* soak */
+    int cancel_every;
+    hc_t *canceller;      /* the connection cancels are POSTed on */
+    long sent, cancels, resends, cancelled;
     double next_sample, t0, sample_s;
     long *rss;
     double *rss_t;
-    long *rss_calls;
-    size_t nrss, crss;
+    long *rss_calls, *fds;
+    double *p99;          /* of the echoes answered in the window before each sample */
+    double *lat;          /* those echoes' latencies */
+    size_t nrss, crss, nlat, clat;
 } load_t;
+
+#define SLEEP_BIT ((int64_t)1 << 62) /* in a ring: the id of a sleep to cancel */
+
+static void post_cancel(load_t *l, int64_t id)
+{
+    char body[160];
+    int n = snprintf(body, sizeof body,
+                     "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+                     "{\"requestId\":%" PRId64 ",\"reason\":\"soak\"}}",
+                     id);
+    post(l->canceller, body, (size_t)n, -1);
+    l->cancels++;
+}
+
+/* The next request on c: an echo, or every cancel_every-th a sleep that is
+ * cancelled at once (and again by resend_cancels until its POST ends). */
+static void post_next(load_t *l, hc_t *c)
+{
+    l->inflight++;
+    if (l->cancel_every > 0 && ++l->sent % l->cancel_every == 0) {
+        char body[160];
+        int64_t id = next_id++;
+        int n = snprintf(body, sizeof body,
+                         "{\"jsonrpc\":\"2.0\",\"id\":%" PRId64 ",\"method\":\"tools/call\",\"params\":"
+                         "{\"name\":\"sleep\",\"arguments\":{\"seconds\":3600}}}",
+                         id);
+        post(c, body, (size_t)n, id | SLEEP_BIT);
+        post_cancel(l, id);
+        return;
+    }
+    post_echo(c);
+}
+
+/* Cancel again the sleeps whose POST has not ended: the head of each load
+ * connection's ring, when it is one. */
+static void resend_cancels(load_t *l)
+{
+    for (int i = 0; i < nconns; i++) {
+        hc_t *c = &conns[i];
+        if (c != l->canceller && c->wn > 0 && (c->want[c->whead] & SLEEP_BIT)) {
+            post_cancel(l, c->want[c->whead] & ~SLEEP_BIT);
+            l->resends++;
+        }
+    }
+}
 
 static int load_cb(void *ud, hc_t *c, resp_t *r, int64_t want)
 {
     load_t *l = ud;
+    if (c == l->canceller) {
+        if (r->status != 202)
+            l->errors++;
+        return 0;
+    }
     l->inflight--;
-    if (is_error(r))
+    if (want >= 0 && (want & SLEEP_BIT)) {
+        /* cancelled: its stream ends without a response */
+        if (r->status != 200 || strstr(r->body, "\"result\"") || strstr(r->body, "\"error\""))
+            l->errors++;
+        else
+            l->cancelled++;
+    } else if (is_error(r))
         l->errors++;
     else if (body_id(r->body) != want)
         l->mismatches++;
     double t = now_s();
-    if (t < l->t_end) {
-        l->done++;
-        post_echo(c);
-        l->inflight++;
+    if (l->sample_s > 0 && !(want & SLEEP_BIT)) {
+        if (l->nlat == l->clat) {
+            l->clat = l->clat ? l->clat * 2 : 65536;
+            l->lat = xrealloc(l->lat, sizeof(double) * l->clat);
+        }
+        l->lat[l->nlat++] = t - r->sent_at;
     }
-    return t >= l->t_end && l->inflight == 0;
+    l->last_answer = t;
+    int more = t < l->t_end && (l->limit == 0 || l->done < l->limit);
+    if (more) {
+        l->done++;
+        post_next(l, c);
+    }
+    return !more && l->inflight == 0;
 }
 
 static void soak_sample(load_t *l, double t)
@@ -563,7 +631,13 @@ static void soak_sample(load_t *l, double t)
         l->rss = xrealloc(l->rss, sizeof(long) * l->crss);
         l->rss_t = xrealloc(l->rss_t, sizeof(double) * l->crss);
         l->rss_calls = xrealloc(l->rss_calls, sizeof(long) * l->crss);
+        l->fds = xrealloc(l->fds, sizeof(long) * l->crss);
+        l->p99 = xrealloc(l->p99, sizeof(double) * l->crss);
     }
+    qsort(l->lat, l->nlat, sizeof(double), cmp_double);
+    l->p99[l->nrss] = pct(l->lat, l->nlat, 99);
+    l->nlat = 0;
+    l->fds[l->nrss] = fd_count(server_pid);
     l->rss[l->nrss] = vmrss_kb(server_pid);
     l->rss_t[l->nrss] = t - l->t0;
     l->rss_calls[l->nrss] = l->done;
@@ -578,32 +652,38 @@ static double run_load(const opts_t *o, double seconds, load_t *l)
     double t0 = now_s();
     l->t0 = t0;
     l->t_end = t0 + seconds;
-    for (int i = 0; i < nconns; i++)
-        for (int d = 0; d < o->depth; d++) {
-            post_echo(&conns[i]);
-            l->inflight++;
-        }
+    l->last_answer = t0;
+    for (int i = 0; i < o->conns; i++)
+        for (int d = 0; d < o->depth; d++)
+            post_next(l, &conns[i]);
+    double next_resend = t0 + 0.2;
     if (l->sample_s > 0) {
         soak_sample(l, t0);
         l->next_sample = t0 + l->sample_s;
-        for (;;) {
-            double until = l->next_sample < l->t_end ? l->next_sample : l->t_end + o->timeout;
-            int r = pump(until, load_cb, l);
-            if (r == 1)
-                break;
-            double t = now_s();
-            if (t >= l->t_end + o->timeout)
-                die("soak: %ld answers still awaited %gs after the end", l->inflight, o->timeout);
-            if (t >= l->next_sample && l->next_sample < l->t_end) {
-                soak_sample(l, t);
-                l->next_sample += l->sample_s;
-            }
-        }
-        soak_sample(l, now_s());
-    } else if (pump(l->t_end + o->timeout, load_cb, l) != 1) {
-        die("echo: %ld answers still awaited %gs after the end of the round", l->inflight, o->timeout);
     }
-    return (double)l->done / seconds;
+    for (;;) {
+        double until = l->t_end + o->timeout;
+        if (l->sample_s > 0 && l->next_sample < l->t_end)
+            until = l->next_sample;
+        if (l->cancel_every > 0 && next_resend < until)
+            until = next_resend;
+        if (pump(until, load_cb, l) == 1)
+            break;
+        double t = now_s();
+        if (t >= l->t_end + o->timeout || t - l->last_answer >= o->timeout)
+            die("%ld answers awaited, none for %gs", l->inflight, t - l->last_answer);
+        if (l->cancel_every > 0 && t >= next_resend) {
+            resend_cancels(l);
+            next_resend = t + 0.2;
+        }
+        if (l->sample_s > 0 && t >= l->next_sample && l->next_sample < l->t_end) {
+            soak_sample(l, t);
+            l->next_sample += l->sample_s;
+        }
+    }
+    if (l->sample_s > 0)
+        soak_sample(l, now_s());
+    return (double)l->done / (fmin(now_s(), l->t_end) - t0);
 }
 
 static void sc_echo(const opts_t *o)
@@ -679,17 +759,25 @@ static double mean_l(const long *v, size_t a, size_t b)
 
 static void sc_soak(const opts_t *o)
 {
-    load_t l = {0};
+    load_t l = {.cancel_every = o->cancel_every, .canceller = o->cancel_every > 0 ? &conns[o->conns] : NULL};
     if (o->warmup_s > 0)
         run_load(o, o->warmup_s, &l);
     l.sample_s = o->sample_s;
-    double rate = run_load(o, o->seconds, &l);
-    out("soak_seconds", "%g", o->seconds);
+    l.sent = l.cancels = l.resends = l.cancelled = 0;
+    l.limit = o->requests;
+    double t0 = now_s();
+    double rate = run_load(o, o->requests > 0 ? 1e9 : o->seconds, &l);
+    out("soak_seconds", "%.1f", now_s() - t0);
     out("soak_conns", "%d", o->conns);
     out("soak_depth", "%d", o->depth);
     out("soak_calls", "%ld", l.done);
     out("soak_errors", "%ld", l.errors + l.mismatches);
     out("soak_calls_per_s", "%.0f", rate);
+    if (o->cancel_every > 0) {
+        out("soak_cancelled", "%ld", l.cancelled);
+        out("soak_cancels_sent", "%ld", l.cancels);
+        out("soak_cancels_resent", "%ld", l.resends);
+    }
     out("soak_samples", "%zu", l.nrss);
     const char *dump = getenv("DRIVER_DUMP");
     if (dump && *dump) {
@@ -697,9 +785,10 @@ static void sc_soak(const opts_t *o)
         snprintf(path, sizeof path, "%s.soak_rss", dump);
         FILE *f = fopen(path, "w");
         if (f) {
-            fprintf(f, "# seconds calls vmrss_kb\n");
+            fprintf(f, "# seconds calls vmrss_kb fds p99_us\n");
             for (size_t i = 0; i < l.nrss; i++)
-                fprintf(f, "%.2f %ld %ld\n", l.rss_t[i], l.rss_calls[i], l.rss[i]);
+                fprintf(f, "%.2f %ld %ld %ld %.0f\n", l.rss_t[i], l.rss_calls[i], l.rss[i], l.fds[i],
+                        l.p99[i] * 1e6);
             fclose(f);
         }
     }
@@ -717,6 +806,16 @@ static void sc_soak(const opts_t *o)
     size_t q = l.nrss / 4;
     double m2 = mean_l(l.rss, q, 2 * q), m4 = mean_l(l.rss, l.nrss - q, l.nrss);
     long calls_between = l.rss_calls[l.nrss - 1 - q / 2] - l.rss_calls[q + q / 2];
+    /* the first sample closes no window: p99s from the second on */
+    double p99_max = 0;
+    for (size_t i = 1; i < l.nrss; i++)
+        if (l.p99[i] > p99_max)
+            p99_max = l.p99[i];
+    out("soak_fds_start", "%ld", l.fds[0]);
+    out("soak_fds_end", "%ld", l.fds[l.nrss - 1]);
+    out("soak_p99_first_window_us", "%.0f", l.p99[1] * 1e6);
+    out("soak_p99_last_window_us", "%.0f", l.p99[l.nrss - 1] * 1e6);
+    out("soak_p99_max_window_us", "%.0f", p99_max * 1e6);
     out("soak_rss_start_kb", "%ld", l.rss[0]);
     out("soak_rss_end_kb", "%ld", l.rss[l.nrss - 1]);
     out("soak_rss_min_kb", "%ld", lo);
@@ -734,7 +833,8 @@ static void usage(void)
 {
     fputs("usage: http-driver --addr HOST:PORT [--scenario echo|latency|soak] [--conns N] [--depth N]\n"
           "                   [--seconds S] [--warmup-seconds S] [--rounds N] [--count N] [--warmup N]\n"
-          "                   [--max-seconds S] [--sample-ms MS] [--timeout S] -- CMD ARGS...\n",
+          "                   [--max-seconds S] [--sample-ms MS] [--cancel-every N] [--requests N]\n"
+          "                   [--timeout S] -- CMD ARGS...\n",
           stderr);
     exit(2);
 }
@@ -774,6 +874,10 @@ int main(int argc, char **argv)
             o.max_seconds = atof(v);
         else if (!strcmp(a, "--sample-ms"))
             o.sample_s = atof(v) / 1000.0;
+        else if (!strcmp(a, "--requests"))
+            o.requests = atol(v);
+        else if (!strcmp(a, "--cancel-every"))
+            o.cancel_every = atoi(v);
         else if (!strcmp(a, "--timeout"))
             o.timeout = atof(v);
         else
@@ -845,11 +949,14 @@ int main(int argc, char **argv)
     ep = epoll_create1(EPOLL_CLOEXEC);
     if (ep < 0)
         die("epoll_create1: %s", strerror(errno));
-    nconns = o.conns;
+    if (strcmp(scenario, "soak") != 0)
+        o.cancel_every = 0;
+    /* the load's connections, then the one cancels go on */
+    nconns = o.conns + (o.cancel_every > 0);
     conns = xrealloc(NULL, sizeof(hc_t) * (size_t)nconns);
     size_t ring = (size_t)o.depth + 2;
     for (int k = 0; k < nconns; k++)
-        open_conn(&conns[k], ring);
+        open_conn(&conns[k], k < o.conns ? ring : (size_t)o.conns * o.depth * 64 + 64);
 
     t0 = now_s();
     handshake(30.0);

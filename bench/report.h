@@ -1,5 +1,6 @@
 /* What the two load drivers share: timing, results printed as "key value"
- * lines, and latency distributions. Each driver defines die(). */
+ * lines, latency distributions, and the server's RSS and fds. Each driver
+ * defines die(). */
 #ifndef BENCH_REPORT_H
 #define BENCH_REPORT_H
 
@@ -7,6 +8,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
+#include <sys/types.h>
 #include <time.h>
 
 static void die(const char *fmt, ...);
@@ -24,6 +27,37 @@ static void *xrealloc(void *p, size_t n)
     if (!p)
         die("out of memory");
     return p;
+}
+
+/* VmRSS of a process, from /proc/PID/status; -1 if it is gone */
+static long vmrss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb;
+}
+
+/* open descriptors of a process; -1 if it is gone */
+static long fd_count(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    long n = 0;
+    if (!d)
+        return -1;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n - 2;
 }
 
 static void out(const char *key, const char *fmt, ...)

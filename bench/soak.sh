@@ -1,6 +1,6 @@
 #!/bin/sh
-# make soak: REQUESTS (default 10,000,000) over stdio, one in ten cancelled,
-# then the same number over Streamable HTTP; RSS, fds and p99 per window.
+# make soak: REQUESTS (default 10,000,000) over stdio, then over Streamable
+# HTTP, one in ten cancelled; RSS, fds and p99 per window.
 # Figures go to $BUILD/bench/soak-*.txt; see bench/README.md.
 set -e
 BUILD=${BUILD:-build}
@@ -14,8 +14,8 @@ echo "soak: $REQUESTS requests over stdio (one in ten cancelled)"
 "$OUT/driver" --scenario soak --count "$REQUESTS" --timeout 60 -- \
   "$LUAMCP_BIN" --plugins bench/plugins --log-level warning | tee "$OUT/soak-stdio.txt"
 port=${SOAK_HTTP_PORT:-28990}
-echo "soak: Streamable HTTP, 8 connections, for ${SOAK_HTTP_SECONDS:-300} s (about 10 million requests here; no cancels: see bench/README.md)"
-"$OUT/http-driver" --addr "127.0.0.1:$port" --scenario soak --conns 8 --depth 1 \
-  --seconds "${SOAK_HTTP_SECONDS:-300}" --sample-ms 5000 --warmup-seconds 5 -- \
+echo "soak: $REQUESTS requests over Streamable HTTP, 8 connections (one in ten cancelled)"
+DRIVER_DUMP="$OUT/soak" "$OUT/http-driver" --addr "127.0.0.1:$port" --scenario soak --conns 8 --depth 1 \
+  --requests "$REQUESTS" --cancel-every 10 --sample-ms 10000 --warmup-seconds 5 -- \
   "$LUAMCP_BIN" --http "127.0.0.1:$port" --plugins bench/plugins --log-level warning \
   | tee "$OUT/soak-http.txt"
