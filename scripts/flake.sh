@@ -2,7 +2,8 @@
 # `make flake`: the whole spec suite RUNS times in a row on the normal and the
 # ASan build of $BUILD, the two builds side by side (the suite waits more than
 # it computes: about 30% of one core). STRESS=1 keeps both cores busy with
-# `stress -c 2` meanwhile. Each failing run's TAP output is kept in
+# `stress -c 2` meanwhile. The chaos spec's ping bound is as ctest sets it
+# (CMakeLists.txt: 50 ms, 200 on ASan). Each failing run's TAP output is kept in
 # $BUILD/flake/; the summary line counts passing runs per build.
 #   usage: scripts/flake.sh BUILD RUNS
 set -e
@@ -15,10 +16,10 @@ busted=$(command -v busted)
 
 # One build's loop: "<name> <passed>/<runs>" on stdout at the end.
 loop() {
-  name=$1 bin=$2 passed=0 i=1
+  name=$1 bin=$2 ping=$3 passed=0 i=1
   while [ $i -le $runs ]; do
     log=$out/$name-$i.tap
-    if LUAMCP_BIN=$bin ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+    if LUAMCP_BIN=$bin LUAMCP_CHAOS_PING=$ping ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
        UBSAN_OPTIONS=print_stacktrace=1 lua5.4 $busted --output=TAP spec >$log 2>&1; then
       passed=$((passed + 1)); rm -f $log
     else
@@ -37,9 +38,9 @@ if [ "${STRESS:-0}" = 1 ]; then
 fi
 trap '[ -n "$stress_pid" ] && kill $stress_pid 2>/dev/null' EXIT
 started=$(date +%s)
-loop normal "$PWD/$build/luamcp" >$out/normal.sum &
+loop normal "$PWD/$build/luamcp" 0.05 >$out/normal.sum &
 p1=$!
-loop asan "$PWD/$build/luamcp-asan" >$out/asan.sum &
+loop asan "$PWD/$build/luamcp-asan" 0.2 >$out/asan.sum &
 p2=$!
 wait $p1 $p2 || true
 echo "flake: $(cat $out/normal.sum), $(cat $out/asan.sum) passed in a row$( [ -n "$stress_pid" ] && echo ' under stress -c 2') ($(( ($(date +%s) - started) / 60 )) min)"
