@@ -100,6 +100,19 @@ function H.poll_until(pred, timeout)
   return ok
 end
 
+-- Calls f (which may wait itself, e.g. for a request's answer) every 10 ms
+-- until it returns want, for at most timeout seconds (H.WAIT). Returns the
+-- last value f returned.
+function H.until_equal(f, want, timeout)
+  local deadline, v = H.now() + (timeout or H.WAIT)
+  repeat
+    v = f()
+    if v == want then return v end
+    H.pump(0.01)
+  until H.now() > deadline
+  return v
+end
+
 -- How many stderr lines of c contain text (plain), counted incrementally.
 function H.stderr_counter(c, text)
   local n, seen = 0, 0
