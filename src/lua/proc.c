@@ -27,6 +27,7 @@
 #include <uv.h>
 
 #include "buf.h"
+#include "child.h"
 #include "log.h"
 #include "proc.h"
 #include "sched.h"
@@ -113,8 +114,7 @@ static void close_out(mcp_proc *p, int i) {
 /* Signal the child's process group (the child itself if that fails). Never
  * after it was reaped: its pid may be reused. */
 static void proc_kill(mcp_proc *p, int sig) {
-  if (p->exited) return;
-  if (uv_kill(-p->pid, sig) != 0) uv_process_kill(&p->proc, sig);
+  if (!p->exited) mcp_child_kill(&p->proc, sig);
 }
 
 /* Callbacks. */
@@ -239,13 +239,6 @@ static void on_exit_cb(uv_process_t *h, int64_t status, int term_signal) {
             term_signal);
   if (p->out[0].on || p->out[1].on) uv_timer_start(&p->timer, on_drain_timer, DRAIN_MS, 0);
   else report(p);
-}
-
-static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
-  static char chunk[65536];            /* one loop thread: read at once after alloc */
-  (void)h; (void)hint;
-  buf->base = chunk;
-  buf->len = sizeof chunk;
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
@@ -404,16 +397,6 @@ static int h_tostring(lua_State *L) {
 /* core.proc{...} */
 
 /* A string kept alive in the anchor table at index anchor. */
-static const char *anchored(lua_State *L, int anchor, int idx, const char *what) {
-  const char *s;
-  if (lua_type(L, idx) != LUA_TSTRING && lua_type(L, idx) != LUA_TNUMBER)
-    luaL_error(L, "proc: %s must be a string", what);
-  lua_pushvalue(L, idx);
-  s = lua_tostring(L, -1);
-  lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
-  return s;
-}
-
 /* The environment: the server's, with opts.env's names set (false: unset).
  * stack: opts anchor -> opts anchor */
 static const char **make_env(lua_State *L, int opts, int anchor) {
@@ -485,12 +468,12 @@ static int l_proc(lua_State *L) {
     char what[32];
     snprintf(what, sizeof what, "argv[%zu]", i);
     lua_rawgeti(L, -1, (lua_Integer)i);
-    argv[i - 1] = anchored(L, anchor, -1, what);
+    argv[i - 1] = mcp_child_anchored(L, anchor, -1, "proc", what);
     lua_pop(L, 1);
   }
   argv[nargs] = NULL;
   lua_pop(L, 1);
-  if (lua_getfield(L, 1, "cwd") != LUA_TNIL) cwd = anchored(L, anchor, -1, "opts.cwd");
+  if (lua_getfield(L, 1, "cwd") != LUA_TNIL) cwd = mcp_child_anchored(L, anchor, -1, "proc", "opts.cwd");
   lua_pop(L, 1);
   if (lua_getfield(L, 1, "max_line") != LUA_TNIL) {
     if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1)
@@ -522,16 +505,7 @@ static int l_proc(lua_State *L) {
   p->max_line = max_line;
   p->grace = SHUTDOWN_GRACE;
   snprintf(p->name, sizeof p->name, "%s", argv[0]);
-  memset(&o, 0, sizeof o);
-  memset(stdio, 0, sizeof stdio);
-  o.exit_cb = on_exit_cb;
-  o.file = argv[0];
-  o.args = (char **)argv;
-  o.env = (char **)envp;
-  o.cwd = cwd;
-  o.flags = UV_PROCESS_DETACHED;       /* its own process group, signalled as one */
-  o.stdio = stdio;
-  o.stdio_count = 3;
+  mcp_child_options(&o, stdio, argv, envp, cwd, on_exit_cb);
   init_pipe(p, &p->in);
   p->in_on = 1;
   stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
@@ -572,7 +546,7 @@ static int l_proc(lua_State *L) {
   p->ud = h;
   mcp_debug("started %s (pid %d)", p->name, p->pid);
   for (int i = 0; i < 2; i++)
-    if (p->out[i].on) uv_read_start((uv_stream_t *)&p->out[i].pipe, on_alloc, on_read);
+    if (p->out[i].on) uv_read_start((uv_stream_t *)&p->out[i].pipe, mcp_child_alloc, on_read);
   /* stack: opts anchor handle */
   push_weak(L);
   lua_pushvalue(L, -2);

@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "buf.h"
+#include "child.h"
 #include "log.h"
 #include "sched.h"
 #include "spawn.h"
@@ -105,8 +106,7 @@ static void set_error(mcp_spawn *sp, const char *fmt, ...) {
 /* Signal the child's process group (the child itself if that fails). Never
  * after the child was reaped: its pid may be reused. */
 static void sp_kill(mcp_spawn *sp, int sig) {
-  if (sp->exited) return;
-  if (uv_kill(-sp->pid, sig) != 0) uv_process_kill(&sp->proc, sig);
+  if (!sp->exited) mcp_child_kill(&sp->proc, sig);
 }
 
 static void on_kill_timer(uv_timer_t *t) {
@@ -207,13 +207,6 @@ static void on_timeout(uv_timer_t *t) {
   mcp_spawn *sp = t->data;
   set_error(sp, "timeout: %s ran longer than %g s", sp->name, sp->timeout);
   sp_terminate(sp, "timeout");
-}
-
-static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
-  static char chunk[65536];           /* one loop thread: read at once after alloc */
-  (void)h; (void)hint;
-  buf->base = chunk;
-  buf->len = sizeof chunk;
 }
 
 /* Hand line (without its newline) to the stream's function, on the main
@@ -332,16 +325,6 @@ static int out_mode(lua_State *L, int opts, const char *name) {
 
 /* A string (numbers are converted) kept alive in the anchor table at index
  * anchor for as long as the stack lives. */
-static const char *anchored(lua_State *L, int anchor, int idx, const char *what) {
-  const char *s;
-  if (lua_type(L, idx) != LUA_TSTRING && lua_type(L, idx) != LUA_TNUMBER)
-    luaL_error(L, "spawn: %s must be a string", what);
-  lua_pushvalue(L, idx);
-  s = lua_tostring(L, -1);
-  lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
-  return s;
-}
-
 int mcp_spawn_start(lua_State *L, mcp_call *c) {
   const char *file = luaL_checkstring(L, 1);
   const char *cwd = NULL, **argv, **envp = NULL, *input = NULL;
@@ -376,12 +359,12 @@ int mcp_spawn_start(lua_State *L, mcp_call *c) {
     char what[32];
     snprintf(what, sizeof what, "args[%zu]", i);
     lua_rawgeti(L, 2, (lua_Integer)i);
-    argv[i] = anchored(L, anchor, -1, what);
+    argv[i] = mcp_child_anchored(L, anchor, -1, "spawn", what);
     lua_pop(L, 1);
   }
   argv[nargs + 1] = NULL;
 
-  if (lua_getfield(L, 3, "cwd") != LUA_TNIL) cwd = anchored(L, anchor, -1, "opts.cwd");
+  if (lua_getfield(L, 3, "cwd") != LUA_TNIL) cwd = mcp_child_anchored(L, anchor, -1, "spawn", "opts.cwd");
   lua_pop(L, 1);
   if (lua_getfield(L, 3, "stdin") != LUA_TNIL) {
     if (lua_type(L, -1) != LUA_TSTRING) return luaL_error(L, "spawn: opts.stdin must be a string");
@@ -441,16 +424,7 @@ int mcp_spawn_start(lua_State *L, mcp_call *c) {
     sp->input_len = input_len;
   }
 
-  memset(&o, 0, sizeof o);
-  o.exit_cb = on_exit_cb;
-  o.file = file;
-  o.args = (char **)argv;
-  o.env = (char **)envp;
-  o.cwd = cwd;
-  o.flags = UV_PROCESS_DETACHED;                  /* its own process group, signalled as one */
-  o.stdio = stdio;
-  o.stdio_count = 3;
-  memset(stdio, 0, sizeof stdio);
+  mcp_child_options(&o, stdio, argv, envp, cwd, on_exit_cb);   /* argv[0] is file */
   stdio[0].flags = UV_IGNORE;                     /* /dev/null, never the protocol's stdin */
   if (input != NULL) {
     uv_pipe_init(mcp_sched_loop(), &sp->in, 0);
@@ -486,7 +460,7 @@ int mcp_spawn_start(lua_State *L, mcp_call *c) {
   sp->pid = sp->proc.pid;
   mcp_debug("request %s: spawned %s (pid %d)", sp->key, sp->name, sp->pid);
   for (int i = 0; i < 2; i++)
-    if (sp->out[i].on) uv_read_start((uv_stream_t *)&sp->out[i].pipe, on_alloc, on_read);
+    if (sp->out[i].on) uv_read_start((uv_stream_t *)&sp->out[i].pipe, mcp_child_alloc, on_read);
   if (sp->in_on) {
     uv_buf_t b = uv_buf_init(sp->input, (unsigned)sp->input_len);
     sp->write_req.data = sp;
