@@ -92,6 +92,39 @@ describe("many instances behind HAProxy", function()
     assert.matches("used:0", cl:admin("show table luamcp"), 1, true)
   end)
 
+  it("a 2026-07-28 input-required retry is accepted by the next instance when all share LUAMCP_STATE_KEY", function()
+    local cl = start{ plugins = { "spec/fixtures/cluster", "spec/fixtures/input_required" },
+                      env = { LUAMCP_STATE_KEY = "the cluster's key" } }
+    local caps = { elicitation = {} }
+    local function greet(extra)
+      local p = { name = "greet", arguments = {} }
+      for k, v in pairs(extra or {}) do p[k] = v end
+      local r, msg = HH.rpc26(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/call",
+                                          params = HH.params26(p, caps) })
+      assert(r.status == 200 and msg, r:describe())
+      return msg
+    end
+    local first = greet().result
+    assert.equals("input_required", first.resultType)
+    local done = greet{ requestState = first.requestState,
+                        inputResponses = { name = { action = "accept", content = { name = "Lin" } } } }
+    assert.equals("Hello, Lin! (resumed)", done.result and done.result.content[1].text)
+    -- the two requests met two instances (round-robin): each logged one greet
+    local served, lines = {}, {}
+    H.poll_until(function()     -- a log line is written when its request is done: soon after the answer
+      served, lines = {}, {}
+      for i = 1, 3 do
+        for _, l in ipairs(read_lines(access_log(cl, i))) do
+          lines[#lines + 1] = l
+          if cjson.decode(l).tool == "greet" then served[#served + 1] = i end
+        end
+      end
+      return #served >= 2
+    end)
+    assert.equals(2, #served, table.concat(lines, "\n"))
+    assert.is_true(served[1] ~= served[2])
+  end)
+
   it("the harness restarts redis-server on its port, empty, and an instance on its port", function()
     local cl = start{ redis = true, instances = 2 }
     local function redis(cmd)
@@ -234,7 +267,11 @@ describe("many instances behind HAProxy", function()
       for i = 1, 3 do
         local mine = {}
         for _, s in ipairs(rep.sessions) do if s.instance == i then mine[s.id:sub(1, 8)] = true end end
-        local lines = read_lines(access_log(cl, i))
+        local lines
+        H.poll_until(function()   -- 2 sessions x 20 calls, logged as each is done
+          lines = read_lines(access_log(cl, i))
+          return #lines >= 40
+        end)
         assert.is_true(#lines >= 40, "instance " .. i .. " logged " .. #lines .. " requests")
         for _, l in ipairs(lines) do
           local e = cjson.decode(l)
