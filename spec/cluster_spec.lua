@@ -218,6 +218,16 @@ describe("many instances behind HAProxy", function()
     srv:expect_stderr("fixture: started d", nil, { plain = true })
     srv:kill("sigterm")
     srv:expect_stderr("draining", nil, { plain = true })
+    -- the session's new requests go elsewhere at once, to an instance that
+    -- does not know the session: 404. On the connection it used before,
+    -- HAProxy's server connection is still open and the instance answers
+    -- 503 (retried elsewhere: retry-on 503); on a new one, the instance
+    -- refuses the connection (retried elsewhere: conn-failure)
+    for _, fresh in ipairs({ false, true }) do
+      local gone, rg = s:call("whoami", nil, { fresh = fresh })
+      assert.equals(404, rg.status, rg:describe())
+      assert.equals(-32001, gone and gone.error and gone.error.code)
+    end
     local ok, last = cl:wait_status(k, "DOWN")
     assert.is_true(ok, "HAProxy still says " .. tostring(last) .. " for the draining instance")
     -- out of rotation, still running its call
