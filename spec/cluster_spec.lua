@@ -92,6 +92,32 @@ describe("many instances behind HAProxy", function()
     assert.matches("used:0", cl:admin("show table luamcp"), 1, true)
   end)
 
+  it("an event stream passes through as it comes; GET with Last-Event-ID resumes it on the session's instance", function()
+    local cl = start{ args = { "--test-clock", "--timeout", "0" } }
+    local idx = by_pid(cl)
+    local s = HH.initialize(cl.front)
+    local pid = whoami(s)
+    local srv = cl.instances[idx[pid]]
+    local r, c = s:post(s:req("tools/call", { name = "progress", arguments = { tag = "p", seconds = 1000 },
+                                              _meta = { progressToken = "p" } }), { fresh = true })
+    local id = s.last_id
+    assert.truthy(r:is_sse(), r:describe())
+    -- the progress, while the call sleeps (until the clock moves): HAProxy
+    -- holds nothing back
+    local m, ev = r:next_message()
+    assert.equals("notifications/progress", m and m.method, r:describe())
+    assert.equals("started " .. pid, m.params.message)
+    c:drop()                                    -- the connection goes, the call goes on
+    s:notify("notifications/luamcp/advance", { seconds = 2000 })    -- through HAProxy, sticky
+    srv:expect_stderr("fixture: progress p done", nil, { plain = true })
+    local g = s:get({ last_event_id = ev.id }):wait_done()
+    assert.equals(200, g.status, g:describe())
+    local msgs = g:messages()
+    local last = msgs[#msgs]
+    assert.equals(id, last and last.id, g:describe())
+    assert.equals("progressed p " .. pid, last.result.content[1].text)
+  end)
+
   it("a 2026-07-28 input-required retry is accepted by the next instance when all share LUAMCP_STATE_KEY", function()
     local cl = start{ plugins = { "spec/fixtures/cluster", "spec/fixtures/input_required" },
                       env = { LUAMCP_STATE_KEY = "the cluster's key" } }
