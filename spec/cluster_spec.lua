@@ -289,7 +289,7 @@ describe("many instances behind HAProxy", function()
       for _, s in ipairs(rep.sessions) do
         assert.same({}, s.errors, cjson.encode(s.errors))
         table.sort(s.tools)
-        assert.same({ "wait", "whoami" }, s.tools)
+        assert.same({ "progress", "wait", "whoami" }, s.tools)
         assert.equals(20, #s.pids)
         local i = idx[s.pids[1]]
         assert.is_not_nil(i, "session " .. tostring(s.id) .. ": " .. cjson.encode(s.pids))
