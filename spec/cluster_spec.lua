@@ -178,7 +178,7 @@ describe("many instances behind HAProxy", function()
   end)
 
   it("a killed instance loses its running calls, and only those; HAProxy's check takes it out", function()
-    local cl = start{ args = { "--timeout", "0" } }
+    local cl = start{ args = { "--timeout", "0", "--test-clock" } }
     local idx = by_pid(cl)
     -- three sessions, one on each instance (initialize goes round-robin)
     local sessions, on = {}, {}
@@ -188,10 +188,10 @@ describe("many instances behind HAProxy", function()
       sessions[k], on[s.instance] = s, s
     end
     for i = 1, 3 do assert.is_not_nil(on[i], "no session on instance " .. i) end
-    -- a running call on each
+    -- a running call on each (asleep until its instance's clock moves)
     local calls = {}
     for i, s in ipairs(on) do
-      local _, c = s:post(s:req("tools/call", { name = "wait", arguments = { tag = "t" .. i, seconds = 3 } }),
+      local _, c = s:post(s:req("tools/call", { name = "wait", arguments = { tag = "t" .. i, seconds = 1000 } }),
                           { fresh = true, nowait = true })
       calls[i] = c
       cl.instances[i]:expect_stderr("fixture: started t" .. i, nil, { plain = true })
@@ -207,8 +207,10 @@ describe("many instances behind HAProxy", function()
       r:wait_done(30)
       assert.is_nil(r.status == 200 and HH.rpc_response(r) or nil, "the killed instance's call answered")
     end
-    -- the others' calls finish with their instance's result
+    -- the others' calls still run, and finish with their instance's result
     for _, i in ipairs({ 1, 3 }) do
+      assert.equals(0, cl.instances[i]:count_stderr("fixture: stopped", true))
+      on[i]:notify("notifications/luamcp/advance", { seconds = 2000 })
       local ri = assert(calls[i]:response(30), "no answer to the call on instance " .. i)
       local resp = HH.rpc_response(ri, 30)
       assert.equals("slept t" .. i .. " " .. cl.instances[i].pid, resp and resp.result.content[1].text)
