@@ -118,6 +118,21 @@ describe("many instances behind HAProxy", function()
     assert.equals("progressed p " .. pid, last.result.content[1].text)
   end)
 
+  it("a 2026-07-28 request whose client goes away is cancelled on its instance", function()
+    local cl = start{ args = { "--timeout", "0" } }
+    local _, c = HH.post26(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/call",
+      params = HH.params26{ name = "wait", arguments = { tag = "gone", seconds = 1000 } } }, { nowait = true })
+    local srv
+    H.poll_until(function()
+      for _, s in ipairs(cl.instances) do
+        if s:count_stderr("fixture: started gone", true) > 0 then srv = s; return true end
+      end
+    end)
+    assert(srv, "no instance started the call:\n" .. cl:logs())
+    c:close()                 -- a 2026-07-28 client cancels by closing its request
+    srv:expect_stderr("fixture: stopped gone reason=client disconnected", nil, { plain = true })
+  end)
+
   it("a 2026-07-28 input-required retry is accepted by the next instance when all share LUAMCP_STATE_KEY", function()
     local cl = start{ plugins = { "spec/fixtures/cluster", "spec/fixtures/input_required" },
                       env = { LUAMCP_STATE_KEY = "the cluster's key" } }
