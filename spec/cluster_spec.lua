@@ -118,6 +118,20 @@ describe("many instances behind HAProxy", function()
     assert.equals("progressed p " .. pid, last.result.content[1].text)
   end)
 
+  it("with --token on every instance: HAProxy's checks need none, every request through it does", function()
+    local cl = start{ instances = 2, args = { "--token", "s3cret" } }     -- C.start waited for UP
+    local r = HH.post26(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/list", params = HH.params26() })
+    r:wait_done()
+    assert.equals(401, r.status, r:describe())
+    local s = HH.initialize(cl.front, nil, { token = "s3cret" })
+    assert.is_not_nil(by_pid(cl)[whoami(s)])
+    -- only /mcp goes through: the probes and /metrics are the instances' own
+    local c = HH.connect(cl.front)
+    for _, path in ipairs({ "/metrics", "/readyz", "/healthz", "/" }) do
+      assert.equals(404, c:exchange{ method = "GET", path = path }.status, path)
+    end
+  end)
+
   it("a 2026-07-28 request whose client goes away is cancelled on its instance", function()
     local cl = start{ args = { "--timeout", "0" } }
     local _, c = HH.post26(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/call",
