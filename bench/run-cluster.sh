@@ -7,6 +7,11 @@
 # 1 and 2 instances behind it.  In the HAProxy rows the driver spawns haproxy,
 # so "server CPU per call" there is HAProxy's own cost per request.  See
 # bench/README.md, "Many instances (HAProxy)".
+#
+# Not pinned unless BENCH_CLUSTER_PIN=1: the driver, haproxy and the
+# instances compete for the machine's cores, as they would on one host
+# (pinned, everything but the driver shares cpu 1, and one busy neighbour
+# there moves every row).
 
 HAPROXY=$(command -v haproxy || { [ -x /usr/sbin/haproxy ] && echo /usr/sbin/haproxy; })
 if [ "$LUAMCP_OK" != 1 ]; then
@@ -24,12 +29,15 @@ rm -f "$RES"/cluster-*
 CL_DIR=$(mktemp -d "${TMPDIR:-/tmp}/luamcp-bench-cluster.XXXXXX") || return 0
 CL_PIDS=""
 CL_PORT=$((HTTP_PORT + 200))     # clear of run-http.sh's ports
+CL_DRV_PIN=""; CL_SRV_PIN=""; CL_PIN=0
+if [ "${BENCH_CLUSTER_PIN:-0}" = 1 ] && [ "$PIN" = 1 ]; then
+  CL_DRV_PIN=$DRV_PIN; CL_SRV_PIN=$SRV_PIN; CL_PIN=1
+fi
 CL_LOAD="--scenario echo --conns $HTTP_CONNS --depth 1 --seconds $HTTP_SECONDS --warmup-seconds $HTTP_WARMUP"
 
 cl_next_port() { CL_PORT=$((CL_PORT + 1)); }
 
-# Start n instances in the background (on the server's cpu, like the
-# server of the other rows), each on a fresh port, and wait until each says
+# Start n instances in the background, each on a fresh port, and wait until each says
 # it listens; LUAMCP_1.. are exported for haproxy.
 cl_start() { # n
   i=1
@@ -37,7 +45,7 @@ cl_start() { # n
     cl_next_port
     err=$RES/cluster-$1-instance$i.err
     # shellcheck disable=SC2086
-    $SRV_PIN "$LUAMCP_BIN" --http "127.0.0.1:$CL_PORT" --plugins "$ROOT/bench/plugins" \
+    $CL_SRV_PIN "$LUAMCP_BIN" --http "127.0.0.1:$CL_PORT" --plugins "$ROOT/bench/plugins" \
       --log-level info 2>"$err" </dev/null &
     CL_PIDS="$CL_PIDS $!"
     export "LUAMCP_$i=127.0.0.1:$CL_PORT"
@@ -61,8 +69,8 @@ cl_stop() {
 note "cluster: direct, 1 instance"
 cl_next_port
 # shellcheck disable=SC2086
-timeout -k 5 120 $DRV_PIN "$OUT/http-driver" --addr "127.0.0.1:$CL_PORT" --stateless $CL_LOAD -- \
-  $SRV_PIN "$LUAMCP_BIN" --http "127.0.0.1:$CL_PORT" --plugins "$ROOT/bench/plugins" --log-level warning \
+timeout -k 5 120 $CL_DRV_PIN "$OUT/http-driver" --addr "127.0.0.1:$CL_PORT" --stateless $CL_LOAD -- \
+  $CL_SRV_PIN "$LUAMCP_BIN" --http "127.0.0.1:$CL_PORT" --plugins "$ROOT/bench/plugins" --log-level warning \
   >"$RES/cluster-direct.txt" 2>"$RES/cluster-direct.err" \
   || note "cluster direct failed (exit $?): see $RES/cluster-direct.err"
 
@@ -73,8 +81,8 @@ for n in 1 2; do
   cl_start $n
   cl_next_port
   # shellcheck disable=SC2086
-  timeout -k 5 120 $DRV_PIN "$OUT/http-driver" --addr "127.0.0.1:$CL_PORT" --stateless $CL_LOAD -- \
-    $SRV_PIN env LUAMCP_HAPROXY_DIR="$CL_DIR" LUAMCP_BIND="127.0.0.1:$CL_PORT" \
+  timeout -k 5 120 $CL_DRV_PIN "$OUT/http-driver" --addr "127.0.0.1:$CL_PORT" --stateless $CL_LOAD -- \
+    $CL_SRV_PIN env LUAMCP_HAPROXY_DIR="$CL_DIR" LUAMCP_BIND="127.0.0.1:$CL_PORT" \
     "$HAPROXY" -db -f "$ROOT/deploy/haproxy.cfg" \
     >"$RES/cluster-haproxy$n.txt" 2>"$RES/cluster-haproxy$n.err" \
     || note "cluster haproxy + $n failed (exit $?): see $RES/cluster-haproxy$n.err"
@@ -91,7 +99,7 @@ cget() { # run key -> value, or empty
   echo "luamcp behind HAProxy (deploy/haproxy.cfg)  $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "haproxy:      $("$HAPROXY" -v | head -1)"
   echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cpus"
-  if [ "$PIN" = 1 ]; then
+  if [ "$CL_PIN" = 1 ]; then
     echo "pinning:      driver on cpu 0; luamcp and haproxy on cpu 1 (with 2 instances, three processes share it)"
   else
     echo "pinning:      none: the driver, haproxy and the instances compete for $(nproc) cpus"

@@ -27,7 +27,8 @@
 #   BENCH_HTTP_PORT      first TCP port on 127.0.0.1 to use (default 28930; each
 #                        server run takes the next one)
 #   BENCH_CLUSTER        1 (default): with BENCH_HTTP, throughput through HAProxy with
-#                        1 and 2 instances (bench/run-cluster.sh); 0: skip it
+#                        1 and 2 instances (bench/run-cluster.sh, not pinned unless
+#                        BENCH_CLUSTER_PIN=1); 0: skip it
 #   BENCH_HANDLER_IO     1 (default): ctx:http figures next to curl (bench/httpc.lua;
 #                        BENCH_HTTPC_N, BENCH_HTTPC_PAR, BENCH_HTTPC_ROUNDS, BENCH_CANCELS)
 #   CC                   C compiler (default cc)
