@@ -23,11 +23,21 @@ service.on('beforeIntrospect', (response, req) => {
   response.body = opaque.get(t) || { active: false };
 });
 
+// The service parses JSON bodies only; RFC 7662 introspection requests are
+// forms: parsed here, and handed on as already parsed (body-parser skips a
+// request whose _body is set).
 const as = http.createServer((req, res) => {
   const path = req.url.split('?')[0];
   hits[path] = (hits[path] || 0) + 1;
   if (hits.down) { req.socket.destroy(); return; }
-  service.requestHandler(req, res);
+  if (path !== '/introspect') { service.requestHandler(req, res); return; }
+  let s = '';
+  req.on('data', (d) => { s += d; });
+  req.on('end', () => {
+    req.body = Object.fromEntries(new URLSearchParams(s));
+    req._body = true;
+    service.requestHandler(req, res);
+  });
 });
 await new Promise((ok) => as.listen(0, '127.0.0.1', ok));
 issuer.url = 'http://127.0.0.1:' + as.address().port;

@@ -3,10 +3,11 @@
  * The keys are fetched once for all the requests that wait on them: a wait
  * on keys joins A.waits with on_keys set, and the end of the fetch (keys, or
  * a failure) resumes each such wait exactly once. A token with a kid the set
- * does not hold triggers a refetch only when the last one began
- * MCP_AUTH_REFETCH_S ago or more, and is verified once more after it: a
- * stranger sending made-up kids costs the issuer one request per period,
- * and no wait loops. An introspection is a wait's own fetch. */
+ * does not hold joins the fetch in flight, or starts a refetch when none
+ * was started for an unknown kid in the last MCP_AUTH_REFETCH_S, and is
+ * verified once more after it: a stranger sending made-up kids costs the
+ * issuer one request per period, and no wait loops. An introspection is a
+ * wait's own fetch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ static struct {
   int jwks_file;                   /* the keys came from a file: never refetched */
   mcp_jwks keys;
   int have_keys;
-  uint64_t keys_ns, fetch_ns, fail_ns;   /* uv_hrtime: keys got, last fetch begun, last failure */
+  uint64_t keys_ns, refetch_ns, fail_ns;   /* uv_hrtime: keys got, last refetch for a kid, last failure */
   char fail_reason[200];
   mcp_fetch *fetch;                /* the keys' fetch in flight */
   int stage;
@@ -296,7 +297,6 @@ static void on_keys(void *ud, long status, const char *body, size_t len, const c
 
 static void keys_fetch(void) {
   if (A.fetch != NULL || A.jwks_file) return;
-  A.fetch_ns = now_ns();
   if (A.jwks_url != NULL) {
     A.stage = FETCH_JWKS;
     A.fetch = mcp_fetch_start(A.loop, A.jwks_url, NULL, NULL, MCP_AUTH_FETCH_MS, on_keys, NULL);
@@ -329,13 +329,17 @@ static int check_jwt(mcp_auth_wait *w) {
   s = mcp_jwt_decode(&t, w->token, strlen(w->token));
   if (s == MCP_JWT_OK) s = mcp_jwt_verify(&t, &A.keys);
   if (s == MCP_JWT_UNKNOWN_KID && !w->refetched && !A.jwks_file && !failed_lately() &&
-      (A.fetch != NULL || now_ns() - A.fetch_ns >= MCP_AUTH_REFETCH_S * S_NS)) {
-    mcp_info("auth: unknown key id %.64s: the keys are fetched again", t.kid);
+      (A.fetch != NULL || A.refetch_ns == 0 || now_ns() - A.refetch_ns >= MCP_AUTH_REFETCH_S * S_NS)) {
+    if (A.fetch == NULL) {
+      mcp_info("auth: unknown key id %.64s: the keys are fetched again", t.kid);
+      A.refetch_ns = now_ns();
+    }
     mcp_jwt_free(&t);
     w->on_keys = 1;
     keys_fetch();
     return 0;
   }
+  if (s == MCP_JWT_UNKNOWN_KID) mcp_info("auth: unknown key id %.64s: no refetch (one per %d s)", t.kid, MCP_AUTH_REFETCH_S);
   if (s == MCP_JWT_OK) s = mcp_jwt_check_claims(&t, A.opt.issuer, A.opt.audience, wall_s(), MCP_AUTH_SKEW_S);
   if (s != MCP_JWT_OK) {
     mcp_jwt_free(&t);

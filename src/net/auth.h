@@ -18,7 +18,7 @@
 #include "identity.h"
 
 #define MCP_AUTH_SKEW_S 60         /* clock skew allowed on exp, nbf, iat */
-#define MCP_AUTH_REFETCH_S 30      /* at most one JWKS refetch for unknown kids per this */
+#define MCP_AUTH_REFETCH_S 30      /* at most one JWKS refetch for an unknown kid per this */
 #define MCP_AUTH_RETRY_S 5         /* after a failed fetch, none again before this */
 #define MCP_AUTH_KEYS_TTL_S 3600   /* keys older than this are refetched (used meanwhile) */
 #define MCP_AUTH_INTROSPECT_TTL_S 30   /* an introspection answer is cached at most this */

@@ -213,7 +213,6 @@ static void notify_status(mcp_task *t) {
 static void set_status(mcp_task *t, int status, const char *msg, int notify) {
   t->status = status;
   free(t->message);
-  free(t->subject);
   t->message = msg ? strdup(msg) : NULL;
   t->updated_ms = wall_ms();
   mcp_info("task %s: %s%s%s", t->id, status_names[status], msg ? ": " : "", msg ? msg : "");
@@ -277,6 +276,7 @@ static void task_free(mcp_task *t, const char *why) {
   }
   inputs_clear(t);
   free(t->message);
+  free(t->subject);
   if (t->response) json_decref(t->response);
   free(t->waiters);
   free(t);
