@@ -64,11 +64,10 @@ local function as_start(env)
 end
 
 function AS:stop()
-  self.stdin:close()
-  self.stdout:close()
-  self.proc:kill("sigterm")
+  if not self.exited() then self.proc:kill("sigterm") end
   H.run_until(self.exited, 5)
-  if not self.proc:is_closing() then self.proc:close() end
+  for _, h in ipairs { self.stdin, self.stdout, self.proc } do if not h:is_closing() then h:close() end end
+  uv.run("nowait")
 end
 
 function AS:post(path, t)
@@ -436,5 +435,39 @@ describe("without --auth-*", function()
     c = H.start { plugins = FIX, args = { "--http", "127.0.0.1:0", "--token", "t", "--auth-audience", "http://x/mcp",
                                           "--auth-issuer", "http://127.0.0.1:1" } }
     assert.truthy(c:wait_stderr("exclude each other"))
+  end)
+end)
+
+describe("the TypeScript SDK client's OAuth", function()
+  local env, as
+  setup(function()
+    env = N.prepare("auth")
+    as = as_start(env)
+  end)
+  teardown(function()
+    if as then as:stop() end
+    N.remove(env)
+  end)
+  after_each(HH.cleanup)
+
+  it("discovers the authorization server, authorizes headless, calls tools, steps up on a 403", function()
+    local srv = start(as)
+    as:post("/grantable", { scopes = { "notes:write" } })
+    local rep = N.run(env, "sdk_oauth.mjs", {}, { SDK_URL = srv.aud, SDK_ADMIN = as.admin })
+    assert.is_nil(rep.error, rep.error)
+    assert.is_true(rep.unauthorized)
+    assert.are.equal("johndoe", rep.whoami.subject)
+    assert.are.equal("sdk-client", rep.whoami.client_id)
+    assert.are.equal(srv.aud, rep.whoami.claims.aud)             -- RFC 8707: the resource it asked for
+    assert.are.equal(srv.aud, rep.authorizations[1].resource)
+    assert.are.equal("S256", rep.authorizations[1].method)
+    assert.are.equal("notes:admin notes:write", rep.authorizations[1].scope)   -- from the 401's scope
+    assert.are.same({ "notes:write" }, rep.whoami.scopes)          -- the consent granted less than asked
+    assert.are.equal("written by johndoe: sdk", rep.write)
+    -- step-up: the 403's scope (granted + needed) went to /authorize, the new token calls admin
+    assert.are.equal(1, rep.stepped_up)
+    assert.are.equal("notes:write notes:admin", rep.authorizations[2].scope)
+    assert.are.equal("admin", rep.admin)
+    assert.are.same({ "notes:write", "notes:admin" }, rep.scopes_after)
   end)
 end)

@@ -2,7 +2,8 @@
 // oauth2-mock-server's issuer and service (OpenID discovery, JWKS, token,
 // authorize, introspection) on 127.0.0.1, plus an admin listener the spec
 // drives: mint a token with given claims and key, add a signing key (a new
-// kid), register an opaque token for introspection, read hit counts.
+// kid), register an opaque token for introspection, limit the scopes an
+// authorization grants (as a user's consent would), read hit counts.
 // Prints one JSON line: {"issuer": ..., "admin": ...}.
 import http from 'node:http';
 import { OAuth2Issuer, OAuth2Service } from 'oauth2-mock-server';
@@ -13,10 +14,24 @@ const service = new OAuth2Service(issuer);
 const hits = {};
 const opaque = new Map();
 
-// RFC 8707: the token endpoint binds the token to the resource asked for.
+// RFC 8707: the token endpoint binds the token to the resource asked for;
+// an authorization code grants the scope its authorization request asked
+// for (the mock grants "dummy" otherwise), as a real server would.
+const codeScopes = new Map();
+let grantable = null;       // the scopes a user consents to (null: any asked for), set by /grantable
+service.on('beforeAuthorizeRedirect', (redirect, req) => {
+  const code = redirect.url.searchParams.get('code');
+  const q = new URL(req.url, 'http://x').searchParams;
+  if (code) codeScopes.set(code, { scope: q.get('scope'), resource: q.get('resource') });
+});
 service.on('beforeTokenSigning', (token, req) => {
-  if (req.body && req.body.resource) token.payload.aud = req.body.resource;
-  if (req.body && req.body.client_id) token.payload.client_id = req.body.client_id;
+  const b = req.body || {};
+  const granted = b.code && codeScopes.get(b.code);
+  if (granted && granted.scope) {
+    token.payload.scope = granted.scope.split(' ').filter((s) => !grantable || grantable.includes(s)).join(' ');
+  }
+  if (b.resource) token.payload.aud = b.resource;
+  if (b.client_id) token.payload.client_id = b.client_id;
 });
 service.on('beforeIntrospect', (response, req) => {
   const t = req.body && req.body.token;
@@ -69,6 +84,8 @@ const admin = http.createServer(async (req, res) => {
       out.kid = k.kid;
     } else if (req.url === '/opaque') {
       opaque.set(b.token, b.answer);
+    } else if (req.url === '/grantable') {
+      grantable = b.scopes || null;
     } else if (req.url === '/hits') {
       out = hits;
     } else if (req.url === '/down') {
