@@ -166,6 +166,7 @@ int mcp_auth_start(uv_loop_t *loop, const mcp_auth_options *opt, char *err, size
   A.metadata_url = dup(b.data);
   mcp_buf_free(&b);
   A.on = 1;
+  mcp_fetch_init();
   mcp_info("auth: resource %s; tokens from %s%s%s; metadata at %s", opt->audience,
            opt->issuer ? opt->issuer : opt->jwks ? opt->jwks : "introspection",
            opt->introspect ? ", introspected at " : "", opt->introspect ? opt->introspect : "", A.metadata_url);
@@ -546,6 +547,7 @@ void mcp_auth_challenge(mcp_buf *out, const mcp_auth_failure *f, const char *sco
 }
 
 void mcp_auth_close(void) {
+  if (A.on) mcp_fetch_close();
   while (A.waits) wait_free(A.waits);
   if (A.fetch) mcp_fetch_cancel(A.fetch);
   A.fetch = NULL;

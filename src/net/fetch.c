@@ -82,6 +82,9 @@ static char *dup(const char *s) {
   return d;
 }
 
+void mcp_fetch_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }   /* counted by libcurl */
+void mcp_fetch_close(void) { curl_global_cleanup(); }
+
 mcp_fetch *mcp_fetch_start(uv_loop_t *loop, const char *url, const char *form, const char *userpwd,
                            long timeout_ms, mcp_fetch_cb cb, void *ud) {
   mcp_fetch *f = calloc(1, sizeof *f);

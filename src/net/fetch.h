@@ -16,6 +16,10 @@ typedef struct mcp_fetch mcp_fetch;
  * is NUL-terminated. Runs on the loop thread, never for a cancelled fetch. */
 typedef void (*mcp_fetch_cb)(void *ud, long status, const char *body, size_t len, const char *err);
 
+/* libcurl's global state, on the loop thread before the first fetch (the
+ * pool's threads must not be the first to touch it), and its release. */
+void mcp_fetch_init(void);
+void mcp_fetch_close(void);
 /* GET url, or POST form (application/x-www-form-urlencoded) when it is not
  * NULL, with HTTP Basic userpwd ("user:password") when not NULL. The
  * strings are copied. Owned by this file until cb has run. */

@@ -25,6 +25,7 @@
 #include "crypto.h"
 #include "headers.h"
 #include "http.h"
+#include "http_auth.h"
 #include "identity.h"
 #include "json.h"
 #include "log.h"
@@ -84,23 +85,11 @@ struct hsession {
   hsession *next;
 };
 
-/* A request waiting on its token's check (auth.c). Owned by T.pending:
- * freed when the check ends (on_auth) or the connection goes (on_close).
- * Its request's strings stay in the connection's buffers: the connection
- * reads no further request until this one is answered. */
-typedef struct authwait {
-  http_conn *c;
-  http_request r;
-  mcp_auth_wait *w;
-  struct authwait *prev, *next;
-} authwait;
-
 static struct {
   mcp_http_options opt;
   hsession *sessions;
   hsession *stateless;              /* created on the first 2026-07-28 request (without auth) */
   mcp_identity *id;                 /* with auth: the identity of the request being served, or NULL */
-  authwait *pending;
   int nsessions;
   void (*on_closed)(void);
   int shutting_down;
@@ -515,54 +504,6 @@ static hsession *stateless_session(void) {
   return hs;
 }
 
-/* With auth: does the identity hold the scopes of the tools/call m? Else
- * answer 403 insufficient_scope with the scopes to ask for (those granted
- * and those needed, so that a new token loses none) and return 0. */
-static int scopes_allow_one(http_conn *c, json_t *m) {
-  const char *method = json_string_value(json_object_get(m, "method"));
-  const char *name = json_string_value(json_object_get(json_object_get(m, "params"), "name"));
-  char *need, *key, *p;
-  mcp_buf want = MCP_BUF_INIT, hdr = MCP_BUF_INIT, out = MCP_BUF_INIT, missing = MCP_BUF_INIT;
-  if (method == NULL || strcmp(method, "tools/call") != 0 || name == NULL ||
-      (need = mcp_sched_tool_scopes(name)) == NULL)
-    return 1;
-  for (p = need; *p;) {
-    size_t n = strcspn(p, " ");
-    char save = p[n];
-    p[n] = '\0';
-    if (!mcp_identity_has(T.id, p)) mcp_buf_printf(&missing, "%s%s", missing.len ? " " : "", p);
-    p[n] = save;
-    p += n + (save != '\0');
-  }
-  if (missing.len == 0) {
-    free(need);
-    return 1;
-  }
-  for (int i = 0; i < T.id->nscopes; i++) mcp_buf_printf(&want, "%s ", T.id->scopes[i]);
-  mcp_buf_add(&want, missing.data, missing.len);
-  mcp_buf_addc(&want, '\0');
-  mcp_buf_addc(&missing, '\0');
-  mcp_auth_challenge(&hdr, NULL, want.data);
-  mcp_buf_addc(&hdr, '\0');
-  key = json_object_get(m, "id") ? json_dumps(json_object_get(m, "id"), JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
-  mcp_rpc_error(&out, key, -32600, "Forbidden: insufficient scope: tool %.128s needs %s", name, missing.data);
-  mcp_info("http: 403: %.64s may not call %.128s: missing scope %s", T.id->subject, name, missing.data);
-  http_respond(c, 403, hdr.data, "application/json", out.data, out.len);
-  free(key);
-  free(need);
-  mcp_buf_free(&want);
-  mcp_buf_free(&hdr);
-  mcp_buf_free(&out);
-  mcp_buf_free(&missing);
-  return 0;
-}
-
-static int scopes_allow(http_conn *c, json_t *msg) {
-  for (size_t i = 0; json_is_array(msg) && i < json_array_size(msg); i++)
-    if (!scopes_allow_one(c, json_array_get(msg, i))) return 0;
-  return json_is_array(msg) || scopes_allow_one(c, msg);
-}
-
 /* POST of a 2026-07-28 client: one request (or notification), no session. */
 static void on_post_modern(http_conn *c, const http_request *r) {
   json_t *msg = mcp_json_parse(r->body, r->body_len, NULL, 0), *id;
@@ -608,7 +549,7 @@ static void on_post_modern(http_conn *c, const http_request *r) {
     http_respond(c, status, NULL, "application/json", out.data, out.len);
     goto done;
   }
-  if (T.opt.auth && !scopes_allow(c, msg)) goto done;
+  if (T.opt.auth && !mcp_http_auth_scopes(c, msg, T.id)) goto done;
   hs = stateless_session();
   st = stream_new(hs, c);
   http_conn_set_data(c, st);
@@ -658,7 +599,7 @@ static void on_post(http_conn *c, const http_request *r) {
   }
   if (T.opt.auth) {                 /* the scopes of the tools called, before anything starts */
     json_t *v = mcp_json_parse(r->body, r->body_len, NULL, 0);
-    int ok = scopes_allow(c, v);
+    int ok = mcp_http_auth_scopes(c, v, T.id);
     json_decref(v);
     if (!ok) return;
   }
@@ -825,127 +766,13 @@ static void reply_draining(http_conn *c, json_t *id) {
   free(key);
 }
 
-/* OAuth (auth.c). */
-
-/* The Protected Resource Metadata (RFC 9728): public, readable from any
- * origin (browser clients discover the authorization server with it). */
-static void answer_metadata(http_conn *c, const http_request *r) {
-  mcp_buf out = MCP_BUF_INIT, arr = MCP_BUF_INIT;
-  char *all;
-  if (r->method == HTTP_OPTIONS) {
-    http_respond(c, 204, "Access-Control-Allow-Origin: *\r\nAccess-Control-Allow-Methods: GET\r\n"
-                         "Access-Control-Allow-Headers: MCP-Protocol-Version\r\n", NULL, NULL, 0);
-    return;
-  }
-  if (r->method != HTTP_GET && r->method != HTTP_HEAD) {
-    reply_error(c, 405, "Allow: GET\r\n", -32600, "Method Not Allowed");
-    return;
-  }
-  all = mcp_sched_tool_scopes(NULL);
-  mcp_buf_addc(&arr, '[');
-  for (char *p = all; p && *p;) {
-    size_t n = strcspn(p, " ");
-    if (arr.len > 1) mcp_buf_addc(&arr, ',');
-    mcp_json_add_string(&arr, p, n);
-    p += n + (p[n] != '\0');
-  }
-  mcp_buf_adds(&arr, "]");
-  mcp_buf_addc(&arr, '\0');
-  mcp_auth_metadata(&out, arr.data);
-  http_respond(c, 200, "Access-Control-Allow-Origin: *\r\nCache-Control: max-age=60\r\n", "application/json",
-               out.data, out.len);
-  free(all);
-  mcp_buf_free(&out);
-  mcp_buf_free(&arr);
-}
-
-/* The scopes a 401 names: the tool's, for a tools/call of one that has
- * some; else every tool's. The caller frees it. */
-static char *scope_hint(const http_request *r) {
-  json_t *v = mcp_json_parse(r->body, r->body_len, NULL, 0);
-  const char *name = NULL;
-  char *s = NULL;
-  if (json_is_object(v) && json_is_string(json_object_get(v, "method")) &&
-      strcmp(json_string_value(json_object_get(v, "method")), "tools/call") == 0)
-    name = json_string_value(json_object_get(json_object_get(v, "params"), "name"));
-  if (name != NULL) s = mcp_sched_tool_scopes(name);
-  json_decref(v);
-  return s ? s : mcp_sched_tool_scopes(NULL);
-}
-
-static void auth_refuse(http_conn *c, const http_request *r, const mcp_auth_failure *f) {
-  mcp_buf hdr = MCP_BUF_INIT, out = MCP_BUF_INIT;
-  char *scope = f->status == 401 ? scope_hint(r) : NULL;
-  if (f->status == 401 || f->status == 400) mcp_auth_challenge(&hdr, f, scope);
-  else mcp_buf_adds(&hdr, "Retry-After: 5\r\n");
-  mcp_buf_addc(&hdr, '\0');
-  mcp_rpc_error(&out, NULL, -32600, "%s: %s",
-                f->status == 401 ? "Unauthorized" : f->status == 400 ? "Bad Request" : "Service Unavailable",
-                f->description);
-  http_respond(c, f->status, hdr.data, "application/json", out.data, out.len);
-  free(scope);
-  mcp_buf_free(&hdr);
-  mcp_buf_free(&out);
-}
-
 static void serve(http_conn *c, const http_request *r);
 
-static void authwait_unlink(authwait *p) {
-  if (p->prev) p->prev->next = p->next; else T.pending = p->next;
-  if (p->next) p->next->prev = p->prev;
-}
-
-static void on_auth(void *ud, mcp_identity *id, const mcp_auth_failure *f) {
-  authwait *p = ud;
-  http_conn *c = p->c;
-  http_request r = p->r;
-  authwait_unlink(p);
-  free(p);
-  if (f != NULL) {
-    auth_refuse(c, &r, f);
-    return;
-  }
+/* With auth: a request whose token was accepted, served as id. */
+static void serve_as(http_conn *c, const http_request *r, mcp_identity *id) {
   T.id = id;
-  serve(c, &r);
+  serve(c, r);
   T.id = NULL;
-  mcp_identity_unref(id);
-}
-
-/* RFC 6750 2.3 allows a token in the query; OAuth 2.1 and the MCP spec do
- * not: such a request is refused, not merely unauthenticated. */
-static int query_has_token(const http_request *r) {
-  static const char k[] = "access_token=";
-  for (size_t i = 0; r->query != NULL && i + sizeof k - 1 <= r->query_len; i++)
-    if ((i == 0 || r->query[i - 1] == '&') && memcmp(r->query + i, k, sizeof k - 1) == 0) return 1;
-  return 0;
-}
-
-static void auth_begin(http_conn *c, const http_request *r) {
-  authwait *p;
-  mcp_auth_wait *w;
-  if (query_has_token(r)) {
-    mcp_auth_failure f = { 400, "invalid_request", "access tokens are not accepted in the query string" };
-    auth_refuse(c, r, &f);
-    return;
-  }
-  if ((p = calloc(1, sizeof *p)) == NULL) abort();
-  p->c = c;
-  p->r = *r;
-  p->next = T.pending;
-  if (T.pending) T.pending->prev = p;
-  T.pending = p;
-  if ((w = mcp_auth_check(r->authorization, on_auth, p)) != NULL) p->w = w;   /* else p is gone */
-}
-
-/* The connection of a waiting request closed: the wait ends. */
-static void auth_conn_closed(http_conn *c) {
-  for (authwait *p = T.pending; p; p = p->next)
-    if (p->c == c) {
-      mcp_auth_cancel(p->w);
-      authwait_unlink(p);
-      free(p);
-      return;
-    }
 }
 
 static void on_request(http_conn *c, const http_request *r) {
@@ -962,7 +789,7 @@ static void on_request(http_conn *c, const http_request *r) {
     return;
   }
   if (T.opt.auth && mcp_auth_is_metadata_path(r->path)) {
-    answer_metadata(c, r);
+    mcp_http_auth_metadata(c, r);
     return;
   }
   if (r->origin != NULL && !origin_allowed(r->origin)) {
@@ -971,7 +798,7 @@ static void on_request(http_conn *c, const http_request *r) {
   }
   if (strcmp(r->path, "/mcp") == 0 && cors(c, r)) return;
   if (T.opt.auth) {                            /* the request waits for its token's check */
-    auth_begin(c, r);
+    mcp_http_auth_begin(c, r, serve_as);
     return;
   }
   if (T.opt.token != NULL && !token_ok(r->authorization)) {
@@ -1023,7 +850,7 @@ static void serve(http_conn *c, const http_request *r) {
 static void on_close(http_conn *c, void *ud) {
   hstream *st = ud;
   if (st == NULL) {
-    if (T.pending != NULL) auth_conn_closed(c);
+    if (T.opt.auth && mcp_http_auth_waiting()) mcp_http_auth_closed(c);
     return;
   }
   st->conn = NULL;
