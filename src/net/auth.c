@@ -7,7 +7,11 @@
  * was started for an unknown kid in the last MCP_AUTH_REFETCH_S, and is
  * verified once more after it: a stranger sending made-up kids costs the
  * issuer one request per period, and no wait loops. An introspection is a
- * wait's own fetch. */
+ * wait's own fetch.
+ *
+ * The cache (by the token's SHA-256) holds verified JWTs and introspection
+ * answers, positive or not, for MCP_AUTH_CACHE_S at most and never past the
+ * token's exp; the keys being replaced does not empty it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,11 +315,23 @@ static int failed_lately(void) {
   return A.fail_ns != 0 && now_ns() - A.fail_ns < MCP_AUTH_RETRY_S * S_NS;
 }
 
-/* JWTs. Returns 0 when the wait goes on (queued for keys). */
+static cached *cache_find(const uint8_t *d);
+static void cache_put(const uint8_t *d, mcp_identity *id, double until_wall, const char *why);
+
+/* JWTs. Returns 0 when the wait goes on (queued for keys). A token
+ * verified is remembered (by its digest) for MCP_AUTH_CACHE_S at most, and
+ * not past its exp: a client sends the same one with every request. */
 static int check_jwt(mcp_auth_wait *w) {
   mcp_jwt t;
   mcp_jwt_status s;
   mcp_identity *id;
+  uint8_t d[MCP_SHA256_LEN];
+  cached *hit;
+  mcp_sha256(w->token, strlen(w->token), d);
+  if ((hit = cache_find(d)) != NULL && hit->id != NULL) {
+    finish_ok(w, mcp_identity_ref(hit->id));
+    return 1;
+  }
   if (!A.have_keys) {
     if (w->refetched || failed_lately()) {
       finish_fail(w, 503, NULL, "%s", A.fail_reason[0] ? A.fail_reason : "the authorization server's keys are not known yet");
@@ -349,6 +365,7 @@ static int check_jwt(mcp_auth_wait *w) {
   }
   id = mcp_identity_new(json_incref(t.claims), NULL);
   mcp_jwt_free(&t);
+  cache_put(d, id, id->exp, NULL);
   finish_ok(w, id);
   return 1;
 }
@@ -363,7 +380,7 @@ static cached *cache_find(const uint8_t *d) {
 }
 
 static void cache_put(const uint8_t *d, mcp_identity *id, double until_wall, const char *why) {
-  uint64_t now = now_ns(), ttl = MCP_AUTH_INTROSPECT_TTL_S * S_NS;
+  uint64_t now = now_ns(), ttl = MCP_AUTH_CACHE_S * S_NS;
   cached *slot = &A.cache[0];
   double left = until_wall - wall_s();
   for (int i = 0; i < CACHE_SLOTS; i++) {
@@ -374,7 +391,7 @@ static void cache_put(const uint8_t *d, mcp_identity *id, double until_wall, con
     if (A.cache[i].until_ns < slot->until_ns) slot = &A.cache[i];
   }
   mcp_identity_unref(slot->id);
-  if (until_wall > 0 && left < (double)MCP_AUTH_INTROSPECT_TTL_S) ttl = left > 0 ? (uint64_t)(left * 1e9) : 0;
+  if (until_wall > 0 && left < (double)MCP_AUTH_CACHE_S) ttl = left > 0 ? (uint64_t)(left * 1e9) : 0;
   memcpy(slot->digest, d, MCP_SHA256_LEN);
   slot->id = mcp_identity_ref(id);
   slot->until_ns = ttl ? now + ttl : 0;

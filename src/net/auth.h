@@ -21,7 +21,7 @@
 #define MCP_AUTH_REFETCH_S 30      /* at most one JWKS refetch for an unknown kid per this */
 #define MCP_AUTH_RETRY_S 5         /* after a failed fetch, none again before this */
 #define MCP_AUTH_KEYS_TTL_S 3600   /* keys older than this are refetched (used meanwhile) */
-#define MCP_AUTH_INTROSPECT_TTL_S 30   /* an introspection answer is cached at most this */
+#define MCP_AUTH_CACHE_S 30        /* a verified JWT or an introspection answer is cached at most this */
 #define MCP_AUTH_FETCH_MS 5000     /* a request to the authorization server */
 
 typedef struct {
