@@ -426,6 +426,11 @@ describe("without --auth-*", function()
     assert.are.equal("written by anyone: ", text(s:call("write", {})))    -- scopes mean nothing without auth
   end)
 
+  it("refuses a tool whose scopes are not OAuth scope tokens, at load", function()
+    local c = H.start { plugins = { "spec/fixtures/auth_broken" } }
+    assert.truthy(c:wait_stderr("tool bad: scopes%[1%] must be an OAuth scope token"))
+  end)
+
   it("refuses --auth-* options without an audience, or with --token, at startup", function()
     local c = H.start { plugins = FIX, args = { "--http", "127.0.0.1:0", "--auth-issuer", "http://127.0.0.1:1" } }
     assert.truthy(c:wait_stderr("auth%-audience must be"))

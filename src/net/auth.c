@@ -251,13 +251,13 @@ static void on_keys(void *ud, long status, const char *body, size_t len, const c
   char why[300];
   (void)ud;
   if (status != 200) {
-    if (A.stage == FETCH_META_8414) {            /* then OpenID's discovery */
+    if (A.stage == FETCH_META_8414 && status != 0) {   /* it answered: then OpenID's discovery */
       A.stage = FETCH_META_OIDC;
       A.fetch = mcp_fetch_start(A.loop, A.meta_url[1], NULL, NULL, MCP_AUTH_FETCH_MS, on_keys, NULL);
       return;
     }
     if (status == 0) snprintf(why, sizeof why, "authorization server unreachable: %s: %s",
-                              A.stage == FETCH_JWKS ? A.jwks_url : A.meta_url[1], err ? err : "no answer");
+                              A.stage == FETCH_JWKS ? A.jwks_url : A.meta_url[A.stage], err ? err : "no answer");
     else snprintf(why, sizeof why, "authorization server: %s answered HTTP %ld",
                   A.stage == FETCH_JWKS ? A.jwks_url : A.meta_url[1], status);
     keys_done(why);
