@@ -6,7 +6,8 @@
 -- that sessions, tasks and requestState belong to the token's subject, the
 -- JWKS refetch on a new kid (and its rate limit), expired, forged and
 -- misdirected tokens, introspection of opaque tokens (cached), and a down
--- issuer (503, no hang).
+-- issuer (503, no hang: at most the 5 s fetch timeout, other requests going
+-- on meanwhile, a client gone while it waits).
 local H = require "spec.helper"
 local HH = require "spec.http_helper"
 local N = require "spec.node_helper"
@@ -394,6 +395,39 @@ describe("OAuth resource server", function()
     local _, r2 = rpc26(srv2, as:mint(claims("nina", "", nil, srv2)), "tools/call", { name = "whoami", arguments = {} })
     as:post("/down", { down = false })
     assert.are.equal(503, r2.status, r2:describe())
+  end)
+
+  it("waits at most the fetch timeout on an issuer that never answers; other requests go on meanwhile", function()
+    -- an "issuer" that accepts connections and never answers
+    local silent, held = uv.new_tcp(), {}
+    assert(silent:bind("127.0.0.1", 0))
+    silent:listen(16, function()
+      local cl = uv.new_tcp()
+      silent:accept(cl)
+      cl:read_start(function() end)
+      held[#held + 1] = cl
+    end)
+    local srv = start(nil, { "--auth-issuer", "http://127.0.0.1:" .. silent:getsockname().port })
+    local tok = as:mint(claims("pat", "", nil, srv))
+    local _, waiting = HH.post26(srv, { jsonrpc = "2.0", id = 1, method = "tools/list", params = HH.params26() },
+                              { headers = bearer(tok), nowait = true })
+    local dropped = select(2, HH.post26(srv, { jsonrpc = "2.0", id = 2, method = "tools/list", params = HH.params26() },
+                                         { headers = bearer(tok), nowait = true }))
+    local t0 = H.now()
+    H.pump(0.3)
+    dropped:drop()                                          -- gone while it waits: nothing to answer
+    -- meanwhile the server answers what needs no key
+    assert.are.equal(200, http(srv.port, "GET", "/.well-known/oauth-protected-resource").status)
+    assert.are.equal(200, http(srv.port, "GET", "/healthz").status)
+    assert.is_true(H.now() - t0 < 2)
+    local r = assert(waiting:response(10))
+    r:wait_done()
+    assert.are.equal(503, r.status, r:describe())
+    assert.truthy(r.body:find("unreachable", 1, true), r.body)
+    local took = H.now() - t0
+    assert.is_true(took > 4 and took < 8, "took " .. took)
+    for _, cl in ipairs(held) do cl:close() end
+    silent:close()
   end)
 
   it("reads the auth table of a configuration file", function()
