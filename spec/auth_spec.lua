@@ -220,6 +220,17 @@ describe("OAuth resource server", function()
     assert.are.equal("written by bob: hi", text(s:call("write", { text = "hi" })))
     -- tools/list and tools without scopes need none
     assert.are.equal(5, #s:rpc("tools/list", {}).result.tools)
+    -- /metrics (behind the same checks): the refusals, and what was asked of the issuer
+    local m = http(srv.port, "GET", "/metrics", nil, bearer(s.token))
+    assert.are.equal(200, m.status, m:describe())
+    for _, line in ipairs {
+      'luamcp_auth_checks_total{outcome="insufficient_scope"} 2',
+      'luamcp_auth_fetches_total{what="metadata",outcome="failed"} 1',   -- RFC 8414's: the mock has OpenID's only
+      'luamcp_auth_fetches_total{what="metadata",outcome="ok"} 1',
+      'luamcp_auth_fetches_total{what="jwks",outcome="ok"} 1',
+    } do
+      assert.truthy(m.body:find(line, 1, true), line .. "\n" .. m.body:match("luamcp_auth.*") )
+    end
   end)
 
   it("refuses expired, forged, misdirected and alg-none tokens with invalid_token and a reason", function()

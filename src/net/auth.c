@@ -25,6 +25,7 @@
 #include "json.h"
 #include "jwt.h"
 #include "log.h"
+#include "metrics.h"
 
 #define CACHE_SLOTS 256
 #define MAX_INTROSPECTIONS 8       /* at once; past it 503 (they hold pool threads) */
@@ -49,6 +50,13 @@ typedef struct {
 
 enum { FETCH_META_8414, FETCH_META_OIDC, FETCH_JWKS };
 
+/* /metrics: checks by outcome, requests to the authorization server. */
+static const char *const outcomes[] = {
+  "accepted", "missing", "invalid_request", "invalid_token", "unavailable", "insufficient_scope"
+};
+#define NOUTCOMES (int)(sizeof outcomes / sizeof *outcomes)
+static const char *const fetch_kinds[] = { "metadata", "jwks", "introspection" };
+
 /* Owned by this file: mcp_auth_start .. mcp_auth_close. */
 static struct {
   uv_loop_t *loop;
@@ -68,7 +76,34 @@ static struct {
   char *metadata_url;              /* resource_metadata */
   char *metadata_path;             /* the suffixed form's path */
   cached cache[CACHE_SLOTS];
+  unsigned long long checks[NOUTCOMES], fetches[3][2];   /* [kind][failed] */
 } A;
+
+static void count(const char *outcome) {
+  for (int i = 0; i < NOUTCOMES; i++)
+    if (strcmp(outcomes[i], outcome) == 0) A.checks[i]++;
+}
+
+void mcp_auth_count(const char *outcome) { count(outcome); }
+
+static void count_fetch(int kind, int failed) { A.fetches[kind][failed != 0]++; }
+
+static void collect(mcp_buf *b) {
+  char labels[96];
+  if (!A.on) return;
+  mcp_metric_head(b, "luamcp_auth_checks_total", "counter", "Bearer token checks (--auth-*), by outcome.");
+  for (int i = 0; i < NOUTCOMES; i++) {
+    snprintf(labels, sizeof labels, "outcome=\"%s\"", outcomes[i]);
+    mcp_metric_sample(b, "luamcp_auth_checks_total", labels, (double)A.checks[i]);
+  }
+  mcp_metric_head(b, "luamcp_auth_fetches_total", "counter",
+                  "Requests to the authorization server (metadata, keys, introspection), by outcome.");
+  for (int k = 0; k < 3; k++)
+    for (int f = 0; f < 2; f++) {
+      snprintf(labels, sizeof labels, "what=\"%s\",outcome=\"%s\"", fetch_kinds[k], f ? "failed" : "ok");
+      mcp_metric_sample(b, "luamcp_auth_fetches_total", labels, (double)A.fetches[k][f]);
+    }
+}
 
 static char *dup(const char *s) {
   char *d;
@@ -171,6 +206,7 @@ int mcp_auth_start(uv_loop_t *loop, const mcp_auth_options *opt, char *err, size
   mcp_buf_free(&b);
   A.on = 1;
   mcp_fetch_init();
+  mcp_metrics_collector(collect);
   mcp_info("auth: resource %s; tokens from %s%s%s; metadata at %s", opt->audience,
            opt->issuer ? opt->issuer : opt->jwks ? opt->jwks : "introspection",
            opt->introspect ? ", introspected at " : "", opt->introspect ? opt->introspect : "", A.metadata_url);
@@ -206,6 +242,7 @@ static void finish_ok(mcp_auth_wait *w, mcp_identity *id) {
   mcp_auth_cb cb = w->cb;
   void *ud = w->ud;
   wait_free(w);
+  A.checks[0]++;
   mcp_debug("auth: token of %s accepted", id->subject);
   cb(ud, id, NULL);
 }
@@ -218,6 +255,7 @@ static void finish_fail(mcp_auth_wait *w, int status, const char *error, const c
   f.error = error;
   snprintf(f.description, sizeof f.description, fmt, a ? a : "");
   wait_free(w);
+  count(status >= 500 ? "unavailable" : error ? error : "missing");
   if (status >= 500) mcp_warn("auth: %d: %s", status, f.description);
   else mcp_info("auth: %d: %s", status, f.description);
   cb(ud, NULL, &f);
@@ -250,6 +288,7 @@ static void keys_done(const char *failure) {
 static void on_keys(void *ud, long status, const char *body, size_t len, const char *err) {
   char why[300];
   (void)ud;
+  count_fetch(A.stage == FETCH_JWKS ? 1 : 0, status != 200);
   if (status != 200) {
     if (A.stage == FETCH_META_8414 && status != 0) {   /* it answered: then OpenID's discovery */
       A.stage = FETCH_META_OIDC;
@@ -407,6 +446,7 @@ static void on_introspect(void *ud, long status, const char *body, size_t len, c
   char fallback[300];
   w->fetch = NULL;
   A.nintrospect--;
+  count_fetch(2, status != 200);
   if (status != 200) {
     char m[300];
     if (status == 0) snprintf(m, sizeof m, "introspection at %s failed: %s", A.opt.introspect, err ? err : "no answer");
@@ -502,6 +542,7 @@ mcp_auth_wait *mcp_auth_check(const char *authorization, mcp_auth_cb cb, void *u
     snprintf(f.description, sizeof f.description, "%s",
              authorization ? "the Authorization scheme must be Bearer" : "a bearer token is required");
     if (authorization) f.error = "invalid_request";
+    count(authorization ? "invalid_request" : "missing");
     mcp_debug("auth: 401: %s", f.description);
     cb(ud, NULL, &f);
     return NULL;
@@ -511,6 +552,7 @@ mcp_auth_wait *mcp_auth_check(const char *authorization, mcp_auth_cb cb, void *u
   if (!b64token(tok) || strlen(tok) > 8192) {
     f.error = "invalid_token";
     snprintf(f.description, sizeof f.description, "malformed bearer token");
+    count("invalid_token");
     mcp_info("auth: 401: %s", f.description);
     cb(ud, NULL, &f);
     return NULL;

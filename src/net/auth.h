@@ -64,6 +64,9 @@ void mcp_auth_metadata(mcp_buf *out, const char *scopes);
 /* A WWW-Authenticate header line (with its \r\n) for a failure, or for a
  * 403 insufficient_scope with the scopes needed (f NULL). */
 void mcp_auth_challenge(mcp_buf *out, const mcp_auth_failure *f, const char *scope);
+/* Count a refusal the transport made itself ("invalid_request",
+ * "insufficient_scope") in /metrics' luamcp_auth_checks_total. */
+void mcp_auth_count(const char *outcome);
 /* Free the keys, the cache and the pending waits (their callbacks do not run). */
 void mcp_auth_close(void);
 

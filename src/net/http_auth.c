@@ -64,6 +64,7 @@ static int scopes_allow_one(http_conn *c, json_t *m, const mcp_identity *id) {
   mcp_rpc_error(&out, key, -32600, "Forbidden: insufficient scope: tool %.128s needs %s", name, missing.data);
   mcp_info("http: 403: %.64s may not call %.128s: missing scope %s", id->subject, name, missing.data);
   http_respond(c, 403, hdr.data, "application/json", out.data, out.len);
+  mcp_auth_count("insufficient_scope");
   free(key);
   free(need);
   mcp_buf_free(&want);
@@ -176,6 +177,7 @@ void mcp_http_auth_begin(http_conn *c, const http_request *r, mcp_http_serve_fn 
   mcp_auth_wait *w;
   if (query_has_token(r)) {
     mcp_auth_failure f = { 400, "invalid_request", "access tokens are not accepted in the query string" };
+    mcp_auth_count("invalid_request");
     auth_refuse(c, r, &f);
     return;
   }
