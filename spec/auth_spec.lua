@@ -441,6 +441,28 @@ describe("OAuth resource server", function()
     silent:close()
   end)
 
+  it("takes the keys from --auth-jwks, a file (never refetched) or a URL (no discovery)", function()
+    local jwks = http(as.port, "GET", "/jwks")
+    assert.are.equal(200, jwks.status)
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/jwks.json", "w"))
+    f:write(jwks.body)
+    f:close()
+    local srv = start(nil, { "--auth-jwks", dir .. "/jwks.json" })
+    local tok = as:mint(claims("quinn", "", nil, srv))
+    assert.are.equal("quinn", cjson.decode(text(rpc26(srv, tok, "tools/call", { name = "whoami", arguments = {} }))).subject)
+    local kid = as:post("/addkey", { alg = "ES256" }).kid
+    local _, r = rpc26(srv, as:mint(claims("quinn", "", nil, srv), { kid = kid }), "tools/call", { name = "whoami", arguments = {} })
+    assert.are.equal(401, r.status)                        -- a file is the whole set
+    -- the PRM names no authorization server without --auth-issuer
+    assert.is_nil(http(srv.port, "GET", "/.well-known/oauth-protected-resource"):json().authorization_servers)
+    local before = as:hits("/.well-known/openid-configuration")
+    local srv2 = start(nil, { "--auth-jwks", as.issuer .. "/jwks" })
+    local tok2 = as:mint(claims("quinn", "", nil, srv2), { kid = kid })
+    assert.are.equal("quinn", cjson.decode(text(rpc26(srv2, tok2, "tools/call", { name = "whoami", arguments = {} }))).subject)
+    assert.are.equal(before, as:hits("/.well-known/openid-configuration"))
+  end)
+
   it("reads the auth table of a configuration file", function()
     local dir = H.tmpdir()
     local port = free_port()
