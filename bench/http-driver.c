@@ -35,7 +35,8 @@
  * request by the integer after the first "id": in its body (an SSE body holds
  * the JSON-RPC message on its data: line).  Answers on one connection come in
  * request order, so each connection keeps the ids it is waiting for in a ring.
- * Times come from CLOCK_MONOTONIC.  DRIVER_DUMP=PREFIX writes the latency
+ * Times come from CLOCK_MONOTONIC.  DRIVER_AUTH=TOKEN sends Authorization:
+ * Bearer TOKEN with every POST (a server behind OAuth).  DRIVER_DUMP=PREFIX writes the latency
  * samples (in order) to PREFIX.http_lat and the RSS samples to PREFIX.soak_rss.
  */
 #define _GNU_SOURCE
@@ -226,17 +227,26 @@ static void put(hc_t *c, const char *s, size_t n)
 /* queue a POST /mcp carrying body (the id awaited: -1 for a notification) */
 static void post(hc_t *c, const char *body, size_t blen, int64_t id)
 {
-    char head[768];
+    static const char *auth;
+    static int auth_read;
+    char head[8192];
     const char *version = stateless    ? "MCP-Protocol-Version: 2026-07-28\r\n"
                                          "Mcp-Method: tools/call\r\nMcp-Name: echo\r\n"
                           : after_init ? "MCP-Protocol-Version: 2025-06-18\r\n"
                                        : "";
-    int n = snprintf(head, sizeof head,
-                     "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
-                     "Accept: application/json, text/event-stream\r\n%s%s%s%s"
-                     "Content-Length: %zu\r\n\r\n",
-                     host_hdr, version,
-                     session_id[0] ? "Mcp-Session-Id: " : "", session_id, session_id[0] ? "\r\n" : "", blen);
+    int n;
+    if (!auth_read) {
+        auth = getenv("DRIVER_AUTH");
+        auth_read = 1;
+    }
+    n = snprintf(head, sizeof head,
+                 "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                 "Accept: application/json, text/event-stream\r\n%s%s%s%s%s%s%s"
+                 "Content-Length: %zu\r\n\r\n",
+                 host_hdr, version,
+                 session_id[0] ? "Mcp-Session-Id: " : "", session_id, session_id[0] ? "\r\n" : "",
+                 auth ? "Authorization: Bearer " : "", auth ? auth : "", auth ? "\r\n" : "", blen);
+    if (n < 0 || (size_t)n >= sizeof head) die("request head too long");
     put(c, head, (size_t)n);
     put(c, body, blen);
     if (c->wn == c->wcap)

@@ -23,6 +23,7 @@
 #include "stdio_transport.h"
 #include "task.h"
 #include "transport_http.h"
+#include "auth.h"
 #include "watch.h"
 #include "httpc.h"
 #include "op.h"
@@ -34,7 +35,9 @@ static const char usage[] =
   "              [--page-size N] [--state-ttl SECONDS] [--http-allow HOST[:PORT]]...\n"
   "              [--http HOST:PORT [--allow-origin ORIGIN]...\n"
   "              [--token TOKEN] [--max-body BYTES] [--max-connections N] [--max-sessions N]\n"
-  "              [--idle-timeout SECONDS] [--drain SECONDS]] [--metrics HOST:PORT]\n"
+  "              [--idle-timeout SECONDS] [--drain SECONDS]\n"
+  "              [--auth-audience URL (--auth-issuer URL | --auth-jwks FILE|URL)\n"
+  "               [--auth-introspect URL]]] [--metrics HOST:PORT]\n"
   "              [--access-log FILE] [--log-format text|json] [--watch] [--version] [--help]\n"
   "       luamcp list|call|check|new ...   (see luamcp list --help)\n"
   "\n"
@@ -57,6 +60,13 @@ static const char usage[] =
   "  --http HOST:PORT     serve Streamable HTTP instead of stdio (port 0: any)\n"
   "  --allow-origin O     also accept this Origin (localhost origins always are)\n"
   "  --token TOKEN        require Authorization: Bearer TOKEN (or $LUAMCP_TOKEN)\n"
+  "  --auth-audience URL  OAuth: this server's canonical URI (e.g. https://host/mcp);\n"
+  "                       tokens must be issued for it (RFC 8707)\n"
+  "  --auth-issuer URL    OAuth: the authorization server; its metadata gives the\n"
+  "                       keys JWT access tokens are verified with\n"
+  "  --auth-jwks FILE|URL OAuth: the keys, without discovery\n"
+  "  --auth-introspect URL OAuth: introspect tokens that are not JWTs (RFC 7662;\n"
+  "                       client credentials from $LUAMCP_AUTH_CLIENT=id:secret)\n"
   "  --max-body BYTES     largest POST body (4194304)\n"
   "  --max-connections N  concurrent connections (256)\n"
   "  --max-sessions N     open HTTP sessions (1024)\n"
@@ -81,6 +91,7 @@ static lua_State *L;
 static uv_signal_t sigterm, sigint;
 static uv_timer_t drain_timer;        /* --drain: its end */
 static int shutting_down, draining;
+static mcp_auth_options auth_opt;
 static mcp_http_options http_opt = {
   .max_body = 4u << 20, .max_connections = 256, .max_sessions = 1024, .idle_ms = 60000
 };
@@ -172,7 +183,7 @@ static int takes_value(const char *a) {
     "--config", "--plugins", "--timeout", "--grace", "--log-level", "--max-line", "--memory-limit",
     "--page-size", "--http", "--state-ttl", "--http-allow", "--allow-origin", "--token", "--max-body",
     "--max-connections", "--idle-timeout", "--max-sessions", "--access-log", "--log-format", "--drain",
-    "--metrics", NULL
+    "--metrics", "--auth-issuer", "--auth-jwks", "--auth-audience", "--auth-introspect", NULL
   };
   for (int i = 0; with_value[i] != NULL; i++)
     if (strcmp(a, with_value[i]) == 0) return 1;
@@ -233,6 +244,14 @@ static int apply(const char *a, const char *v, const char *where) {
     allow[nallow++] = v;
   } else if (strcmp(a, "--token") == 0) {
     http_opt.token = v;
+  } else if (strcmp(a, "--auth-issuer") == 0) {
+    auth_opt.issuer = v;
+  } else if (strcmp(a, "--auth-jwks") == 0) {
+    auth_opt.jwks = v;
+  } else if (strcmp(a, "--auth-audience") == 0) {
+    auth_opt.audience = v;
+  } else if (strcmp(a, "--auth-introspect") == 0) {
+    auth_opt.introspect = v;
   } else if (strcmp(a, "--max-body") == 0) {
     if (!mcp_parse_number(v, &d) || d < 1024) return bad_value(a, v, where, "");
     http_opt.max_body = (size_t)d;
@@ -317,6 +336,12 @@ int main(int argc, char **argv) {
   http_opt.nallow_origins = nallow;
   if (http_opt.token == NULL) http_opt.token = getenv("LUAMCP_TOKEN");
   if (http_opt.token != NULL && http_opt.token[0] == '\0') http_opt.token = NULL;
+  if (mcp_auth_wanted(&auth_opt)) {
+    if (!use_http) return fail_usage("%s", "--auth-* options need --http");
+    if (http_opt.token != NULL) return fail_usage("%s", "--token and --auth-* options exclude each other");
+    auth_opt.introspect_client = getenv("LUAMCP_AUTH_CLIENT");
+    http_opt.auth = 1;
+  }
 
   signal(SIGPIPE, SIG_IGN);
   loop = uv_default_loop();
@@ -332,6 +357,15 @@ int main(int argc, char **argv) {
     return 1;
   }
   mcp_sched_init(loop, L, luaL_ref(L, LUA_REGISTRYINDEX));
+  if (http_opt.auth) {
+    char why[300];
+    if (mcp_auth_start(loop, &auth_opt, why, sizeof why) != 0) {
+      mcp_log(MCP_LOG_CRITICAL, "cannot start: %s", why);
+      mcp_auth_close();
+      lua_close(L);
+      return 1;
+    }
+  }
   if (use_watch && (mcp_watch_start(loop, dirs, ndirs, 100, mcp_sched_rescan) != 0 ||
                     (config_path != NULL && mcp_watch_file(loop, config_path) != 0))) {
     lua_close(L);
@@ -379,6 +413,7 @@ int main(int argc, char **argv) {
   uv_run(loop, UV_RUN_DEFAULT);
 
   if (!use_http) mcp_stdio_free();
+  mcp_auth_close();
   lua_close(L);
   mcp_policy_clear();
   mcp_stats_close();

@@ -33,6 +33,9 @@ ZOD_SPEC=zod@4
 # the v2 server (2026-07-28 and 2025-11-25) and the reference server.
 SERVER_SPEC=@modelcontextprotocol/server@2
 EVERYTHING_SPEC=@modelcontextprotocol/server-everything@2026
+# The OAuth 2.0 authorization server spec/auth_spec.lua gets real tokens
+# from (discovery, JWKS, token, introspection).
+OAUTH_SPEC=oauth2-mock-server@8
 
 say() { printf 'node-env: %s\n' "$*" >&2; }
 
@@ -51,6 +54,7 @@ cache_complete() {
   case $(version_of "$M/zod") in 4.*) ;; *) return 1 ;; esac
   case $(version_of "$M/@modelcontextprotocol/server") in 2.*) ;; *) return 1 ;; esac
   case $(version_of "$M/@modelcontextprotocol/server-everything") in 2026.*) ;; *) return 1 ;; esac
+  case $(version_of "$M/oauth2-mock-server") in 8.*) ;; *) return 1 ;; esac
   return 0
 }
 
@@ -61,14 +65,14 @@ do_install() {
     say "(install npm, or set LUAMCP_SKIP_NODE=1 to skip the tests that need them)"
     return 1
   fi
-  say "installing $NODE_SPEC $CONF_SPEC $SDK_SPEC $CLIENT_SPEC $ZOD_SPEC $SERVER_SPEC $EVERYTHING_SPEC into $CACHE"
+  say "installing $NODE_SPEC $CONF_SPEC $SDK_SPEC $CLIENT_SPEC $ZOD_SPEC $SERVER_SPEC $EVERYTHING_SPEC $OAUTH_SPEC into $CACHE"
   LOG=$CACHE/npm-install.log
   # The cache is not a project: keep npm from walking up to one.
   [ -f "$CACHE/package.json" ] || printf '{ "private": true }\n' >"$CACHE/package.json"
   # Retries kept short: an unreachable registry fails in seconds, not minutes.
   if ! "$NPM" install --prefix "$CACHE" --no-audit --no-fund --no-update-notifier \
          --loglevel=error --fetch-retries=1 --fetch-retry-mintimeout=2000 \
-         --fetch-retry-maxtimeout=5000 --fetch-timeout=120000 "$NODE_SPEC" "$CONF_SPEC" "$SDK_SPEC" "$CLIENT_SPEC" "$ZOD_SPEC" "$SERVER_SPEC" "$EVERYTHING_SPEC" >"$LOG" 2>&1; then
+         --fetch-retry-maxtimeout=5000 --fetch-timeout=120000 "$NODE_SPEC" "$CONF_SPEC" "$SDK_SPEC" "$CLIENT_SPEC" "$ZOD_SPEC" "$SERVER_SPEC" "$EVERYTHING_SPEC" "$OAUTH_SPEC" >"$LOG" 2>&1; then
     say "npm install failed (is the npm registry reachable?); its output:"
     sed 's/^/  npm: /' "$LOG" | tail -n 30 >&2
     say "(set LUAMCP_SKIP_NODE=1 to skip the tests that need Node 22 and the MCP packages)"

@@ -4,7 +4,8 @@
 -- the plugin directories (its list part, --plugins) and each plugin's
 -- settings (NAME = {...}, read by the plugin file NAME.lua as mcp.settings);
 -- `limits` overrides tools' limits (TOOL = {max_concurrent=, queue=, rate=,
--- heartbeat=}), over what the tool and its plugin declare.
+-- heartbeat=}), over what the tool and its plugin declare. `auth` = {issuer=,
+-- jwks=, audience=, introspect=} is the --auth-* flags (auth_issuer= too).
 -- env("NAME") and file("PATH") read secrets (lua/mcp/secret.lua).
 --
 -- Every problem is raised as "FILE:LINE: message", LINE being the line of
@@ -22,6 +23,7 @@ local FLAGS = {
   max_body = "number", max_connections = "number", max_sessions = "number",
   idle_timeout = "number", watch = "boolean", test_clock = "boolean",
   access_log = "string", log_format = "string", drain = "number", metrics = "string",
+  auth_issuer = "string", auth_jwks = "string", auth_audience = "string", auth_introspect = "string",
 }
 M.FLAGS = FLAGS
 
@@ -351,6 +353,22 @@ local function check_limits(cfg, v)
   end
 end
 
+-- auth = {issuer=, jwks=, audience=, introspect=}: the --auth-* flags.
+local function check_auth(cfg, v)
+  if type(v) ~= "table" or secret.is(v) then fail(cfg, "auth", "auth must be a table (got %s)", kind_of(v)) end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = tostring(k) end
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    local x, sub = v[k], "auth." .. k
+    if FLAGS["auth_" .. k] ~= "string" then
+      fail(cfg, sub, "%s: unknown key (issuer, jwks, audience, introspect)", sub)
+    end
+    if type(x) ~= "string" and not secret.is(x) then fail(cfg, sub, "%s must be a string (got %s)", sub, kind_of(x)) end
+    add_flag(cfg, "auth_" .. k, secret.reveal(x), sub)
+  end
+end
+
 -- read(path): the configuration, {path, flags = {...}, settings = {NAME =
 -- table}, limits = {TOOL = table}}; raises "FILE:LINE: message".
 function M.read(path)
@@ -366,6 +384,8 @@ function M.read(path)
   for _, k in ipairs(keys) do
     if k == "limits" then
       check_limits(cfg, t[k])
+    elseif k == "auth" then
+      check_auth(cfg, t[k])
     elseif not FLAGS[k] then
       local as = k:gsub("^%-%-", ""):gsub("%-", "_")
       if FLAGS[as] then

@@ -190,6 +190,16 @@ function mcp.tool(t)
   if t.defer_task and (t.task == nil or t.task == "forbidden") then
     error(where .. ': defer_task needs task = "optional" or "required"', 2)
   end
+  if t.scopes ~= nil then
+    if type(t.scopes) ~= "table" then error(where .. ": scopes must be a list of strings", 2) end
+    for i, sc in ipairs(t.scopes) do
+      -- RFC 6749 scope-token: %x21 / %x23-5B / %x5D-7E
+      if type(sc) ~= "string" or sc == "" or sc:find("[^\33-\126]") or sc:find('["\\]') then
+        error(string.format("%s: scopes[%d] must be an OAuth scope token (no space, quote or backslash)", where, i), 2)
+      end
+    end
+    if #t.scopes == 0 then t.scopes = nil end
+  end
   local schema = t.inputSchema or { type = "object" }
   if schema.type == nil then schema.type = "object" end
   t.inputSchema = schema
@@ -361,6 +371,7 @@ local ctx_fields = {                  -- read from the call, not kept in each ct
   deadline = core.deadline,
   tool = core.tool,
   session = core.session,
+  auth = core.auth,                   -- {subject=, client_id=, scopes=, claims=} with --auth-*
 }
 Ctx.__index = function(_, k)
   local f = ctx_fields[k]

@@ -79,7 +79,9 @@ function M.open(ctx, method, params, name, args)
   if state ~= nil and type(state) ~= "string" then
     return nil, -32602, "Invalid params: requestState must be a string"
   end
-  local st = { answers = {}, kept = {}, n = 0, request = { method, name, args or {} } }
+  -- with --auth-*, the state is the token subject's: another subject's retry fails the binding
+  local auth = core.auth()
+  local st = { answers = {}, kept = {}, n = 0, request = { method, name, args or {}, auth and auth.subject } }
   if state ~= nil then
     local text = core.unseal(state)
     local p = text and core.decode(text)

@@ -513,6 +513,16 @@ local function open_call(params, id, session)
     return false, args
   end
   local ctx = mcp._ctx(id)
+  if tool.scopes then                -- the transport answered 403 already; this is for any other way in
+    local auth = ctx.auth
+    if auth then
+      local have = {}
+      for _, sc in ipairs(auth.scopes) do have[sc] = true end
+      for _, sc in ipairs(tool.scopes) do
+        if not have[sc] then return nil, -32600, "Forbidden: insufficient scope (needs " .. sc .. ")" end
+      end
+    end
+  end
   local ok, code, emsg = input.open(ctx, "tools/call", params, tool.name, args)
   if not ok then return nil, code, emsg end
   return tool, args, ctx
@@ -530,6 +540,23 @@ end
 
 -- The Mcp-Param headers (x-mcp-header) of a tool, for the HTTP transport's
 -- check of a 2026-07-28 tools/call: a list of {name =, path =}, or nil.
+-- The scopes a tool asks for (--auth-*), space-separated, or nil; with no
+-- name, every tool's (scopes_supported), or nil.
+function M.tool_scopes(name)
+  if name == nil then
+    local seen, all = {}, {}
+    for _, t in ipairs(tool_list) do
+      for _, sc in ipairs(t.scopes or {}) do
+        if not seen[sc] then seen[sc], all[#all + 1] = true, sc end
+      end
+    end
+    table.sort(all)
+    return #all > 0 and table.concat(all, " ") or nil
+  end
+  local tool = tools[name]
+  return tool and tool.scopes and table.concat(tool.scopes, " ")
+end
+
 function M.param_headers(name)
   local tool = tools[name]
   return tool and mcp._param_headers(tool)

@@ -821,6 +821,27 @@ json_t *mcp_sched_param_headers(const char *tool) {
   return v;
 }
 
+/* server.tool_scopes(tool): a string, or nil. */
+static int push_tool_scopes(lua_State *L) {
+  const char *tool = lua_touserdata(L, 1);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, S.server_ref);
+  lua_getfield(L, -1, "tool_scopes");
+  if (tool != NULL) lua_pushstring(L, tool); else lua_pushnil(L);
+  lua_call(L, 1, 1);
+  return 1;
+}
+
+char *mcp_sched_tool_scopes(const char *tool) {
+  char *v = NULL;
+  int top = lua_gettop(S.L);
+  lua_pushcfunction(S.L, push_tool_scopes);
+  lua_pushlightuserdata(S.L, (void *)tool);
+  if (lua_pcall(S.L, 1, 1, 0) != LUA_OK) mcp_error("tool_scopes: %s", lua_tostring(S.L, -1));
+  else if (lua_type(S.L, -1) == LUA_TSTRING && (v = strdup(lua_tostring(S.L, -1))) == NULL) abort();
+  lua_settop(S.L, top);
+  return v;
+}
+
 static int call_session_closed(lua_State *L) {
   lua_Integer id = lua_tointeger(L, 1);
   lua_rawgeti(L, LUA_REGISTRYINDEX, S.server_ref);

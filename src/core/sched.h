@@ -115,6 +115,9 @@ void mcp_sched_capabilities(mcp_buf *b);
  * names from the arguments object]}, or NULL for an unknown tool or one
  * without. The caller owns it. */
 json_t *mcp_sched_param_headers(const char *tool);
+/* The OAuth scopes a tool declares (mcp.tool{scopes=}), space-separated,
+ * or NULL; with tool NULL, every tool's. The caller frees it. */
+char *mcp_sched_tool_scopes(const char *tool);
 /* Hot reload: Lua looks at every plugin file again (lib_dirs: dirs whose
  * lib/ changed). */
 void mcp_sched_rescan(const char **lib_dirs, int n);

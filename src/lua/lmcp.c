@@ -13,6 +13,7 @@
 #include "crypto.h"
 #include "fsread.h"
 #include "httpc.h"
+#include "identity.h"
 #include "json.h"
 #include "outgoing.h"
 #include "rev2026.h"
@@ -66,6 +67,30 @@ static int l_session(lua_State *L) {
   mcp_call *c = current(L);
   if (c == NULL) return 0;
   lua_pushinteger(L, c->sid);
+  return 1;
+}
+
+/* ctx.auth: {subject=, client_id=, scopes={...}, claims={...}} of the
+ * call's request, or nothing without authorization. */
+static int l_auth(lua_State *L) {
+  mcp_call *c = current(L);
+  const mcp_identity *id = c != NULL && c->session != NULL ? c->session->auth : NULL;
+  if (id == NULL) return 0;
+  lua_createtable(L, 0, 4);
+  lua_pushstring(L, id->subject);
+  lua_setfield(L, -2, "subject");
+  if (id->client_id != NULL) {
+    lua_pushstring(L, id->client_id);
+    lua_setfield(L, -2, "client_id");
+  }
+  lua_createtable(L, id->nscopes, 0);
+  for (int i = 0; i < id->nscopes; i++) {
+    lua_pushstring(L, id->scopes[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "scopes");
+  mcp_json_push(L, id->claims);
+  lua_setfield(L, -2, "claims");
   return 1;
 }
 
@@ -726,6 +751,7 @@ static const luaL_Reg core_funcs[] = {
   {"reason", l_reason},
   {"tool", l_tool},
   {"session", l_session},
+  {"auth", l_auth},
   {"now", l_now},
   {"deadline", l_deadline},
   {"sleep", l_sleep},

@@ -440,6 +440,10 @@ static void dispatch(http_conn *c) {
   }
   memcpy(r.path, c->url.data + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
   r.path[u.field_data[UF_PATH].len] = '\0';
+  if (u.field_set & (1 << UF_QUERY)) {
+    r.query = c->url.data + u.field_data[UF_QUERY].off;
+    r.query_len = u.field_data[UF_QUERY].len;
+  }
   r.content_type = value(c, H_CONTENT_TYPE);
   r.accept = value(c, H_ACCEPT);
   r.origin = value(c, H_ORIGIN);

@@ -23,6 +23,8 @@ typedef struct {
   int method;                 /* enum http_method */
   int http_minor;             /* 1 for HTTP/1.1, 0 for HTTP/1.0 */
   char path[256];
+  const char *query;          /* the target's query (after '?'), query_len bytes, not terminated */
+  size_t query_len;
   const char *content_type, *accept, *origin, *host, *authorization;
   const char *session_id, *protocol_version, *last_event_id;
   const char *mcp_method, *mcp_name;   /* 2026-07-28 request metadata headers */

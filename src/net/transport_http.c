@@ -21,9 +21,12 @@
 #include <http_parser.h>
 #include <jansson.h>
 
+#include "auth.h"
 #include "crypto.h"
 #include "headers.h"
 #include "http.h"
+#include "http_auth.h"
+#include "identity.h"
 #include "json.h"
 #include "log.h"
 #include "metrics.h"
@@ -85,7 +88,8 @@ struct hsession {
 static struct {
   mcp_http_options opt;
   hsession *sessions;
-  hsession *stateless;              /* created on the first 2026-07-28 request */
+  hsession *stateless;              /* created on the first 2026-07-28 request (without auth) */
+  mcp_identity *id;                 /* with auth: the identity of the request being served, or NULL */
   int nsessions;
   void (*on_closed)(void);
   int shutting_down;
@@ -324,6 +328,14 @@ static hsession *session_new(void) {
   return hs;
 }
 
+/* With auth: a session takes the identity of its latest request (same
+ * subject: request_session made sure), for ctx.auth. */
+static void session_auth(hsession *hs) {
+  mcp_identity_ref(T.id);
+  mcp_identity_unref(hs->s.auth);
+  hs->s.auth = T.id;
+}
+
 /* Ids are secrets: compared in constant time. */
 static hsession *session_find(const char *id) {
   if (strlen(id) != sizeof T.sessions->id - 1) return NULL;
@@ -433,6 +445,12 @@ static hsession *request_session(http_conn *c, const http_request *r) {
     reply_error(c, 404, NULL, -32001, "Session not found");
     return NULL;
   }
+  if (T.opt.auth && !mcp_identity_same_subject(hs->s.auth, T.id)) {
+    mcp_info("http: session %.8s belongs to another subject than %.64s: not found", hs->id,
+             mcp_identity_subject(T.id));
+    reply_error(c, 404, NULL, -32001, "Session not found");
+    return NULL;
+  }
   if (r->protocol_version == NULL) {
     if (hs->s.revision >= REV_2025_06_18) {
       reply_error(c, 400, NULL, -32600, "Bad Request: MCP-Protocol-Version header required");
@@ -442,6 +460,7 @@ static hsession *request_session(http_conn *c, const http_request *r) {
     reply_error(c, 400, NULL, -32600, "Bad Request: unsupported MCP-Protocol-Version");
     return NULL;
   }
+  if (T.opt.auth) session_auth(hs);
   return hs;
 }
 
@@ -468,13 +487,21 @@ static void reply_rpc(http_conn *c, int status, const char *key, int code, const
   mcp_buf_free(&out);
 }
 
+/* The session that reads 2026-07-28 requests and scopes their tasks and
+ * listeners: one for all, or with auth one per subject. */
 static hsession *stateless_session(void) {
-  if (T.stateless == NULL) {
-    T.stateless = session_new();
-    T.stateless->modern = 1;
-    T.stateless->s.name[0] = '\0';      /* its requests have no session */
+  hsession *hs = T.stateless;
+  if (T.opt.auth)
+    for (hs = T.sessions; hs; hs = hs->next)
+      if (hs->modern && !hs->ended && mcp_identity_same_subject(hs->s.auth, T.id)) break;
+  if (hs == NULL) {
+    hs = session_new();
+    hs->modern = 1;
+    hs->s.name[0] = '\0';                /* its requests have no session */
+    if (!T.opt.auth) T.stateless = hs;
   }
-  return T.stateless;
+  if (T.opt.auth) session_auth(hs);
+  return hs;
 }
 
 /* POST of a 2026-07-28 client: one request (or notification), no session. */
@@ -522,6 +549,7 @@ static void on_post_modern(http_conn *c, const http_request *r) {
     http_respond(c, status, NULL, "application/json", out.data, out.len);
     goto done;
   }
+  if (T.opt.auth && !mcp_http_auth_scopes(c, msg, T.id)) goto done;
   hs = stateless_session();
   st = stream_new(hs, c);
   http_conn_set_data(c, st);
@@ -569,6 +597,12 @@ static void on_post(http_conn *c, const http_request *r) {
     on_post_modern(c, r);
     return;
   }
+  if (T.opt.auth) {                 /* the scopes of the tools called, before anything starts */
+    json_t *v = mcp_json_parse(r->body, r->body_len, NULL, 0);
+    int ok = mcp_http_auth_scopes(c, v, T.id);
+    json_decref(v);
+    if (!ok) return;
+  }
   if (r->session_id == NULL && is_initialize(r->body, r->body_len)) {
     if (T.nsessions >= T.opt.max_sessions) {
       mcp_warn("http: %d sessions open; initialize refused", T.nsessions);
@@ -577,6 +611,7 @@ static void on_post(http_conn *c, const http_request *r) {
       return;
     }
     hs = session_new();
+    if (T.opt.auth) session_auth(hs);    /* the session is its subject's */
     fresh = 1;
   } else if ((hs = request_session(c, r)) == NULL) {
     return;
@@ -731,6 +766,15 @@ static void reply_draining(http_conn *c, json_t *id) {
   free(key);
 }
 
+static void serve(http_conn *c, const http_request *r);
+
+/* With auth: a request whose token was accepted, served as id. */
+static void serve_as(http_conn *c, const http_request *r, mcp_identity *id) {
+  T.id = id;
+  serve(c, r);
+  T.id = NULL;
+}
+
 static void on_request(http_conn *c, const http_request *r) {
   if (mcp_probe_path(r->path) == 1) {          /* /healthz, /readyz: no secrets, no checks */
     mcp_probe_answer(c, r);
@@ -744,16 +788,29 @@ static void on_request(http_conn *c, const http_request *r) {
     reply_error(c, 421, NULL, -32600, "Misdirected Request: Host not allowed");
     return;
   }
+  if (T.opt.auth && mcp_auth_is_metadata_path(r->path)) {
+    mcp_http_auth_metadata(c, r);
+    return;
+  }
   if (r->origin != NULL && !origin_allowed(r->origin)) {
     reply_error(c, 403, NULL, -32600, "Forbidden: Origin not allowed");
     return;
   }
   if (strcmp(r->path, "/mcp") == 0 && cors(c, r)) return;
+  if (T.opt.auth) {                            /* the request waits for its token's check */
+    mcp_http_auth_begin(c, r, serve_as);
+    return;
+  }
   if (T.opt.token != NULL && !token_ok(r->authorization)) {
     reply_error(c, 401, "WWW-Authenticate: Bearer realm=\"luamcp\"\r\n", -32600,
                 "Unauthorized: a valid bearer token is required");
     return;
   }
+  serve(c, r);
+}
+
+/* A request past the checks (with auth, T.id is its identity). */
+static void serve(http_conn *c, const http_request *r) {
   if (mcp_probe_path(r->path) == 2) {          /* /metrics: behind the same checks as /mcp */
     mcp_probe_answer(c, r);
     return;
@@ -792,8 +849,10 @@ static void on_request(http_conn *c, const http_request *r) {
  * stream keeps its messages for a resumption. */
 static void on_close(http_conn *c, void *ud) {
   hstream *st = ud;
-  (void)c;
-  if (st == NULL) return;
+  if (st == NULL) {
+    if (T.opt.auth && mcp_http_auth_waiting()) mcp_http_auth_closed(c);
+    return;
+  }
   st->conn = NULL;
   if (st->hs->modern) {             /* 2026-07-28: closing the stream cancels the request */
     if (!st->ended) mcp_rev2026_stream_closed(&st->hs->s, st, "client disconnected");

@@ -13,6 +13,7 @@ typedef struct {
   const char **allow_origins;    /* extra allowed origins, NULL-terminated */
   int nallow_origins;
   const char *token;             /* bearer token required when set */
+  int auth;                      /* OAuth (auth.c, started): every request's token is checked */
   size_t max_body;
   int max_connections;
   int max_sessions;              /* initialize past it gets 503 */

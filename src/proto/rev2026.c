@@ -17,6 +17,7 @@
 
 #include "json.h"
 #include "log.h"
+#include "identity.h"
 #include "rev2026.h"
 #include "rpc.h"
 #include "sched.h"
@@ -517,6 +518,7 @@ int mcp_rev2026_request(mcp_session *s, json_t *msg, const char *key, void *stre
   if (e == NULL) abort();
   mcp_session_init(&e->s, eph_write, e);
   e->s.parent = s;
+  e->s.auth = mcp_identity_ref(s->auth);      /* this request's token, whatever later ones bring */
   e->s.modern = 1;
   e->s.on_drained = eph_drained;
   e->stream = stream;

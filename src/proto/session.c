@@ -12,6 +12,7 @@
 #include "rev2026.h"
 #include "rpc.h"
 #include "sched.h"
+#include "identity.h"
 #include "session.h"
 #include "task.h"
 
@@ -74,6 +75,8 @@ void mcp_session_close(mcp_session *s) {
   if (s->client_capabilities) json_decref(s->client_capabilities);
   s->init_key = NULL;
   s->client_capabilities = NULL;
+  mcp_identity_unref(s->auth);
+  s->auth = NULL;
 }
 
 void mcp_session_send(mcp_session *s, mcp_batch *b, void *stream, const char *data, size_t len,

@@ -42,6 +42,9 @@ struct mcp_session {
    * the client resumes it (SSE polling); optional: NULL where meaningless. */
   void (*detach)(mcp_session *s, void *stream);
   mcp_session *parent;           /* a stateless request's transport session (rev2026.c) */
+  /* Who its latest request came from (auth.c), or NULL without
+   * authorization: a reference, dropped by mcp_session_close. */
+  struct mcp_identity *auth;
   char name[12];                 /* for the access log: the transport's ("stdio", an HTTP id's
                                     first 8 characters), or "" */
   unsigned ready : 1;            /* notifications/initialized received */

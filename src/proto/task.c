@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "crypto.h"
+#include "identity.h"
 #include "json.h"
 #include "log.h"
 #include "metrics.h"
@@ -43,6 +44,7 @@ typedef struct {
 struct mcp_task {
   mcp_task *prev, *next;       /* every task, oldest first */
   mcp_session *session;        /* its session, or the scope of a stateless request */
+  char *subject;               /* the token's subject that created it, or NULL without auth */
   mcp_call *call;              /* the handler's call until it ends */
   char id[33];                 /* 128 random bits, hex */
   unsigned long long seq;      /* creation order: the tasks/list cursor */
@@ -132,10 +134,22 @@ static void add_task(mcp_buf *b, const mcp_task *t, const char *result_type, int
   mcp_buf_addc(b, '}');
 }
 
-/* The task with this id in session (or scope) s, of the extension or not. */
+/* Does the subject of s's latest request own t? Both NULL without auth. */
+static int subject_owns(const mcp_task *t, const mcp_session *s) {
+  const char *sub = mcp_identity_subject(s->auth);
+  if (t->subject == NULL || sub == NULL) return t->subject == sub;
+  return strcmp(t->subject, sub) == 0;
+}
+
+/* The task with this id in session (or scope) s, of the extension or not,
+ * created by the subject of s's request. */
 static mcp_task *task_find(mcp_session *s, const char *id, int ext) {
   for (mcp_task *t = T.head; t; t = t->next)
-    if (t->session == s && t->ext == (unsigned)ext && strcmp(t->id, id) == 0) return t;
+    if (t->session == s && t->ext == (unsigned)ext && strcmp(t->id, id) == 0) {
+      if (subject_owns(t, s)) return t;
+      mcp_info("task %s: asked for by another subject: not found", t->id);
+      return NULL;
+    }
   return NULL;
 }
 
@@ -262,6 +276,7 @@ static void task_free(mcp_task *t, const char *why) {
   }
   inputs_clear(t);
   free(t->message);
+  free(t->subject);
   if (t->response) json_decref(t->response);
   free(t->waiters);
   free(t);
@@ -343,6 +358,8 @@ int mcp_task_l_create(lua_State *L) {
   if (mcp_random(rnd, sizeof rnd) != 0) abort();
   for (int i = 0; i < 16; i++) snprintf(t->id + 2 * i, 3, "%02x", rnd[i]);
   t->session = scope;
+  if (mcp_identity_subject(c->session->auth) != NULL && (t->subject = strdup(c->session->auth->subject)) == NULL)
+    abort();
   t->ext = ext != 0;
   t->seq = ++T.seq;
   t->status = ST_WORKING;
@@ -739,7 +756,7 @@ static void on_list(mcp_session *s, mcp_batch *b, void *stream, const char *key,
   mcp_rpc_result_open(&out, key);
   mcp_buf_adds(&out, "{\"tasks\":[");
   for (t = T.head; t; t = t->next) {
-    if (t->session != s || t->ext || t->seq <= after) continue;
+    if (t->session != s || t->ext || t->seq <= after || !subject_owns(t, s)) continue;
     if (n == mcp_cfg.page_size) break;
     if (n++) mcp_buf_addc(&out, ',');
     add_task(&out, t, NULL, 0);
@@ -747,7 +764,7 @@ static void on_list(mcp_session *s, mcp_batch *b, void *stream, const char *key,
   }
   mcp_buf_addc(&out, ']');
   for (; t; t = t->next)
-    if (t->session == s && !t->ext && last) {
+    if (t->session == s && !t->ext && last && subject_owns(t, s)) {
       mcp_buf_printf(&out, ",\"nextCursor\":\"%llu\"", last->seq);
       break;
     }

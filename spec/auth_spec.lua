@@ -1,0 +1,545 @@
+-- OAuth (the MCP authorization spec, 2025-06-18 and later): luamcp as a
+-- resource server, against a real authorization server from npm
+-- (oauth2-mock-server, spec/auth/auth_server.mjs: OpenID discovery, JWKS,
+-- token and introspection endpoints) issuing real signed tokens. Checks
+-- the Protected Resource Metadata, the 401 and 403 challenges, ctx.auth,
+-- that sessions, tasks and requestState belong to the token's subject, the
+-- JWKS refetch on a new kid (and its rate limit), expired, forged and
+-- misdirected tokens, introspection of opaque tokens (cached), and a down
+-- issuer (503, no hang: at most the 5 s fetch timeout, other requests going
+-- on meanwhile, a client gone while it waits).
+local H = require "spec.helper"
+local HH = require "spec.http_helper"
+local N = require "spec.node_helper"
+local uv, cjson = H.uv, H.cjson
+
+local FIX = { "spec/fixtures/auth" }
+local V25 = "2025-06-18"
+local TASKS = { extensions = { ["io.modelcontextprotocol/tasks"] = {} } }
+local ASKING = { elicitation = {} }
+
+local function free_port()
+  local t = uv.new_tcp()
+  assert(t:bind("127.0.0.1", 0))
+  local port = t:getsockname().port
+  t:close()
+  uv.run("nowait")
+  return port
+end
+
+-- One HTTP exchange on a fresh connection. headers: a map. Returns the response.
+local function http(port, method, path, body, headers)
+  local c = HH.connect(port)
+  local h = { { "Host", "127.0.0.1:" .. port } }
+  for k, v in pairs(headers or {}) do h[#h + 1] = { k, v } end
+  if body then h[#h + 1] = { "Content-Length", tostring(#body) } end
+  c:send(HH.request_text { method = method, path = path, headers = h, body = body })
+  local r, why = c:response()
+  if not r then error(method .. " " .. path .. ": no response: " .. tostring(why), 2) end
+  r:wait_done()
+  c:close()
+  return r
+end
+
+-- The authorization server (a node process; its admin listener mints tokens).
+local AS = {}
+AS.__index = AS
+
+local function as_start(env)
+  local stdin, stdout = uv.new_pipe(false), uv.new_pipe(false)
+  local out, exited = "", false
+  local proc = assert(uv.spawn(env.node, { args = { env.dir .. "/auth_server.mjs" }, cwd = env.dir,
+                                           stdio = { stdin, stdout, 2 } },
+                               function() exited = true end))
+  stdout:read_start(function(_, d) if d then out = out .. d end end)
+  H.run_until(function() return out:find("\n") or exited end, 30)
+  local ok, info = pcall(cjson.decode, out:match("[^\n]+") or "")
+  if not ok or type(info) ~= "table" then
+    error("the authorization server did not start: " .. out, 2)
+  end
+  info.port = tonumber(info.issuer:match(":(%d+)$"))
+  info.admin_port = tonumber(info.admin:match(":(%d+)$"))
+  info.proc, info.stdin, info.stdout = proc, stdin, stdout
+  info.exited = function() return exited end
+  return setmetatable(info, AS)
+end
+
+function AS:stop()
+  if not self.exited() then self.proc:kill("sigterm") end
+  H.run_until(self.exited, 5)
+  for _, h in ipairs { self.stdin, self.stdout, self.proc } do if not h:is_closing() then h:close() end end
+  uv.run("nowait")
+end
+
+function AS:post(path, t)
+  local r = http(self.admin_port, "POST", path, cjson.encode(t or {}), { ["Content-Type"] = "application/json" })
+  assert.are.equal(200, r.status, r.body)
+  return cjson.decode(r.body)
+end
+
+-- A token signed by the authorization server with these claims (nil: left
+-- out); kid: one of its keys.
+function AS:mint(claims, opts)
+  opts = opts or {}
+  return self:post("/mint", { claims = claims, kid = opts.kid, expiresIn = opts.expiresIn }).token
+end
+
+function AS:hits(path) return self:post("/hits")[path] or 0 end
+
+-- luamcp behind OAuth, on a port known in advance (the audience names it).
+local function start(as, extra, opts)
+  local port = free_port()
+  local aud = "http://127.0.0.1:" .. port .. "/mcp"
+  local args = { "--http", "127.0.0.1:" .. port, "--auth-audience", aud, "--log-level", "debug" }
+  if as then args[#args + 1] = "--auth-issuer"; args[#args + 1] = as.issuer end
+  for _, a in ipairs(extra or {}) do args[#args + 1] = a end
+  local srv = HH.start { plugins = FIX, args = args, bin = opts and opts.bin }
+  srv.aud = aud
+  srv.prm = "http://127.0.0.1:" .. port .. "/.well-known/oauth-protected-resource/mcp"
+  return srv
+end
+
+local function bearer(tok) return { Authorization = "Bearer " .. tok } end
+
+-- A 2026-07-28 request with a token. Returns the JSON-RPC response, the HTTP response.
+local rid = 0
+local function rpc26(srv, tok, method, p, caps)
+  rid = rid + 1
+  local r, resp = HH.rpc26(srv, { jsonrpc = "2.0", id = rid, method = method, params = HH.params26(p, caps) },
+                           { headers = tok and bearer(tok) or nil })
+  return resp, r
+end
+
+local function text(resp) return resp and resp.result and resp.result.content and resp.result.content[1].text end
+
+-- The parameters of a Bearer challenge.
+local function challenge(r)
+  local h = r:header("www-authenticate")
+  assert.is_string(h, "no WWW-Authenticate: " .. r:describe())
+  assert.truthy(h:match("^Bearer "), h)
+  local p = {}
+  for k, v in h:gmatch('([%w_]+)="([^"]*)"') do p[k] = v end
+  return p
+end
+
+describe("OAuth resource server", function()
+  local env, as
+  setup(function()
+    env = N.prepare("auth")
+    as = as_start(env)
+  end)
+  teardown(function()
+    if as then as:stop() end
+    N.remove(env)
+  end)
+  after_each(HH.cleanup)
+
+  local function claims(sub, scope, extra, srv)
+    local c = { sub = sub, scope = scope, aud = srv.aud, client_id = "spec-client" }
+    for k, v in pairs(extra or {}) do c[k] = v end
+    return c
+  end
+
+  it("serves the Protected Resource Metadata at the root and the path-suffixed URL", function()
+    local srv = start(as)
+    for _, path in ipairs { "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp" } do
+      local r = http(srv.port, "GET", path)
+      assert.are.equal(200, r.status, r:describe())
+      assert.are.equal("*", r:header("access-control-allow-origin"))
+      local doc = r:json()
+      assert.are.equal(srv.aud, doc.resource)
+      assert.are.same({ as.issuer }, doc.authorization_servers)
+      assert.are.same({ "notes:admin", "notes:write" }, doc.scopes_supported)
+      assert.are.same({ "header" }, doc.bearer_methods_supported)
+    end
+    assert.are.equal(405, http(srv.port, "POST", "/.well-known/oauth-protected-resource", "{}").status)
+  end)
+
+  it("answers 401 without a token, with resource_metadata and scope, on every method and revision", function()
+    local srv = start(as)
+    local resp = http(srv.port, "POST", "/mcp", cjson.encode(HH.init_msg(V25)),
+                      { ["Content-Type"] = "application/json", Accept = HH.ACCEPT })
+    assert.are.equal(401, resp.status)
+    local p = challenge(resp)
+    assert.are.equal(srv.prm, p.resource_metadata)
+    assert.are.equal("notes:admin notes:write", p.scope)
+    assert.is_nil(p.error)                                  -- no credentials: no error code (RFC 6750 3.1)
+    -- the metadata URL it names is served
+    assert.are.equal(200, http(srv.port, "GET", "/.well-known/oauth-protected-resource/mcp").status)
+    -- a tools/call of a tool with scopes names that tool's
+    local resp26, r26 = rpc26(srv, nil, "tools/call", { name = "write", arguments = {} })
+    assert.are.equal(401, r26.status)
+    assert.are.equal("notes:write", challenge(r26).scope)
+    assert.are.equal(-32600, resp26.error.code)
+    -- GET and DELETE too; and a scheme other than Bearer is invalid_request
+    assert.are.equal(401, http(srv.port, "GET", "/mcp", nil, { Accept = "text/event-stream" }).status)
+    local basic = http(srv.port, "DELETE", "/mcp", nil, { Authorization = "Basic YTpi" })
+    assert.are.equal(401, basic.status)
+    assert.are.equal("invalid_request", challenge(basic).error)
+  end)
+
+  it("accepts a token from the token endpoint (RFC 8707 resource) and gives ctx.auth to handlers", function()
+    local srv = start(as)
+    local form = "grant_type=password&username=alice&scope=notes%3Aread&client_id=cli-1&resource=" ..
+                 srv.aud:gsub("[^%w]", function(ch) return ("%%%02X"):format(ch:byte()) end)
+    local tr = http(as.port, "POST", "/token", form, { ["Content-Type"] = "application/x-www-form-urlencoded" })
+    assert.are.equal(200, tr.status, tr.body)
+    local tok = tr:json().access_token
+    local s = HH.initialize(srv, V25, { token = tok })
+    local resp = s:call("whoami", {})
+    local me = cjson.decode(text(resp))
+    assert.are.equal("alice", me.subject)
+    assert.are.equal("cli-1", me.client_id)
+    assert.are.same({ "notes:read" }, me.scopes)
+    assert.are.equal(as.issuer, me.claims.iss)
+    assert.are.equal(srv.aud, me.claims.aud)
+    -- a 2026-07-28 request too
+    me = cjson.decode(text(rpc26(srv, tok, "tools/call", { name = "whoami", arguments = {} })))
+    assert.are.equal("alice", me.subject)
+    assert.truthy(srv:wait_stderr("auth: 1 key%(s%) from " .. as.issuer:gsub("%p", "%%%0") .. "/jwks"))
+  end)
+
+  it("answers 403 insufficient_scope with the scopes to ask for; a token with them calls the tool", function()
+    local srv = start(as)
+    local tok = as:mint(claims("bob", "notes:read", nil, srv))
+    local s = HH.initialize(srv, V25, { token = tok })
+    local resp, r = s:rpc("tools/call", { name = "admin", arguments = {} })
+    assert.are.equal(403, r.status)
+    local p = challenge(r)
+    assert.are.equal("insufficient_scope", p.error)
+    assert.are.equal("notes:read notes:write notes:admin", p.scope)   -- granted + needed
+    assert.are.equal(srv.prm, p.resource_metadata)
+    assert.are.equal(-32600, resp.error.code)
+    assert.truthy(resp.error.message:find("notes:write notes:admin", 1, true))
+    -- the same for a 2026-07-28 client, and for a tool needing one scope
+    local _, r26 = rpc26(srv, tok, "tools/call", { name = "write", arguments = {} })
+    assert.are.equal(403, r26.status)
+    assert.are.equal("notes:read notes:write", challenge(r26).scope)
+    -- step-up: a new token of the same subject with the scope, same session
+    s.token = as:mint(claims("bob", "notes:read notes:write", nil, srv))
+    assert.are.equal("written by bob: hi", text(s:call("write", { text = "hi" })))
+    -- tools/list and tools without scopes need none
+    assert.are.equal(5, #s:rpc("tools/list", {}).result.tools)
+    -- /metrics (behind the same checks): the refusals, and what was asked of the issuer
+    local m = http(srv.port, "GET", "/metrics", nil, bearer(s.token))
+    assert.are.equal(200, m.status, m:describe())
+    for _, line in ipairs {
+      'luamcp_auth_checks_total{outcome="insufficient_scope"} 2',
+      'luamcp_auth_fetches_total{what="metadata",outcome="failed"} 1',   -- RFC 8414's: the mock has OpenID's only
+      'luamcp_auth_fetches_total{what="metadata",outcome="ok"} 1',
+      'luamcp_auth_fetches_total{what="jwks",outcome="ok"} 1',
+    } do
+      assert.truthy(m.body:find(line, 1, true), line .. "\n" .. m.body:match("luamcp_auth.*") )
+    end
+  end)
+
+  it("refuses expired, forged, misdirected and alg-none tokens with invalid_token and a reason", function()
+    local srv = start(as)
+    local good = as:mint(claims("carol", "", nil, srv))
+    local h, p, sig = good:match("^([^.]+)%.([^.]+)%.([^.]+)$")
+    local function try(tok)
+      local r = http(srv.port, "POST", "/mcp", cjson.encode(HH.init_msg(V25)),
+                     { ["Content-Type"] = "application/json", Accept = HH.ACCEPT, Authorization = "Bearer " .. tok })
+      return r
+    end
+    local cases = {
+      { as:mint(claims("carol", "", { exp = os.time() - 120 }, srv)), "expired" },
+      { as:mint(claims("carol", "", { aud = "http://127.0.0.1:1/other" }, srv)), "audience" },
+      { as:mint(claims("carol", "", { iss = "http://evil.example" }, srv)), "issuer" },
+      { as:mint(claims("carol", "", { nbf = os.time() + 600 }, srv)), "not valid yet" },
+      { h .. "." .. p .. "." .. sig:sub(1, -6) .. (sig:sub(-5, -5) == "A" and "B" or "A") .. sig:sub(-4), "signature" },
+      { "eyJhbGciOiJub25lIn0." .. p .. ".", "algorithm" },       -- {"alg":"none"}
+      { "not-a-jwt", "not a JWT" },
+    }
+    for _, c in ipairs(cases) do
+      local r = try(c[1])
+      assert.are.equal(401, r.status, c[2] .. ": " .. r:describe())
+      local ch = challenge(r)
+      assert.are.equal("invalid_token", ch.error, c[2])
+      assert.truthy(ch.error_description:find(c[2], 1, true), c[2] .. " / " .. tostring(ch.error_description))
+      assert.are.equal(srv.prm, ch.resource_metadata)
+    end
+    assert.are.equal(200, try(good).status)
+  end)
+
+  it("refuses an access token in the query string (400 invalid_request)", function()
+    local srv = start(as)
+    local tok = as:mint(claims("dave", "", nil, srv))
+    local r = http(srv.port, "POST", "/mcp?access_token=" .. tok, cjson.encode(HH.init_msg(V25)),
+                   { ["Content-Type"] = "application/json", Accept = HH.ACCEPT })
+    assert.are.equal(400, r.status)
+    assert.are.equal("invalid_request", challenge(r).error)
+  end)
+
+  it("keeps a session its subject's: another subject's token gets 404, the same subject's goes on", function()
+    local srv = start(as)
+    local s = HH.initialize(srv, V25, { token = as:mint(claims("erin", "", nil, srv)) })
+    assert.are.equal("erin", cjson.decode(text(s:call("whoami", {}))).subject)
+    local mine = s.token
+    s.token = as:mint(claims("frank", "", nil, srv))
+    local resp, r = s:rpc("tools/call", { name = "whoami", arguments = {} })
+    assert.are.equal(404, r.status)
+    assert.are.equal(-32001, resp.error.code)
+    local d = s:delete()
+    assert.are.equal(404, d.status)                         -- nor can frank end it
+    s.token = as:mint(claims("erin", "notes:write", nil, srv))   -- a new token of erin's
+    assert.are.equal("written by erin: x", text(s:call("write", { text = "x" })))
+    s.token = mine
+    assert.truthy(srv:wait_stderr("belongs to another subject"))
+  end)
+
+  it("keeps tasks their subject's (2026-07-28: -32602 for another subject, one task scope per subject)", function()
+    local srv = start(as)
+    local alice, bob = as:mint(claims("alice", "", nil, srv)), as:mint(claims("bob", "", nil, srv))
+    local created = rpc26(srv, alice, "tools/call", { name = "slow", arguments = { seconds = 0.2 } }, TASKS)
+    assert.are.equal("task", created.result.resultType, cjson.encode(created))
+    local id = created.result.taskId
+    local theirs = rpc26(srv, bob, "tasks/get", { taskId = id }, TASKS)
+    assert.are.equal(-32602, theirs.error.code)
+    local cancel = rpc26(srv, bob, "tasks/cancel", { taskId = id }, TASKS)
+    assert.are.equal(-32602, cancel.error.code)
+    local got
+    for _ = 1, 200 do
+      local g = rpc26(srv, alice, "tasks/get", { taskId = id }, TASKS)
+      got = assert(g.result, cjson.encode(g) .. srv:stderr_text())
+      if got.status == "completed" then break end
+      H.pump(0.02)
+    end
+    assert.are.equal("completed", got.status)
+    assert.are.equal("slept for alice", got.result.content[1].text)
+  end)
+
+  it("keeps a 2025-11-25 task its session's subject's", function()
+    local srv = start(as)
+    local s = HH.initialize(srv, "2025-11-25", { token = as:mint(claims("gina", "", nil, srv)) })
+    local resp = s:rpc("tools/call", { name = "slow", arguments = { seconds = 0.1 }, task = { ttl = 60000 } })
+    local id = resp.result.task.taskId
+    assert.is_string(id)
+    local other = HH.initialize(srv, "2025-11-25", { token = as:mint(claims("hal", "", nil, srv)) })
+    assert.are.equal(-32602, other:rpc("tasks/get", { taskId = id }).error.code)
+    assert.are.equal(0, #other:rpc("tasks/list", {}).result.tasks)
+    assert.are.equal(id, s:rpc("tasks/get", { taskId = id }).result.taskId)
+  end)
+
+  it("binds requestState to the subject: another subject's retry is -32602", function()
+    local srv = start(as)
+    local ann, ben = as:mint(claims("ann", "", nil, srv)), as:mint(claims("ben", "", nil, srv))
+    local r1 = rpc26(srv, ann, "tools/call", { name = "ask", arguments = {} }, ASKING)
+    assert.are.equal("input_required", r1.result.resultType, cjson.encode(r1))
+    local retry = { name = "ask", arguments = {}, requestState = r1.result.requestState,
+                    inputResponses = { name = { action = "accept", content = { name = "Ann" } } } }
+    local stolen = rpc26(srv, ben, "tools/call", retry, ASKING)
+    assert.are.equal(-32602, stolen.error.code, cjson.encode(stolen))
+    assert.truthy(stolen.error.message:find("requestState", 1, true))
+    assert.are.equal("hello Ann", text(rpc26(srv, ann, "tools/call", retry, ASKING)))
+  end)
+
+  it("fetches the keys again for a new kid, at most once per period for unknown ones", function()
+    local srv = start(as)
+    local first = as:mint(claims("ivy", "", nil, srv))
+    assert.are.equal("ivy", cjson.decode(text(rpc26(srv, first, "tools/call", { name = "whoami", arguments = {} }))).subject)
+    local before = as:hits("/jwks")
+    for _, alg in ipairs { "ES256", "EdDSA" } do
+      local kid = as:post("/addkey", { alg = alg }).kid
+      local tok = as:mint(claims("ivy", "", nil, srv), { kid = kid })
+      assert.truthy(tok:match("^eyJ"))
+      local resp, r = rpc26(srv, tok, "tools/call", { name = "whoami", arguments = {} })
+      if alg == "ES256" then
+        assert.are.equal(200, r.status, alg .. ": " .. r:describe() .. srv:stderr_text())
+        assert.are.equal("ivy", cjson.decode(text(resp)).subject)
+      else
+        -- the second new kid comes within the period: no refetch, refused
+        assert.are.equal(401, r.status, r:describe())
+        assert.truthy(challenge(r).error_description:find("unknown key", 1, true))
+      end
+    end
+    assert.are.equal(before + 1, as:hits("/jwks"))
+    assert.truthy(srv:wait_stderr("no refetch"))
+  end)
+
+  it("introspects opaque tokens (RFC 7662), caches the answer briefly, refuses inactive ones", function()
+    local srv = start(as, { "--auth-introspect", as.issuer .. "/introspect" })
+    as:post("/opaque", { token = "opaque-kim-1", answer = { active = true, sub = "kim", scope = "notes:write",
+                                                             client_id = "c9", aud = srv.aud,
+                                                             exp = os.time() + 600 } })
+    as:post("/opaque", { token = "opaque-lee-1", answer = { active = true, sub = "lee", aud = "http://other/mcp" } })
+    local before = as:hits("/introspect")
+    for i = 1, 3 do
+      local rr, hr = rpc26(srv, "opaque-kim-1", "tools/call", { name = "whoami", arguments = {} })
+      assert(text(rr), hr:describe() .. srv:stderr_text())
+      local me = cjson.decode(text(rr))
+      assert.are.equal("kim", me.subject, i)
+      assert.are.same({ "notes:write" }, me.scopes)
+      assert.are.equal("c9", me.client_id)
+    end
+    assert.are.equal(before + 1, as:hits("/introspect"))
+    assert.are.equal("written by kim: k", text(rpc26(srv, "opaque-kim-1", "tools/call", { name = "write", arguments = { text = "k" } })))
+    local _, r = rpc26(srv, "opaque-nobody", "tools/call", { name = "whoami", arguments = {} })
+    assert.are.equal(401, r.status)
+    assert.truthy(challenge(r).error_description:find("not active", 1, true))
+    _, r = rpc26(srv, "opaque-lee-1", "tools/call", { name = "whoami", arguments = {} })
+    assert.are.equal(401, r.status)
+    assert.truthy(challenge(r).error_description:find("audience", 1, true))
+    -- JWTs are still verified locally
+    local jwt = as:mint(claims("mo", "", nil, srv))
+    assert.are.equal("mo", cjson.decode(text(rpc26(srv, jwt, "tools/call", { name = "whoami", arguments = {} }))).subject)
+  end)
+
+  it("answers 503 with the reason when the issuer is down, without hanging, and recovers", function()
+    local dead = free_port()
+    local srv = start(nil, { "--auth-issuer", "http://127.0.0.1:" .. dead })
+    local tok = as:mint(claims("nina", "", nil, srv))
+    local t0 = H.now()
+    local resp, r = rpc26(srv, tok, "tools/call", { name = "whoami", arguments = {} })
+    assert.are.equal(503, r.status, r:describe())
+    assert.is_string(r:header("retry-after"))
+    assert.truthy(resp.error.message:find("unreachable", 1, true), resp.error.message)
+    assert.is_true(H.now() - t0 < 6)
+    -- within the retry period: at once, the same reason
+    _, r = rpc26(srv, tok, "tools/call", { name = "whoami", arguments = {} })
+    assert.are.equal(503, r.status)
+    -- the probes answer meanwhile
+    assert.are.equal(200, http(srv.port, "GET", "/healthz").status)
+    -- down mid-way: the real issuer stops answering
+    local srv2 = start(as)
+    as:post("/down", { down = true })
+    local _, r2 = rpc26(srv2, as:mint(claims("nina", "", nil, srv2)), "tools/call", { name = "whoami", arguments = {} })
+    as:post("/down", { down = false })
+    assert.are.equal(503, r2.status, r2:describe())
+  end)
+
+  it("waits at most the fetch timeout on an issuer that never answers; other requests go on meanwhile", function()
+    -- an "issuer" that accepts connections and never answers
+    local silent, held = uv.new_tcp(), {}
+    assert(silent:bind("127.0.0.1", 0))
+    silent:listen(16, function()
+      local cl = uv.new_tcp()
+      silent:accept(cl)
+      cl:read_start(function() end)
+      held[#held + 1] = cl
+    end)
+    local srv = start(nil, { "--auth-issuer", "http://127.0.0.1:" .. silent:getsockname().port })
+    local tok = as:mint(claims("pat", "", nil, srv))
+    local _, waiting = HH.post26(srv, { jsonrpc = "2.0", id = 1, method = "tools/list", params = HH.params26() },
+                              { headers = bearer(tok), nowait = true })
+    local dropped = select(2, HH.post26(srv, { jsonrpc = "2.0", id = 2, method = "tools/list", params = HH.params26() },
+                                         { headers = bearer(tok), nowait = true }))
+    local t0 = H.now()
+    H.pump(0.3)
+    dropped:drop()                                          -- gone while it waits: nothing to answer
+    -- meanwhile the server answers what needs no key
+    assert.are.equal(200, http(srv.port, "GET", "/.well-known/oauth-protected-resource").status)
+    assert.are.equal(200, http(srv.port, "GET", "/healthz").status)
+    assert.is_true(H.now() - t0 < 2)
+    local r = assert(waiting:response(10))
+    r:wait_done()
+    assert.are.equal(503, r.status, r:describe())
+    assert.truthy(r.body:find("unreachable", 1, true), r.body)
+    local took = H.now() - t0
+    assert.is_true(took > 4 and took < 8, "took " .. took)
+    for _, cl in ipairs(held) do cl:close() end
+    silent:close()
+  end)
+
+  it("takes the keys from --auth-jwks, a file (never refetched) or a URL (no discovery)", function()
+    local jwks = http(as.port, "GET", "/jwks")
+    assert.are.equal(200, jwks.status)
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/jwks.json", "w"))
+    f:write(jwks.body)
+    f:close()
+    local srv = start(nil, { "--auth-jwks", dir .. "/jwks.json" })
+    local tok = as:mint(claims("quinn", "", nil, srv))
+    assert.are.equal("quinn", cjson.decode(text(rpc26(srv, tok, "tools/call", { name = "whoami", arguments = {} }))).subject)
+    local kid = as:post("/addkey", { alg = "ES256" }).kid
+    local _, r = rpc26(srv, as:mint(claims("quinn", "", nil, srv), { kid = kid }), "tools/call", { name = "whoami", arguments = {} })
+    assert.are.equal(401, r.status)                        -- a file is the whole set
+    -- the PRM names no authorization server without --auth-issuer
+    assert.is_nil(http(srv.port, "GET", "/.well-known/oauth-protected-resource"):json().authorization_servers)
+    local before = as:hits("/.well-known/openid-configuration")
+    local srv2 = start(nil, { "--auth-jwks", as.issuer .. "/jwks" })
+    local tok2 = as:mint(claims("quinn", "", nil, srv2), { kid = kid })
+    assert.are.equal("quinn", cjson.decode(text(rpc26(srv2, tok2, "tools/call", { name = "whoami", arguments = {} }))).subject)
+    assert.are.equal(before, as:hits("/.well-known/openid-configuration"))
+  end)
+
+  it("reads the auth table of a configuration file", function()
+    local dir = H.tmpdir()
+    local port = free_port()
+    local aud = "http://127.0.0.1:" .. port .. "/mcp"
+    local f = assert(io.open(dir .. "/luamcp.conf.lua", "w"))
+    f:write(("return { http = %q, auth = { issuer = %q, audience = %q } }\n"):format("127.0.0.1:" .. port, as.issuer, aud))
+    f:close()
+    local srv = HH.start { plugins = FIX, args = { "--config", dir .. "/luamcp.conf.lua" } }
+    srv.aud = aud
+    local tok = as:mint(claims("olga", "", nil, srv))
+    assert.are.equal("olga", cjson.decode(text(rpc26(srv, tok, "tools/call", { name = "whoami", arguments = {} }))).subject)
+    local bad = assert(io.open(dir .. "/bad.conf.lua", "w"))
+    bad:write("return { auth = { issuer = 'http://x', nonsense = 1 } }\n")
+    bad:close()
+    local c = H.start { plugins = FIX, args = { "--config", dir .. "/bad.conf.lua" } }
+    assert.truthy(c:wait_stderr("auth%.nonsense: unknown key"))
+  end)
+end)
+
+describe("without --auth-*", function()
+  after_each(HH.cleanup)
+
+  it("serves no metadata, ignores tokens, and handlers see no ctx.auth", function()
+    local srv = HH.start { plugins = FIX }
+    assert.are.equal(404, http(srv.port, "GET", "/.well-known/oauth-protected-resource").status)
+    local s = HH.initialize(srv, V25, { token = "whatever" })
+    assert.are.equal("none", text(s:call("whoami", {})))
+    assert.are.equal("written by anyone: ", text(s:call("write", {})))    -- scopes mean nothing without auth
+  end)
+
+  it("refuses a tool whose scopes are not OAuth scope tokens, at load", function()
+    local c = H.start { plugins = { "spec/fixtures/auth_broken" } }
+    assert.truthy(c:wait_stderr("tool bad: scopes%[1%] must be an OAuth scope token"))
+  end)
+
+  it("refuses --auth-* options without an audience, or with --token, at startup", function()
+    local c = H.start { plugins = FIX, args = { "--http", "127.0.0.1:0", "--auth-issuer", "http://127.0.0.1:1" } }
+    assert.truthy(c:wait_stderr("auth%-audience must be"))
+    c = H.start { plugins = FIX, args = { "--http", "127.0.0.1:0", "--auth-audience", "http://x/mcp", "--auth-jwks",
+                                          "/nonexistent.json" } }
+    assert.truthy(c:wait_stderr("cannot open it"))
+    c = H.start { plugins = FIX, args = { "--http", "127.0.0.1:0", "--token", "t", "--auth-audience", "http://x/mcp",
+                                          "--auth-issuer", "http://127.0.0.1:1" } }
+    assert.truthy(c:wait_stderr("exclude each other"))
+  end)
+end)
+
+describe("the TypeScript SDK client's OAuth", function()
+  local env, as
+  setup(function()
+    env = N.prepare("auth")
+    as = as_start(env)
+  end)
+  teardown(function()
+    if as then as:stop() end
+    N.remove(env)
+  end)
+  after_each(HH.cleanup)
+
+  it("discovers the authorization server, authorizes headless, calls tools, steps up on a 403", function()
+    local srv = start(as)
+    as:post("/grantable", { scopes = { "notes:write" } })
+    local rep = N.run(env, "sdk_oauth.mjs", {}, { SDK_URL = srv.aud, SDK_ADMIN = as.admin })
+    assert.is_nil(rep.error, rep.error)
+    assert.is_true(rep.unauthorized)
+    assert.are.equal("johndoe", rep.whoami.subject)
+    assert.are.equal("sdk-client", rep.whoami.client_id)
+    assert.are.equal(srv.aud, rep.whoami.claims.aud)             -- RFC 8707: the resource it asked for
+    assert.are.equal(srv.aud, rep.authorizations[1].resource)
+    assert.are.equal("S256", rep.authorizations[1].method)
+    assert.are.equal("notes:admin notes:write", rep.authorizations[1].scope)   -- from the 401's scope
+    assert.are.same({ "notes:write" }, rep.whoami.scopes)          -- the consent granted less than asked
+    assert.are.equal("written by johndoe: sdk", rep.write)
+    -- step-up: the 403's scope (granted + needed) went to /authorize, the new token calls admin
+    assert.are.equal(1, rep.stepped_up)
+    assert.are.equal("notes:write notes:admin", rep.authorizations[2].scope)
+    assert.are.equal("admin", rep.admin)
+    assert.are.same({ "notes:write", "notes:admin" }, rep.scopes_after)
+  end)
+end)
