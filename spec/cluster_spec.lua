@@ -132,6 +132,21 @@ describe("many instances behind HAProxy", function()
     end
   end)
 
+  it("with --auth-*: the Protected Resource Metadata and the 401 challenge come through HAProxy", function()
+    local aud = "https://mcp.example.test/mcp"
+    local cl = start{ instances = 2, args = { "--auth-issuer", "http://127.0.0.1:1", "--auth-audience", aud } }
+    local c = HH.connect(cl.front)
+    for _, path in ipairs({ "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp" }) do
+      local r = c:exchange{ method = "GET", path = path }
+      assert.equals(200, r.status, path .. ": " .. r:describe())
+      assert.equals(aud, r:json().resource, path)
+    end
+    local r = HH.post26(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/list", params = HH.params26() })
+    r:wait_done()
+    assert.equals(401, r.status, r:describe())
+    assert.truthy((r:header("www-authenticate") or ""):find('resource_metadata="', 1, true), r:describe())
+  end)
+
   it("a 2026-07-28 request whose client goes away is cancelled on its instance", function()
     local cl = start{ args = { "--timeout", "0" } }
     local _, c = HH.post26(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/call",
