@@ -517,6 +517,9 @@ function Client:close(timeout)
   return self:wait_exit(timeout)
 end
 
+-- The exit status as a shell gives it (128 + the signal for a process a
+-- signal killed: luv says 0 then, and `equal(0, code)` would pass), and the
+-- signal; nil, "timeout" when it did not exit in time (then it is killed).
 function Client:wait_exit(timeout)
   H.run_until(function() return self.exited and self.stdout_eof and self.stderr_eof end,
               timeout or H.WAIT)
@@ -525,6 +528,7 @@ function Client:wait_exit(timeout)
     H.run_until(function() return self.exited end, 5)
     return nil, "timeout"
   end
+  if self.exit_signal ~= 0 then return 128 + self.exit_signal, self.exit_signal end
   return self.exit_code, self.exit_signal
 end
 

@@ -87,3 +87,33 @@ describe("lifecycle", function()
     c:no_message()
   end)
 end)
+
+-- Supervisors send SIGTERM more than once: `timeout` sends it to the process
+-- and then to its group, systemd and shells may repeat it. One that comes
+-- while the server shuts down, or after, must not kill it by the signal.
+describe("SIGTERM sent again and again until the server is gone", function()
+  local HH = require "spec.http_helper"
+  after_each(function() H.cleanup(); HH.cleanup() end)
+
+  -- Another process sends SIGTERM 20,000 times as fast as it can. This one
+  -- does not run its loop meanwhile, so it does not reap the server: once
+  -- the server exits its pid stays a zombie's, never another process's.
+  local function flood(c)
+    os.execute(("i=0; while [ $i -lt 20000 ] && kill -TERM %d 2>/dev/null; do i=$((i+1)); done"):format(c.pid))
+    return c:wait_exit(10)
+  end
+
+  for _, mode in ipairs { "stdio", "http" } do
+    it(mode .. ": exit status 0 each time, never death by SIGTERM", function()
+      for _ = 1, 10 do
+        local c
+        if mode == "http" then c = HH.start{}
+        else c = H.start(); c:initialize() end
+        local code, sig = flood(c)
+        local why = ("exit %s, signal %s; stderr:\n%s"):format(tostring(code), tostring(sig),
+                                                             c:stderr_text():sub(-1500))
+        assert.are.equal(0, code, why)
+      end
+    end)
+  end
+end)

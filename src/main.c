@@ -105,8 +105,9 @@ static void closed(void) {
   if (use_watch) mcp_watch_close();
   mcp_ops_shutdown();            /* what the shutdown started (a client's notifications/cancelled) */
   mcp_httpc_close();
-  uv_close((uv_handle_t *)&sigterm, NULL);
-  uv_close((uv_handle_t *)&sigint, NULL);
+  /* The signal watchers stay until the process exits (see count_open). */
+  uv_unref((uv_handle_t *)&sigterm);
+  uv_unref((uv_handle_t *)&sigint);
   uv_close((uv_handle_t *)&drain_timer, NULL);
   http_close(NULL);              /* the --metrics listener (stdio); none is left over HTTP */
   mcp_task_close();
@@ -144,6 +145,17 @@ static void shutdown_begin(const char *why) {
 }
 
 static void on_eof(void) { shutdown_begin("end of input"); }
+
+/* Stopping the last watcher of a signal gives the signal its default action
+ * back, which kills. A supervisor sends SIGTERM more than once (`timeout`
+ * sends it to the process, then to its group), so one can come after the
+ * shutdown is done, even after main has freed everything: the two watchers
+ * are never stopped (only unreferenced, so the loop can end), and a late
+ * signal lands in libuv's pipe, unread, instead of turning exit status 0
+ * into death by SIGTERM. Every other handle must be closed by now. */
+static void count_open(uv_handle_t *h, void *arg) {
+  if (h != (uv_handle_t *)&sigterm && h != (uv_handle_t *)&sigint && !uv_is_closing(h)) (*(int *)arg)++;
+}
 
 /* Draining (SIGTERM over HTTP, --drain): no new connections or requests,
  * /readyz says 503; the calls running have until the timer to finish,
@@ -328,7 +340,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && (strcmp(argv[1], "list") == 0 || strcmp(argv[1], "call") == 0 ||
                    strcmp(argv[1], "check") == 0 || strcmp(argv[1], "new") == 0))
     return mcp_cli_main(argc, argv);            /* the plugin author's commands: cli.c */
-  int status = 0, r;
+  int status = 0, r, open = 0;
   if ((r = parse_flags(argc, argv)) != 0) return r < 0 ? 0 : r;
   if (ndirs == 0) dirs[ndirs++] = "plugins";
   allow[nallow] = NULL;
@@ -419,7 +431,8 @@ int main(int argc, char **argv) {
   mcp_stats_close();
   mcp_metrics_close();
   mcp_scratch_free();
-  if (uv_loop_close(loop) != 0) mcp_warn("event loop closed with handles still open");
+  uv_walk(loop, count_open, &open);
+  if (open > 0) mcp_warn("event loop ended with %d handles still open", open);
   mcp_conffile_free(&conf);
   free(dirs);
   free(allow);
