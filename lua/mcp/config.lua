@@ -22,6 +22,7 @@ local FLAGS = {
   max_body = "number", max_connections = "number", max_sessions = "number",
   idle_timeout = "number", watch = "boolean", test_clock = "boolean",
   access_log = "string", log_format = "string", drain = "number", metrics = "string",
+  store = "string",
 }
 M.FLAGS = FLAGS
 
