@@ -62,8 +62,10 @@ const char *mcp_store_down(void);
 
 /* Write rec (expiring in expire_ms) unless the stored one is terminal
  * already: then hooks.adopt tells its state. notify (may be NULL): the
- * notifications/tasks params published with the write, only if it is made. */
-void mcp_store_task_put(const mcp_store_task *rec, long long expire_ms, const char *notify);
+ * notifications/tasks params published with the write, only if it is made.
+ * cb (may be NULL): called once the store has answered, or failed to. */
+void mcp_store_task_put(const mcp_store_task *rec, long long expire_ms, const char *notify,
+                        mcp_store_cb cb, void *ud);
 /* The record of id; one whose owner stopped is failed first. */
 void mcp_store_task_get(const char *id, mcp_store_cb cb, void *ud);
 /* Cancel id if it is scope's and subject's and not terminal; its owner is told. */

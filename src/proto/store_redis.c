@@ -233,6 +233,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
       else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->str &&
                strcmp(r->element[0]->str, op->status) != 0)
         S.hooks.adopt(op->id, r->element[0]->str, r->element[1]->str ? r->element[1]->str : "");
+      if (op->cb != NULL) op->cb(op->ud, err, NULL, "ok");
       break;
     case OP_GET:
       if (err || r->type != REDIS_REPLY_ARRAY) {
@@ -278,14 +279,18 @@ static store_op *op_new(int kind, const char *id, mcp_store_cb cb, void *ud) {
 
 static void task_key(char *out, size_t cap, const char *id) { snprintf(out, cap, "luamcp:task:%s", id); }
 
-void mcp_store_task_put(const mcp_store_task *t, long long expire_ms, const char *notify) {
+void mcp_store_task_put(const mcp_store_task *t, long long expire_ms, const char *notify,
+                        mcp_store_cb cb, void *ud) {
   char key[80], ttl[24], exp[24];
   char *payload = NULL;
   const char *argv[32];
   size_t lens[32];
   int n = 0;
   store_op *op;
-  if (!S.cmd.up) return;             /* written again by resync */
+  if (!S.cmd.up) {                   /* written again by resync */
+    if (cb != NULL) cb(ud, "task store unavailable", NULL, NULL);
+    return;
+  }
   task_key(key, sizeof key, t->id);
   snprintf(ttl, sizeof ttl, "%lld", t->ttl_ms);
   snprintf(exp, sizeof exp, "%lld", expire_ms > 0 ? expire_ms : 1);
@@ -305,7 +310,7 @@ void mcp_store_task_put(const mcp_store_task *t, long long expire_ms, const char
   ARG("ext"); ARG(t->ext ? "1" : "0"); ARG("owner"); ARG(t->owner); ARG("scope"); ARG(t->scope);
   ARG("subject"); ARG(t->subject); ARG("detail"); ARG(t->detail);
   ARG(exp); ARG(payload ? payload : "");
-  op = op_new(OP_PUT, t->id, NULL, NULL);
+  op = op_new(OP_PUT, t->id, cb, ud);
   snprintf(op->status, sizeof op->status, "%s", t->status);
   submit(op, n, argv, lens);
   free(payload);

@@ -340,7 +340,8 @@ int mcp_task_l_create(lua_State *L) {
   }
   mcp_rpc_close(&b);
   c->typed = ext;                               /* CreateTaskResult: resultType "task" */
-  mcp_session_send(c->session, NULL, c->stream, b.data, b.len, 1);
+  if (ext && mcp_store_on()) mcp_task_store_created(t, c->session->parent, c->stream, b.data, b.len);
+  else mcp_session_send(c->session, NULL, c->stream, b.data, b.len, 1);
   mcp_buf_free(&b);
   c->stream = NULL;
   c->responded = 1;
@@ -351,7 +352,7 @@ int mcp_task_l_create(lua_State *L) {
   mcp_reqtab_remove(&c->session->reqs, &c->req);
   mcp_info("task %s created for request %.64s (tool %s, ttl %lld ms%s)", t->id, c->req.key, c->tool,
            ttl, ext ? ", tasks extension" : "");
-  if (mcp_store_on()) mcp_task_store_write(t, 0);
+  if (mcp_store_on() && !ext) mcp_task_store_write(t, 0);
   timer_arm();
   lua_pushstring(L, t->id);
   return 1;

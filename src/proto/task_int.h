@@ -56,6 +56,11 @@ void mcp__task_adopt(mcp_task *t, const char *status, const char *message);
 
 /* task_store.c: tasks in the shared store (--store; task.h has the rest). */
 void mcp_task_store_write(const mcp_task *t, int notify);
+/* A task of the extension was made on s's request answered on stream: its
+ * CreateTaskResult (response, len bytes) goes once the record is written,
+ * so that whatever instance the client asks next knows the task. */
+void mcp_task_store_created(const mcp_task *t, mcp_session *s, void *stream, const char *response,
+                            size_t len);
 /* tasks/get, tasks/update, tasks/cancel of the extension through the store;
  * answered when the store replies. */
 void mcp_task_store_request(mcp_session *s, void *stream, const char *key, const char *method,

@@ -33,11 +33,13 @@ typedef struct pending {
   mcp_session *s;              /* NULL once it closed: nobody to answer */
   void *stream;
   char *key;
-  int kind;                    /* P_GET, P_CANCEL, P_UPDATE, P_DESCRIBE */
+  int kind;                    /* P_GET, P_CANCEL, P_UPDATE, P_DESCRIBE, P_CREATE */
+  char *response;              /* P_CREATE: the CreateTaskResult to send */
+  size_t len;
   char scope[96];
 } pending;
 
-enum { P_GET, P_CANCEL, P_UPDATE, P_DESCRIBE };
+enum { P_GET, P_CANCEL, P_UPDATE, P_DESCRIBE, P_CREATE };
 
 static pending *P;             /* every pending request */
 
@@ -67,7 +69,7 @@ static void iso(char *out, size_t cap, double ms) {
   snprintf(out, cap, "%s.%03dZ", s, (int)(v % 1000));
 }
 
-void mcp_task_store_write(const mcp_task *t, int notify) {
+static void write_record(const mcp_task *t, int notify, mcp_store_cb cb, void *ud) {
   char scope[96], created[64], updated[64];
   mcp_buf detail = MCP_BUF_INIT, note = MCP_BUF_INIT;
   mcp_store_task rec;
@@ -88,10 +90,12 @@ void mcp_task_store_write(const mcp_task *t, int notify) {
     mcp_buf_addc(&note, '\0');
   }
   mcp_store_task_put(&rec, t->expires_ns > now ? (long long)((t->expires_ns - now) / 1000000) : 1,
-                     note.data);
+                     note.data, cb, ud);
   mcp_buf_free(&detail);
   mcp_buf_free(&note);
 }
+
+void mcp_task_store_write(const mcp_task *t, int notify) { write_record(t, notify, NULL, NULL); }
 
 /* Pending requests. */
 
@@ -112,6 +116,7 @@ static void pending_free(pending *p) {
   if (p->prev) p->prev->next = p->next; else P = p->next;
   if (p->next) p->next->prev = p->prev;
   free(p->key);
+  free(p->response);
   free(p);
 }
 
@@ -243,6 +248,25 @@ void mcp_task_store_request(mcp_session *s, void *stream, const char *key, const
     mcp_store_task_update(id, p->scope, subject_of(s), text, on_changed, p);
     free(text);
   }
+}
+
+/* The record is written (or the store is down: then resync writes it):
+ * the client may ask any instance now. */
+static void on_created(void *ud, const char *err, const mcp_store_task *rec, const char *what) {
+  pending *p = ud;
+  (void)rec; (void)what;
+  if (err != NULL) mcp_warn("task store: a task is answered before it is stored: %s", err);
+  if (p->s != NULL) mcp_session_send(p->s, NULL, p->stream, p->response, p->len, 1);
+  pending_free(p);
+}
+
+void mcp_task_store_created(const mcp_task *t, mcp_session *s, void *stream, const char *response,
+                            size_t len) {
+  pending *p = pending_new(s, stream, NULL, P_CREATE);
+  if ((p->response = malloc(len)) == NULL) abort();
+  memcpy(p->response, response, len);
+  p->len = len;
+  write_record(t, 0, on_created, p);
 }
 
 void mcp_task_store_describe(mcp_session *s, const char *id) {
