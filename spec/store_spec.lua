@@ -242,3 +242,44 @@ describe("--store: bad values", function()
     assert.matches("task store unavailable: connect: Connection refused", resp.error.message)
   end)
 end)
+
+---------------------------------------------------------------------------
+-- Through HAProxy (deploy/haproxy.cfg): the SDK v2 client at 2026-07-28
+
+local N = require "spec.node_helper"
+
+describe("--store behind HAProxy, with the SDK v2 client at 2026-07-28", function()
+  local ENV
+  setup(function() if not N.skipped then ENV = N.prepare("sdk2") end end)
+  teardown(function() if ENV then N.remove(ENV) end end)
+  after_each(C.cleanup)
+
+  it("makes a task through HAProxy and cancels it on another instance, which stops the handler", function()
+    if N.skipped then pending("LUAMCP_SKIP_NODE=1: needs Node 22 and @modelcontextprotocol/client") return end
+    local cl = cluster(3)
+    local rep = N.run(ENV, "store_task.mjs", nil, { SDK_URL = cl.url, SDK_REVISION = "2026-07-28" })
+    local why = cjson.encode(rep) .. "\n" .. cl:logs()
+    assert.is_nil(rep.crashed, why)
+    assert.are.equal(cjson.null, rep.error, why)
+    assert.are.equal("modern", rep.era, why)
+    local created, got, cancel, after = rep.steps[1], rep.steps[2], rep.steps[3], rep.steps[4]
+    assert.are.equal("task", created.msg.result.resultType, why)
+    local id = created.msg.result.taskId
+    assert.are.equal("working", got.msg.result.status, why)
+    assert.are.same({ resultType = "complete" }, cancel.msg.result, why)
+    assert.are.equal("cancelled", after.msg.result.status, why)
+    -- the handler ran on one instance, the cancel arrived on another, and stopped it there
+    local runner, canceller
+    for i = 1, 3 do
+      local text = cl.instances[i]:stderr_text()
+      if text:find("fixture: slow started sdk", 1, true) then runner = i end
+      if text:find("tasks/cancel " .. id .. ", through the store", 1, true) then canceller = i end
+    end
+    assert.is_not_nil(runner, why)
+    assert.is_not_nil(canceller, why)
+    assert.are_not.equal(runner, canceller, why)
+    assert.is_truthy(cl.instances[runner]:wait_stderr("fixture: slow stopped sdk reason=task cancelled"), why)
+    -- and the client goes on with ordinary calls
+    assert.are.equal("never done", rep.after.content[1].text, why)
+  end)
+end)

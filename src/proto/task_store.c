@@ -237,6 +237,7 @@ void mcp_task_store_request(mcp_session *s, void *stream, const char *key, const
     mcp_buf_free(&out);
     return;
   }
+  mcp_debug("request %.64s: %s %s, through the store", key, method, id);
   p = pending_new(s, stream, key, kind);
   if (kind == P_GET) {
     mcp_store_task_get(id, on_get, p);
