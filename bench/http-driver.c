@@ -10,7 +10,10 @@
  * on stdout, one "key value" per line, then stops the server with SIGTERM.
  * Every later POST carries Content-Type: application/json, Accept:
  * application/json, text/event-stream, MCP-Protocol-Version: 2025-06-18 and the
- * session id.
+ * session id.  With --stateless, no handshake: every POST is a 2026-07-28
+ * request on its own (MCP-Protocol-Version: 2026-07-28, Mcp-Method, Mcp-Name,
+ * the version and client capabilities in params._meta), as a load balancer
+ * may send each one to another instance (bench/run-cluster.sh).
  *
  * Scenarios (see bench/README.md for what each figure means):
  *   echo     tools/call echo over --conns connections with --depth requests in
@@ -194,6 +197,7 @@ static int nconns;
 static char session_id[128];
 static int64_t next_id = 1;
 static int after_init; /* send MCP-Protocol-Version */
+static int stateless;  /* --stateless: 2026-07-28 requests, no session */
 static uint64_t bytes_in, bytes_out;
 
 static hc_t *open_conn(hc_t *c, size_t ring)
@@ -230,11 +234,15 @@ static void put(hc_t *c, const char *s, size_t n)
 static void post(hc_t *c, const char *body, size_t blen, int64_t id)
 {
     char head[768];
+    const char *version = stateless    ? "MCP-Protocol-Version: 2026-07-28\r\n"
+                                         "Mcp-Method: tools/call\r\nMcp-Name: echo\r\n"
+                          : after_init ? "MCP-Protocol-Version: 2025-06-18\r\n"
+                                       : "";
     int n = snprintf(head, sizeof head,
                      "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
                      "Accept: application/json, text/event-stream\r\n%s%s%s%s"
                      "Content-Length: %zu\r\n\r\n",
-                     host_hdr, after_init ? "MCP-Protocol-Version: 2025-06-18\r\n" : "",
+                     host_hdr, version,
                      session_id[0] ? "Mcp-Session-Id: " : "", session_id, session_id[0] ? "\r\n" : "", blen);
     put(c, head, (size_t)n);
     put(c, body, blen);
@@ -246,12 +254,13 @@ static void post(hc_t *c, const char *body, size_t blen, int64_t id)
 
 static int64_t post_echo(hc_t *c)
 {
-    char body[256];
+    char body[384];
     int64_t id = next_id++;
     int n = snprintf(body, sizeof body,
                      "{\"jsonrpc\":\"2.0\",\"id\":%" PRId64 ",\"method\":\"tools/call\",\"params\":"
-                     "{\"name\":\"echo\",\"arguments\":{\"text\":\"hello\"}}}",
-                     id);
+                     "{\"name\":\"echo\",\"arguments\":{\"text\":\"hello\"}%s}}",
+                     id, stateless ? ",\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                                     "\"io.modelcontextprotocol/clientCapabilities\":{}}" : "");
     post(c, body, (size_t)n, id);
     return id;
 }
@@ -734,7 +743,8 @@ static void usage(void)
 {
     fputs("usage: http-driver --addr HOST:PORT [--scenario echo|latency|soak] [--conns N] [--depth N]\n"
           "                   [--seconds S] [--warmup-seconds S] [--rounds N] [--count N] [--warmup N]\n"
-          "                   [--max-seconds S] [--sample-ms MS] [--timeout S] -- CMD ARGS...\n",
+          "                   [--max-seconds S] [--sample-ms MS] [--timeout S] [--stateless]\n"
+          "                   -- CMD ARGS...\n",
           stderr);
     exit(2);
 }
@@ -749,6 +759,10 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "--"))
             break;
+        if (!strcmp(a, "--stateless")) {
+            stateless = 1;
+            continue;
+        }
         if (i + 1 >= argc)
             usage();
         const char *v = argv[++i];
@@ -852,10 +866,11 @@ int main(int argc, char **argv)
         open_conn(&conns[k], ring);
 
     t0 = now_s();
-    handshake(30.0);
+    if (!stateless)
+        handshake(30.0);
     out("scenario", "http-%s", scenario);
     out("handshake_ms", "%.2f", (now_s() - t0) * 1e3);
-    out("session", "%s", session_id[0] ? "yes" : "none");
+    out("session", "%s", stateless ? "stateless" : session_id[0] ? "yes" : "none");
     fn(&o);
     out("bytes_in", "%" PRIu64, bytes_in);
     out("bytes_out", "%" PRIu64, bytes_out);

@@ -26,6 +26,8 @@
 #   BENCH_SOAK_SECONDS   length of the HTTP memory soak (default 15)
 #   BENCH_HTTP_PORT      first TCP port on 127.0.0.1 to use (default 28930; each
 #                        server run takes the next one)
+#   BENCH_CLUSTER        1 (default): with BENCH_HTTP, throughput through HAProxy with
+#                        1 and 2 instances (bench/run-cluster.sh); 0: skip it
 #   BENCH_HANDLER_IO     1 (default): ctx:http figures next to curl (bench/httpc.lua;
 #                        BENCH_HTTPC_N, BENCH_HTTPC_PAR, BENCH_HTTPC_ROUNDS, BENCH_CANCELS)
 #   CC                   C compiler (default cc)
@@ -220,6 +222,7 @@ version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1
 } | tee "$OUT/report.txt"
 
 [ "$RUN_HTTP" = 1 ] && . "$ROOT/bench/run-http.sh"
+[ "$RUN_HTTP" = 1 ] && [ "${BENCH_CLUSTER:-1}" = 1 ] && . "$ROOT/bench/run-cluster.sh"
 
 # ---- handler I/O: ctx:http next to curl, cancel -> origin connection closed --
 if [ "${BENCH_HANDLER_IO:-1}" = 1 ] && [ $LUAMCP_OK = 1 ]; then

@@ -67,15 +67,6 @@ function C.free_port()
   return port
 end
 
--- Does something accept connections on port? (one attempt)
-local function accepts(port)
-  local t, done, ok = uv.new_tcp(), false, false
-  t:connect("127.0.0.1", port, function(err) ok, done = err == nil, true end)
-  H.run_until(function() return done end, 2)
-  if not t:is_closing() then t:close() end
-  return ok
-end
-
 local function rm_tree(path)
   local st = uv.fs_lstat(path)
   if not st then return end
@@ -155,16 +146,33 @@ end
 local Cluster = {}
 Cluster.__index = Cluster
 
--- redis-server on the cluster's redis port, nothing saved, in the temp dir.
-function Cluster:start_redis()
+-- A port taken between C.free_port and the bind (other suites run on the
+-- machine too): the process said so and exited.
+local function port_taken(text) return text:lower():find("address already in use", 1, true) ~= nil end
+local ATTEMPTS = 5
+
+-- redis-server on the cluster's redis port, nothing saved, in the temp dir;
+-- another port if that one was taken meanwhile, unless fixed (a restart:
+-- the instances know the port).
+function Cluster:start_redis(fixed)
   local r = self.redis
-  r.proc = spawn("redis", self.bins["redis-server"], {
-    "--port", tostring(r.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-    "--dir", self.dir, "--daemonize", "no", "--protected-mode", "yes",
-  })
-  if not H.poll_until(function() return r.proc.exited or accepts(r.port) end, H.WAIT)
-     or r.proc.exited then
-    error("redis-server did not start on port " .. r.port .. ":\n" .. r.proc:text(), 2)
+  for attempt = 1, ATTEMPTS do
+    r.url = "redis://127.0.0.1:" .. r.port .. "/0"
+    r.proc = spawn("redis", self.bins["redis-server"], {
+      "--port", tostring(r.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+      "--dir", self.dir, "--daemonize", "no", "--protected-mode", "yes",
+    })
+    -- its own word, not a connection: on a taken port another process accepts
+    local function ready() return r.proc:text():find("Ready to accept connections", 1, true) end
+    if H.poll_until(function() return r.proc.exited or ready() end, H.WAIT)
+       and not r.proc.exited then
+      return
+    end
+    r.proc:stop("sigkill")
+    if fixed or attempt == ATTEMPTS or not port_taken(r.proc:text()) then
+      error("redis-server did not start on port " .. r.port .. ":\n" .. r.proc:text(), 2)
+    end
+    r.port = C.free_port()
   end
 end
 
@@ -172,7 +180,7 @@ function Cluster:kill_redis(sig) self.redis.proc:stop(sig or "sigkill") end
 
 function Cluster:restart_redis()
   if not self.redis.proc.exited then self.redis.proc:stop("sigkill") end
-  self:start_redis()
+  self:start_redis(true)
 end
 
 -- The arguments of instance i: --http on its port, the plugins, the
@@ -189,14 +197,21 @@ function Cluster:instance_args(i)
   return args
 end
 
--- Start instance i (a spec.helper client, also in H.clients) on its port.
-function Cluster:start_instance(i)
-  local srv = H.start{ plugins = self.opts.plugins or { "spec/fixtures/cluster" },
-                       args = self:instance_args(i), env = self.opts.env, bin = self.opts.bin }
-  local line = srv:wait_stderr("listening on http://127%.0%.0%.1:%d+/mcp")
-  if not line then
-    error("instance " .. i .. " did not listen on port " .. self.ports[i] .. "; stderr:\n" ..
-          srv:stderr_text(), 2)
+-- Start instance i (a spec.helper client, also in H.clients) on its port;
+-- another port if that one was taken meanwhile, unless fixed (a restart:
+-- HAProxy knows the port).
+function Cluster:start_instance(i, fixed)
+  local srv
+  for attempt = 1, ATTEMPTS do
+    srv = H.start{ plugins = self.opts.plugins or { "spec/fixtures/cluster" },
+                   args = self:instance_args(i), env = self.opts.env, bin = self.opts.bin }
+    if srv:wait_stderr("listening on http://127%.0%.0%.1:%d+/mcp") then break end
+    srv:wait_exit(5)
+    if fixed or attempt == ATTEMPTS or not port_taken(srv:stderr_text()) then
+      error("instance " .. i .. " did not listen on port " .. self.ports[i] .. "; stderr:\n" ..
+            srv:stderr_text(), 2)
+    end
+    self.ports[i] = C.free_port()
   end
   srv.port, srv.host, srv.index = self.ports[i], "127.0.0.1:" .. self.ports[i], i
   srv.close = function(s, timeout)     -- as http_helper's: SIGTERM ends an HTTP server
@@ -219,7 +234,7 @@ function Cluster:restart(i)
     old:kill("sigkill")
     H.run_until(function() return old.exited end, 5)
   end
-  return self:start_instance(i)
+  return self:start_instance(i, true)
 end
 
 -- One command on HAProxy's admin socket; its answer.
@@ -268,18 +283,31 @@ function Cluster:wait_status(i, status, timeout)
   return ok, last
 end
 
--- haproxy -db (foreground) on deploy/haproxy.cfg.
+-- haproxy -db (foreground) on deploy/haproxy.cfg; another front port if
+-- that one was taken meanwhile.
 function Cluster:start_haproxy()
-  local env = {
-    LUAMCP_HAPROXY_DIR = self.dir,
-    LUAMCP_BIND = "127.0.0.1:" .. self.front_port,
-  }
-  for i = 1, self.n do env["LUAMCP_" .. i] = "127.0.0.1:" .. self.ports[i] end
-  self.haproxy = spawn("haproxy", self.bins.haproxy, { "-db", "-f", C.CONFIG }, env)
-  if not H.poll_until(function() return self.haproxy.exited or accepts(self.front_port) end, H.WAIT)
-     or self.haproxy.exited then
-    error("haproxy did not start on port " .. self.front_port .. ":\n" .. self.haproxy:text(), 2)
+  for attempt = 1, ATTEMPTS do
+    local env = {
+      LUAMCP_HAPROXY_DIR = self.dir,
+      LUAMCP_BIND = "127.0.0.1:" .. self.front_port,
+    }
+    for i = 1, self.n do env["LUAMCP_" .. i] = "127.0.0.1:" .. self.ports[i] end
+    self.haproxy = spawn("haproxy", self.bins.haproxy, { "-db", "-f", C.CONFIG }, env)
+    -- its admin socket answers once every listener is bound (on a taken
+    -- port it exits instead; another process may accept there meanwhile)
+    local pid = "Pid: " .. self.haproxy.pid
+    local function ready() return self:admin("show info"):find(pid, 1, true) end
+    if H.poll_until(function() return self.haproxy.exited or ready() end, H.WAIT)
+       and not self.haproxy.exited then
+      break
+    end
+    self.haproxy:stop("sigkill")
+    if attempt == ATTEMPTS or not port_taken(self.haproxy:text()) then
+      error("haproxy did not start on port " .. self.front_port .. ":\n" .. self.haproxy:text(), 2)
+    end
+    self.front_port = C.free_port()
   end
+  self:set_front()
   for i = 1, self.n do
     local ok, last = self:wait_status(i, "UP")
     if not ok then
@@ -320,19 +348,22 @@ function C.start(opts)
   }, Cluster)
   C.clusters[#C.clusters + 1] = cl
   for i = 1, n do cl.ports[i] = C.free_port() end
-  cl.url = "http://127.0.0.1:" .. cl.front_port .. "/mcp"
-  cl.front = {
-    port = cl.front_port, host = "127.0.0.1:" .. cl.front_port,
-    stderr_text = function() return cl:logs() end,
-  }
   if opts.redis then
     cl.redis = { port = C.free_port() }
-    cl.redis.url = "redis://127.0.0.1:" .. cl.redis.port .. "/0"
     cl:start_redis()
   end
   for i = 1, n do cl:start_instance(i) end
   cl:start_haproxy()
   return cl
+end
+
+-- cl.front, cl.url: where clients reach HAProxy.
+function Cluster:set_front()
+  self.url = "http://127.0.0.1:" .. self.front_port .. "/mcp"
+  self.front = {
+    port = self.front_port, host = "127.0.0.1:" .. self.front_port,
+    stderr_text = function() return self:logs() end,
+  }
 end
 
 -- Every process's output, for a failure message.

@@ -92,6 +92,65 @@ describe("many instances behind HAProxy", function()
     assert.matches("used:0", cl:admin("show table luamcp"), 1, true)
   end)
 
+  it("an event stream passes through as it comes; GET with Last-Event-ID resumes it on the session's instance", function()
+    local cl = start{ args = { "--test-clock", "--timeout", "0" } }
+    local idx = by_pid(cl)
+    local s = HH.initialize(cl.front)
+    local pid = whoami(s)
+    local srv = cl.instances[idx[pid]]
+    local r, c = s:post(s:req("tools/call", { name = "progress", arguments = { tag = "p", seconds = 1000 },
+                                              _meta = { progressToken = "p" } }), { fresh = true })
+    local id = s.last_id
+    assert.truthy(r:is_sse(), r:describe())
+    -- the progress, while the call sleeps (until the clock moves): HAProxy
+    -- holds nothing back
+    local m, ev = r:next_message()
+    assert.equals("notifications/progress", m and m.method, r:describe())
+    assert.equals("started " .. pid, m.params.message)
+    c:drop()                                    -- the connection goes, the call goes on
+    s:notify("notifications/luamcp/advance", { seconds = 2000 })    -- through HAProxy, sticky
+    srv:expect_stderr("fixture: progress p done", nil, { plain = true })
+    local g = s:get({ last_event_id = ev.id }):wait_done()
+    assert.equals(200, g.status, g:describe())
+    local msgs = g:messages()
+    local last = msgs[#msgs]
+    assert.equals(id, last and last.id, g:describe())
+    assert.equals("progressed p " .. pid, last.result.content[1].text)
+  end)
+
+  it("a 2026-07-28 input-required retry is accepted by the next instance when all share LUAMCP_STATE_KEY", function()
+    local cl = start{ plugins = { "spec/fixtures/cluster", "spec/fixtures/input_required" },
+                      env = { LUAMCP_STATE_KEY = "the cluster's key" } }
+    local caps = { elicitation = {} }
+    local function greet(extra)
+      local p = { name = "greet", arguments = {} }
+      for k, v in pairs(extra or {}) do p[k] = v end
+      local r, msg = HH.rpc26(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/call",
+                                          params = HH.params26(p, caps) })
+      assert(r.status == 200 and msg, r:describe())
+      return msg
+    end
+    local first = greet().result
+    assert.equals("input_required", first.resultType)
+    local done = greet{ requestState = first.requestState,
+                        inputResponses = { name = { action = "accept", content = { name = "Lin" } } } }
+    assert.equals("Hello, Lin! (resumed)", done.result and done.result.content[1].text)
+    -- the two requests met two instances (round-robin): each logged one greet
+    local served, lines = {}, {}
+    H.poll_until(function()     -- a log line is written when its request is done: soon after the answer
+      served, lines = {}, {}
+      for i = 1, 3 do
+        for _, l in ipairs(read_lines(access_log(cl, i))) do
+          lines[#lines + 1] = l
+          if cjson.decode(l).tool == "greet" then served[#served + 1] = i end
+        end
+      end
+      return #served >= 2
+    end)
+    assert.equals(2, #served, table.concat(lines, "\n"))
+    assert.is_true(served[1] ~= served[2])
+  end)
+
   it("the harness restarts redis-server on its port, empty, and an instance on its port", function()
     local cl = start{ redis = true, instances = 2 }
     local function redis(cmd)
@@ -185,6 +244,16 @@ describe("many instances behind HAProxy", function()
     srv:expect_stderr("fixture: started d", nil, { plain = true })
     srv:kill("sigterm")
     srv:expect_stderr("draining", nil, { plain = true })
+    -- the session's new requests go elsewhere at once, to an instance that
+    -- does not know the session: 404. On the connection it used before,
+    -- HAProxy's server connection is still open and the instance answers
+    -- 503 (retried elsewhere: retry-on 503); on a new one, the instance
+    -- refuses the connection (retried elsewhere: conn-failure)
+    for _, fresh in ipairs({ false, true }) do
+      local gone, rg = s:call("whoami", nil, { fresh = fresh })
+      assert.equals(404, rg.status, rg:describe())
+      assert.equals(-32001, gone and gone.error and gone.error.code)
+    end
     local ok, last = cl:wait_status(k, "DOWN")
     assert.is_true(ok, "HAProxy still says " .. tostring(last) .. " for the draining instance")
     -- out of rotation, still running its call
@@ -234,7 +303,11 @@ describe("many instances behind HAProxy", function()
       for i = 1, 3 do
         local mine = {}
         for _, s in ipairs(rep.sessions) do if s.instance == i then mine[s.id:sub(1, 8)] = true end end
-        local lines = read_lines(access_log(cl, i))
+        local lines
+        H.poll_until(function()   -- 2 sessions x 20 calls, logged as each is done
+          lines = read_lines(access_log(cl, i))
+          return #lines >= 40
+        end)
         assert.is_true(#lines >= 40, "instance " .. i .. " logged " .. #lines .. " requests")
         for _, l in ipairs(lines) do
           local e = cjson.decode(l)
