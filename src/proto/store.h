@@ -17,6 +17,8 @@
 
 #include <uv.h>
 
+#include "buf.h"
+
 /* A task's record as stored. Strings are never NULL ("" when unset). */
 typedef struct {
   const char *id;
@@ -74,6 +76,8 @@ void mcp_store_task_cancel(const char *id, const char *scope, const char *subjec
 /* Pass inputResponses (JSON text) to id's owner. */
 void mcp_store_task_update(const char *id, const char *scope, const char *subject,
                            const char *responses, mcp_store_cb cb, void *ud);
+/* For /metrics: luamcp_task_store_up, its commands and failures. */
+void mcp_store_collect(mcp_buf *b);
 /* Stop: the heartbeat key goes (our running tasks fail with a reason at
  * once, on every instance), the connections close once their replies are in. */
 void mcp_store_close(void);

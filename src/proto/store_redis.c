@@ -45,6 +45,7 @@
 
 #include "crypto.h"
 #include "log.h"
+#include "metrics.h"
 #include "store.h"
 
 #define HEARTBEAT_MS      1000       /* the heartbeat key is refreshed this often */
@@ -80,6 +81,8 @@ static struct {
   char down[200];                /* why the store is unavailable; "" when up */
   int closing;
   int was_down;                  /* resync once both connections are up again */
+  unsigned long long ncommands, nfailed, ndown;   /* for /metrics */
+  int warned;                    /* the loss was logged as a warning */
 } S;
 
 /* Scripts. Shared Lua: the record as a table, a stopped owner's task failed. */
@@ -171,8 +174,11 @@ const char *mcp_store_down(void) { return S.cmd.up ? NULL : S.down[0] ? S.down :
 static void set_down(const char *what, const char *why) {
   char msg[sizeof S.down];
   snprintf(msg, sizeof msg, "%s%s%s", what, why ? ": " : "", why ? why : "");
+  /* A warning when it goes; then, while it stays away, what changes. */
   if (strcmp(msg, S.down) != 0 && !S.closing)
-    mcp_warn("task store %s: %s (retrying)", S.url, msg);
+    mcp_log(S.warned ? MCP_LOG_INFO : MCP_LOG_WARNING, "task store %s: %s (retrying)", S.url, msg);
+  S.warned = 1;
+  if (!S.was_down) S.ndown++;
   snprintf(S.down, sizeof S.down, "%s", msg);
   S.was_down = 1;
 }
@@ -218,6 +224,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
   (void)ac;
   S.inflight--;
   S.progress_ns = uv_hrtime();
+  if (r == NULL || r->type == REDIS_REPLY_ERROR) S.nfailed++;
   if (r == NULL) {
     snprintf(why, sizeof why, "task store unavailable: %s", S.down[0] ? S.down : "connection lost");
     err = why;
@@ -265,6 +272,21 @@ static void submit(store_op *op, int argc, const char **argv, const size_t *lens
     return;
   }
   if (S.inflight++ == 0) S.progress_ns = uv_hrtime();
+  S.ncommands++;
+}
+
+void mcp_store_collect(mcp_buf *b) {
+  mcp_metric_head(b, "luamcp_task_store_up", "gauge",
+                  "1 while the task store (--store) answers, 0 while it is being reconnected.");
+  mcp_metric_sample(b, "luamcp_task_store_up", NULL, S.cmd.up && S.sub.up ? 1 : 0);
+  mcp_metric_head(b, "luamcp_task_store_commands_total", "counter", "Commands sent to the task store.");
+  mcp_metric_sample(b, "luamcp_task_store_commands_total", NULL, (double)S.ncommands);
+  mcp_metric_head(b, "luamcp_task_store_failures_total", "counter",
+                  "Task store commands that failed (no connection, an error reply).");
+  mcp_metric_sample(b, "luamcp_task_store_failures_total", NULL, (double)S.nfailed);
+  mcp_metric_head(b, "luamcp_task_store_disconnects_total", "counter",
+                  "Times the task store was lost (each retried with backoff).");
+  mcp_metric_sample(b, "luamcp_task_store_disconnects_total", NULL, (double)S.ndown);
 }
 
 static store_op *op_new(int kind, const char *id, mcp_store_cb cb, void *ud) {
@@ -396,6 +418,7 @@ static void maybe_resync(void) {
   else mcp_info("task store %s: connected (instance %s)", S.url, S.iid);
   S.down[0] = '\0';
   S.backoff_ms = BACKOFF_MIN_MS;
+  S.warned = 0;
   on_beat(NULL);
   S.hooks.resync();
 }

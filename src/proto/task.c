@@ -866,6 +866,7 @@ void mcp_task_collect(mcp_buf *b) {
     snprintf(labels, sizeof labels, "state=\"%s\"", status_names[i]);
     mcp_metric_sample(b, "luamcp_tasks", labels, (double)n[i]);
   }
+  if (mcp_store_on()) mcp_store_collect(b);
 }
 
 void mcp_task_close(void) {
