@@ -202,7 +202,21 @@ describe("--store: tasks shared through Redis", function()
     assert.are.equal("never done",
                      rpc(B, "tools/call", params { name = "never", arguments = {} }).result.content[1].text)
     assert.is_truthy(A:wait_stderr("task store redis://.*: connect"))
-    cl:restart_redis()
+    -- under load: every request is answered (a result, or the store's error), none hangs
+    local answered, failed = 0, 0
+    for i = 1, 30 do
+      local srv = i % 2 == 0 and A or B
+      local r = i % 3 == 0 and rpc(srv, "tools/call", params { name = "never", arguments = {} })
+                or get(srv, ids[i % 6 + 1])
+      answered = answered + 1
+      if r.error then
+        failed = failed + 1
+        assert.are.equal(-32603, r.error.code)
+      end
+      if i == 10 then cl:restart_redis() end
+    end
+    assert.are.equal(30, answered)
+    assert.is_true(failed >= 6, "requests before the restart fail: " .. failed)
     -- the handlers went on; the restarted (empty) Redis learns every task again
     for i = 1, 6 do
       assert.are.equal("slept l" .. i, until_status(cl, B, ids[i], "completed", 20).result.content[1].text)
@@ -212,6 +226,28 @@ describe("--store: tasks shared through Redis", function()
     -- and new tasks work across instances again
     local id = start_task(B, "slow", { seconds = 0, tag = "after" })
     assert.are.equal("slept after", until_status(cl, A, id, "completed").result.content[1].text)
+  end)
+end)
+
+describe("--store: a Redis that stops answering", function()
+  after_each(function()
+    C.cleanup()
+  end)
+
+  it("is given up after 3 s: requests get the store's error instead of hanging, and it comes back", function()
+    local cl = cluster(2)
+    local A, B = cl.instances[1], cl.instances[2]
+    local id = start_task(A, "slow", { seconds = 1, tag = "stop" })
+    cl.redis.proc.proc:kill("sigstop")
+    local t0 = H.now()
+    local resp = get(B, id)
+    local waited = H.now() - t0
+    assert.are.equal(-32603, resp.error.code, cjson.encode(resp))
+    assert.matches("task store unavailable", resp.error.message)
+    assert.is_true(waited < 6, "answered after " .. waited .. " s")
+    assert.is_truthy(B:wait_stderr("Redis stopped answering"))
+    cl.redis.proc.proc:kill("sigcont")
+    assert.are.equal("slept stop", until_status(cl, B, id, "completed", 20).result.content[1].text)
   end)
 end)
 
