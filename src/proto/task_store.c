@@ -310,10 +310,11 @@ static void on_notify(const char *scope, const char *params) {
 
 /* Connected (again): every local task is written anew (Redis may have
  * restarted empty; the records of a cut-off instance may be failed:
- * then adopt follows). */
+ * then adopt follows), and its state published: listeners heard nothing
+ * while the store was away. */
 static void on_resync(void) {
   int n = 0;
-  for (mcp_task *t = mcp__task_head(); t; t = t->next, n++) mcp_task_store_write(t, 0);
+  for (mcp_task *t = mcp__task_head(); t; t = t->next, n++) mcp_task_store_write(t, t->ext);
   if (n) mcp_info("task store: %d local task(s) written again", n);
 }
 
