@@ -186,6 +186,23 @@ describe("--store: tasks shared through Redis", function()
     assert.are.equal("slept kd", get(B, done).result.result.content[1].text)
   end)
 
+  it("an instance cut off past its heartbeat: its task fails on B, and it stops the handler when back", function()
+    local cl = cluster(2)
+    local A, B = cl.instances[1], cl.instances[2]
+    local id = start_task(A, "slow", { seconds = 60, tag = "cut" })
+    assert.is_truthy(A:wait_stderr("fixture: slow started cut"))
+    A.proc:kill("sigstop")                         -- alive, but silent: its heartbeat expires
+    local r = until_status(cl, B, id, "failed", 20)
+    assert.matches("stopped: no heartbeat", r.statusMessage)
+    A.proc:kill("sigcont")
+    assert.is_truthy(A:wait_stderr("the store has it failed"), A:stderr_text())
+    assert.is_truthy(A:wait_stderr("fixture: slow stopped cut"), A:stderr_text())
+    -- the store's word stands: the task stays failed, on both
+    H.pump(1.5)
+    assert.are.equal("failed", get(A, id).result.status)
+    assert.are.equal("failed", get(B, id).result.status)
+  end)
+
   it("Redis killed and restarted under load: precise errors, handlers go on, state comes back", function()
     local cl = cluster(2)
     local A, B = cl.instances[1], cl.instances[2]

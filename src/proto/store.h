@@ -45,6 +45,7 @@ typedef struct {
   void (*cancel)(const char *id);                         /* a cancel for a task we own */
   void (*update)(const char *id, const char *responses);  /* inputResponses for a task we own */
   void (*adopt)(const char *id, const char *status, const char *message);  /* our write lost */
+  void (*reaped)(const char *id);                         /* ours, failed while we were away */
   void (*notify)(const char *scope, const char *params);  /* a DetailedTask for scope's listeners */
   void (*resync)(void);                                   /* connected (again) */
 } mcp_store_hooks;

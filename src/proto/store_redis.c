@@ -8,7 +8,10 @@
  * sweep), luamcp:instance:IID (the heartbeat, HEARTBEAT_TTL_MS). Channels
  * (global in Redis, so they name the DB): luamcp:DB:notify ("n" + a
  * DetailedTask, for every instance's listeners) and luamcp:DB:i:IID (to the
- * owner: "c" + id, a cancel; "u" + id + " " + inputResponses).
+ * owner: "c" + id, a cancel; "u" + id + " " + inputResponses; "a" + id, its
+ * task was failed for want of a heartbeat: the owner lives, so it was cut
+ * off, and stops the handler). LUA_COMMON derives the latter's prefix from
+ * the former (luamcp:DB:notify less "notify").
  *
  * Races, and how they are resolved:
  * - A cancel on one instance races the task's completion on its owner.
@@ -32,7 +35,9 @@
  * - An owner that was only cut off (its heartbeat expired, it lives): its
  *   tasks may be failed meanwhile. When it is back, resync writes its tasks
  *   again; PUT refuses the terminal ones and adopt stops their handlers, so
- *   the store's word stands and no task comes back to life.
+ *   the store's word stands and no task comes back to life. The reap also
+ *   tells the owner ("a"): one that lives hears it when it is back and
+ *   stops the handler at once, not when it would have finished.
  * - Redis restarted empty: resync writes every local task again. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -102,7 +107,7 @@ static struct {
   "  then return false end\n" \
   "  h.status='failed' h.message='the instance running the task ('..h.owner..') stopped: no heartbeat'\n" \
   "  h.updated=now h.detail=',\"error\":{\"code\":-32603,\"message\":'..cjson.encode(h.message)..'}'\n" \
-  "  save(k,h) return true end\n"
+  "  save(k,h) redis.call('PUBLISH',NOTIFY:sub(1,-7)..'i:'..h.owner,'a'..h.id) return true end\n"
 
 /* KEYS: task. ARGV: notify channel, now, then the fields as name value pairs,
  * expire ms, payload ("" for none). */
@@ -447,6 +452,8 @@ static void on_message(redisAsyncContext *ac, void *reply, void *priv) {
     S.hooks.notify(data->str + 1, nl + 1);
   } else if (data->str[0] == 'c') {
     S.hooks.cancel(data->str + 1);
+  } else if (data->str[0] == 'a') {             /* failed while we were cut off: read it */
+    S.hooks.reaped(data->str + 1);
   } else if (data->str[0] == 'u') {
     char id[40], *sp = memchr(data->str, ' ', data->len);
     size_t idlen = sp ? (size_t)(sp - data->str - 1) : 0;

@@ -295,6 +295,16 @@ static void on_adopt(const char *id, const char *status, const char *message) {
   if (t != NULL) mcp__task_adopt(t, status, message);
 }
 
+static void on_reaped_get(void *ud, const char *err, const mcp_store_task *rec, const char *what) {
+  mcp_task *t = rec ? mcp__task_by_id(rec->id) : NULL;
+  (void)ud; (void)what;
+  if (err == NULL && t != NULL) mcp__task_adopt(t, rec->status, rec->message);
+}
+
+static void on_reaped(const char *id) {
+  if (mcp__task_by_id(id) != NULL) mcp_store_task_get(id, on_reaped_get, NULL);
+}
+
 static void on_notify(const char *scope, const char *params) {
   json_t *v = mcp_json_parse(params, strlen(params), NULL, 0);
   char mine[96];
@@ -319,6 +329,7 @@ static void on_resync(void) {
 }
 
 int mcp_task_store_open(const char *url, char *err, size_t cap) {
-  static const mcp_store_hooks hooks = { on_cancel, on_update, on_adopt, on_notify, on_resync };
+  static const mcp_store_hooks hooks = { on_cancel, on_update, on_adopt, on_reaped, on_notify,
+                                          on_resync };
   return mcp_store_open(mcp_sched_loop(), url, &hooks, err, cap);
 }
