@@ -256,7 +256,7 @@ void mcp_task_store_request(mcp_session *s, void *stream, const char *key, const
 static void on_created(void *ud, const char *err, const mcp_store_task *rec, const char *what) {
   pending *p = ud;
   (void)rec; (void)what;
-  if (err != NULL) mcp_warn("task store: a task is answered before it is stored: %s", err);
+  if (err != NULL) mcp_debug("task store: a task answered before it is stored: %s", err);
   if (p->s != NULL) mcp_session_send(p->s, NULL, p->stream, p->response, p->len, 1);
   pending_free(p);
 }
