@@ -9,7 +9,7 @@
 # bench/README.md, "Many instances (HAProxy)".
 
 HAPROXY=$(command -v haproxy || { [ -x /usr/sbin/haproxy ] && echo /usr/sbin/haproxy; })
-if [ $LUAMCP_OK != 1 ]; then
+if [ "$LUAMCP_OK" != 1 ]; then
   note "no luamcp: the HAProxy rows are skipped"
   return 0
 fi

@@ -118,6 +118,35 @@ describe("many instances behind HAProxy", function()
     assert.equals("progressed p " .. pid, last.result.content[1].text)
   end)
 
+  it("with --token on every instance: HAProxy's checks need none, every request through it does", function()
+    local cl = start{ instances = 2, args = { "--token", "s3cret" } }     -- C.start waited for UP
+    local r = HH.post26(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/list", params = HH.params26() })
+    r:wait_done()
+    assert.equals(401, r.status, r:describe())
+    local s = HH.initialize(cl.front, nil, { token = "s3cret" })
+    assert.is_not_nil(by_pid(cl)[whoami(s)])
+    -- only /mcp goes through: the probes and /metrics are the instances' own
+    local c = HH.connect(cl.front)
+    for _, path in ipairs({ "/metrics", "/readyz", "/healthz", "/" }) do
+      assert.equals(404, c:exchange{ method = "GET", path = path }.status, path)
+    end
+  end)
+
+  it("a 2026-07-28 request whose client goes away is cancelled on its instance", function()
+    local cl = start{ args = { "--timeout", "0" } }
+    local _, c = HH.post26(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/call",
+      params = HH.params26{ name = "wait", arguments = { tag = "gone", seconds = 1000 } } }, { nowait = true })
+    local srv
+    H.poll_until(function()
+      for _, s in ipairs(cl.instances) do
+        if s:count_stderr("fixture: started gone", true) > 0 then srv = s; return true end
+      end
+    end)
+    assert(srv, "no instance started the call:\n" .. cl:logs())
+    c:close()                 -- a 2026-07-28 client cancels by closing its request
+    srv:expect_stderr("fixture: stopped gone reason=client disconnected", nil, { plain = true })
+  end)
+
   it("a 2026-07-28 input-required retry is accepted by the next instance when all share LUAMCP_STATE_KEY", function()
     local cl = start{ plugins = { "spec/fixtures/cluster", "spec/fixtures/input_required" },
                       env = { LUAMCP_STATE_KEY = "the cluster's key" } }
@@ -178,7 +207,7 @@ describe("many instances behind HAProxy", function()
   end)
 
   it("a killed instance loses its running calls, and only those; HAProxy's check takes it out", function()
-    local cl = start{ args = { "--timeout", "0" } }
+    local cl = start{ args = { "--timeout", "0", "--test-clock" } }
     local idx = by_pid(cl)
     -- three sessions, one on each instance (initialize goes round-robin)
     local sessions, on = {}, {}
@@ -188,10 +217,10 @@ describe("many instances behind HAProxy", function()
       sessions[k], on[s.instance] = s, s
     end
     for i = 1, 3 do assert.is_not_nil(on[i], "no session on instance " .. i) end
-    -- a running call on each
+    -- a running call on each (asleep until its instance's clock moves)
     local calls = {}
     for i, s in ipairs(on) do
-      local _, c = s:post(s:req("tools/call", { name = "wait", arguments = { tag = "t" .. i, seconds = 3 } }),
+      local _, c = s:post(s:req("tools/call", { name = "wait", arguments = { tag = "t" .. i, seconds = 1000 } }),
                           { fresh = true, nowait = true })
       calls[i] = c
       cl.instances[i]:expect_stderr("fixture: started t" .. i, nil, { plain = true })
@@ -207,8 +236,10 @@ describe("many instances behind HAProxy", function()
       r:wait_done(30)
       assert.is_nil(r.status == 200 and HH.rpc_response(r) or nil, "the killed instance's call answered")
     end
-    -- the others' calls finish with their instance's result
+    -- the others' calls still run, and finish with their instance's result
     for _, i in ipairs({ 1, 3 }) do
+      assert.equals(0, cl.instances[i]:count_stderr("fixture: stopped", true))
+      on[i]:notify("notifications/luamcp/advance", { seconds = 2000 })
       local ri = assert(calls[i]:response(30), "no answer to the call on instance " .. i)
       local resp = HH.rpc_response(ri, 30)
       assert.equals("slept t" .. i .. " " .. cl.instances[i].pid, resp and resp.result.content[1].text)
@@ -289,7 +320,7 @@ describe("many instances behind HAProxy", function()
       for _, s in ipairs(rep.sessions) do
         assert.same({}, s.errors, cjson.encode(s.errors))
         table.sort(s.tools)
-        assert.same({ "wait", "whoami" }, s.tools)
+        assert.same({ "progress", "wait", "whoami" }, s.tools)
         assert.equals(20, #s.pids)
         local i = idx[s.pids[1]]
         assert.is_not_nil(i, "session " .. tostring(s.id) .. ": " .. cjson.encode(s.pids))
