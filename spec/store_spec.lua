@@ -246,6 +246,47 @@ describe("--store: tasks shared through Redis", function()
   end)
 end)
 
+describe("--store: configuration, stdio, metrics", function()
+  after_each(C.cleanup)
+
+  it("takes the store key of --config; reports the store in /metrics", function()
+    local cl = cluster(1)
+    local dir = H.tmpdir()
+    local conf = dir .. "/luamcp.conf"
+    local f = assert(io.open(conf, "w"))
+    f:write(('return { store = "%s", http = "127.0.0.1:0" }\n'):format(cl.redis.url))
+    f:close()
+    local srv = HH.start { plugins = { "spec/fixtures/tasks26" }, args = { "--config", conf } }
+    assert.is_truthy(srv:wait_stderr("task store redis://.*: connected"))
+    -- a task made on the cluster's instance is known to the one configured by file
+    local id = start_task(cl.instances[1], "slow", { seconds = 0, tag = "conf" })
+    assert.are.equal("slept conf", until_status(cl, srv, id, "completed").result.content[1].text)
+    local c = HH.connect(srv.port)
+    local r = c:exchange { method = "GET", path = "/metrics" }
+    c:close()
+    assert.matches("\nluamcp_task_store_up 1\n", r.body)
+    assert.matches("\nluamcp_task_store_commands_total %d+", r.body)
+    os.remove(conf)
+    os.remove(dir)
+  end)
+
+  it("a stdio server's tasks are its own scope: in the store, not visible over HTTP", function()
+    local cl = cluster(1)
+    local c = H.start { plugins = { "spec/fixtures/tasks26" }, args = { "--store", cl.redis.url } }
+    assert.is_truthy(c:wait_stderr("task store redis://.*: connected"))
+    local resp = c:request("tools/call", params { name = "slow", arguments = { seconds = 0, tag = "io" } })
+    local id = resp.result.taskId
+    local done
+    H.poll_until(function()
+      done = c:request("tasks/get", params { taskId = id }).result
+      if done and done.status == "completed" then return true end
+      H.pump(0.02)
+    end)
+    assert.are.equal("slept io", done.result.content[1].text)
+    assert.are.equal(-32602, get(cl.instances[1], id).error.code)
+  end)
+end)
+
 describe("--store: a Redis that stops answering", function()
   after_each(function()
     C.cleanup()
@@ -271,7 +312,7 @@ end)
 describe("--store: bad values", function()
   after_each(H.cleanup)
 
-  it("refuses a URL that is not redis://HOST:PORT/DB, and an unknown host", function()
+  it("refuses a URL that is not redis://HOST:PORT/DB, and an unknown host, on the command line and in --config", function()
     for _, bad in ipairs { "http://x", "redis://", "redis://h:0/0", "redis://h:99999", "redis://h:1/x",
                            "redis://user:pw@h:1/0" } do
       local c = H.start { args = { "--http", "127.0.0.1:0", "--store", bad } }
@@ -279,6 +320,17 @@ describe("--store: bad values", function()
       assert.are.equal(2, c.exit_code, bad .. ": " .. c:stderr_text())
       assert.matches("store", c:stderr_text())
     end
+    local dir = H.tmpdir()
+    local conf = dir .. "/bad.conf"
+    local f = assert(io.open(conf, "w"))
+    f:write('return {\n  store = "http://x",\n}\n')
+    f:close()
+    local cf = H.start { args = { "--config", conf } }
+    cf:wait_exit()
+    assert.are.equal(2, cf.exit_code)
+    assert.matches("bad%.conf:2: bad value for store %(want redis://HOST:PORT/DB%)", cf:stderr_text())
+    os.remove(conf)
+    os.remove(dir)
     local c = H.start { args = { "--http", "127.0.0.1:0", "--store", "redis://no-such-host.invalid:6379/0" } }
     c:wait_exit()
     assert.are.equal(2, c.exit_code)
