@@ -170,6 +170,22 @@ describe("--store: tasks shared through Redis", function()
     assert.are.same(polled, done.params)
   end)
 
+  it("a listener on B hears a task that finished on A while Redis was away, once it is back", function()
+    local cl = cluster(2)
+    local A, B = cl.instances[1], cl.instances[2]
+    local id = start_task(A, "slow", { seconds = 1.5, tag = "away" })
+    local r = HH.post26(B, { jsonrpc = "2.0", id = 78, method = "subscriptions/listen", params = params {
+      notifications = { taskIds = { id } } } })
+    assert.are.equal("notifications/subscriptions/acknowledged", r:next_message().method)
+    assert.are.equal("working", r:next_message().params.status)
+    cl:kill_redis()
+    assert.is_truthy(A:wait_stderr("fixture: slow finished away"))
+    cl:restart_redis()
+    local done = r:next_message(20)
+    assert.are.equal("completed", done and done.params.status, cl:logs())
+    assert.are.equal("slept away", done.params.result.content[1].text)
+  end)
+
   it("an instance killed: its running task is failed with the reason, on B", function()
     local cl = cluster(2)
     local A, B = cl.instances[1], cl.instances[2]

@@ -476,6 +476,14 @@ int mcp_rev2026_listen_notify_scope(mcp_session *parent, const char *method, jso
   return n;
 }
 
+void mcp_rev2026_listen_each_task(void (*fn)(mcp_session *parent, const char *id)) {
+  for (listener *l = listeners; l; l = l->next) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(l->task_ids, i, v) fn(l->parent, json_string_value(v));
+  }
+}
+
 int mcp_rev2026_listen_cancel(mcp_session *s, const char *key, const char *reason) {
   listener *l = find_listener(s, NULL, key);
   if (l == NULL) return 0;

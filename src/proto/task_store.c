@@ -321,10 +321,14 @@ static void on_notify(const char *scope, const char *params) {
 /* Connected (again): every local task is written anew (Redis may have
  * restarted empty; the records of a cut-off instance may be failed:
  * then adopt follows), and its state published: listeners heard nothing
- * while the store was away. */
+ * while the store was away. Then the tasks our listeners follow are read
+ * back for them. */
 static void on_resync(void) {
   int n = 0;
   for (mcp_task *t = mcp__task_head(); t; t = t->next, n++) mcp_task_store_write(t, t->ext);
+  /* Our listeners may have missed what others published meanwhile (they
+   * resync on their own time, before or after us): read it back. */
+  mcp_rev2026_listen_each_task(mcp_task_store_describe);
   if (n) mcp_info("task store: %d local task(s) written again", n);
 }
 
