@@ -27,8 +27,40 @@
 
 #define RPC_REQUEST_CANCELLED -32800   /* tasks/result of a cancelled task (as LSP) */
 
+enum { ST_WORKING, ST_INPUT_REQUIRED, ST_COMPLETED, ST_FAILED, ST_CANCELLED };
 static const char *const status_names[] = {
   "working", "input_required", "completed", "failed", "cancelled"
+};
+#define terminal(st) ((st) >= ST_COMPLETED)
+
+/* A request of an extension task's handler to the client, surfaced in
+ * tasks/get's inputRequests and answered by tasks/update. */
+typedef struct {
+  char key[24];                /* "input-N": unique over the task's life */
+  char *request;               /* {"method":...,"params":...} as JSON text */
+  json_t *response;            /* the client's answer; NULL until tasks/update gives it */
+} task_input;
+
+/* Owned by this file: see task.h. */
+struct mcp_task {
+  mcp_task *prev, *next;       /* every task, oldest first */
+  mcp_session *session;        /* its session, or the scope of a stateless request */
+  mcp_call *call;              /* the handler's call until it ends */
+  char id[33];                 /* 128 random bits, hex */
+  unsigned long long seq;      /* creation order: the tasks/list cursor */
+  int status;
+  unsigned ext : 1;            /* the tasks extension's (a 2026-07-28 request) */
+  char *message;               /* statusMessage, or NULL */
+  json_t *response;            /* the call's JSON-RPC response, once it sent one */
+  double created_ms, updated_ms;   /* wall clock */
+  long long ttl_ms;
+  uint64_t expires_ns;         /* on mcp_clock_ns() */
+  mcp_call **waiters;          /* 2025-11-25: calls blocked in tasks/result */
+  int nwaiters, capwaiters;
+  task_input *inputs;          /* the extension: what the handler waits for */
+  int ninputs;
+  unsigned input_seq;
+  char *subject;               /* the token's subject it belongs to (OAuth), or NULL */
 };
 
 static struct {
@@ -879,9 +911,17 @@ void mcp_task_close(void) {
 
 /* For task_store.c (task_int.h). */
 
-const char *mcp__task_status(int status) { return status_names[status]; }
-
 mcp_task *mcp__task_head(void) { return T.head; }
+
+mcp_task *mcp__task_next(const mcp_task *t) { return t->next; }
+
+void mcp__task_view_of(const mcp_task *t, mcp__task_view *v) {
+  *v = (mcp__task_view){
+    .id = t->id, .status = status_names[t->status], .message = t->message, .subject = t->subject,
+    .session = t->session, .ext = t->ext, .created_ms = t->created_ms, .updated_ms = t->updated_ms,
+    .ttl_ms = t->ttl_ms, .expires_ns = t->expires_ns
+  };
+}
 
 mcp_task *mcp__task_by_id(const char *id) {
   for (mcp_task *t = T.head; t; t = t->next)

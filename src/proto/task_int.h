@@ -1,5 +1,5 @@
-/* Tasks, inside: the record task.c owns and what task_store.c (the shared
- * store's side of tasks) may use of it. Not for other files. */
+/* Tasks, inside: what task_store.c (the shared store's side of tasks) may
+ * read and do of a task; task.c owns them. Not for other files. */
 #ifndef MCP_TASK_INT_H
 #define MCP_TASK_INT_H
 
@@ -9,41 +9,21 @@
 #include "buf.h"
 #include "task.h"
 
-enum { ST_WORKING, ST_INPUT_REQUIRED, ST_COMPLETED, ST_FAILED, ST_CANCELLED };
-#define terminal(st) ((st) >= ST_COMPLETED)
-
-/* A request of an extension task's handler to the client, surfaced in
- * tasks/get's inputRequests and answered by tasks/update. */
+/* What task_store.c reads of a task. */
 typedef struct {
-  char key[24];                /* "input-N": unique over the task's life */
-  char *request;               /* {"method":...,"params":...} as JSON text */
-  json_t *response;            /* the client's answer; NULL until tasks/update gives it */
-} task_input;
-
-/* Owned by task.c: see task.h. */
-struct mcp_task {
-  mcp_task *prev, *next;       /* every task, oldest first */
-  mcp_session *session;        /* its session, or the scope of a stateless request */
-  mcp_call *call;              /* the handler's call until it ends */
-  char id[33];                 /* 128 random bits, hex */
-  unsigned long long seq;      /* creation order: the tasks/list cursor */
-  int status;
-  unsigned ext : 1;            /* the tasks extension's (a 2026-07-28 request) */
-  char *message;               /* statusMessage, or NULL */
-  json_t *response;            /* the call's JSON-RPC response, once it sent one */
-  double created_ms, updated_ms;   /* wall clock */
+  const char *id;
+  const char *status;          /* "working", ... */
+  const char *message;         /* statusMessage, or NULL */
+  const char *subject;         /* the token's subject, or NULL */
+  mcp_session *session;        /* its session, or its scope's */
+  int ext;                     /* the tasks extension's */
+  double created_ms, updated_ms;
   long long ttl_ms;
   uint64_t expires_ns;         /* on mcp_clock_ns() */
-  mcp_call **waiters;          /* 2025-11-25: calls blocked in tasks/result */
-  int nwaiters, capwaiters;
-  task_input *inputs;          /* the extension: what the handler waits for */
-  int ninputs;
-  unsigned input_seq;
-  char *subject;               /* the token's subject it belongs to (OAuth), or NULL: checked on
-                                  every task operation; kept in its store record */
-};
+} mcp__task_view;
 
-const char *mcp__task_status(int status);                   /* "working", ... */
+void mcp__task_view_of(const mcp_task *t, mcp__task_view *v);
+mcp_task *mcp__task_next(const mcp_task *t);                /* every task, oldest first */
 mcp_task *mcp__task_head(void);
 mcp_task *mcp__task_by_id(const char *id);                  /* any scope, or NULL */
 /* The Task object (task.c's add_task), and the DetailedTask members alone. */

@@ -73,23 +73,25 @@ static void write_record(const mcp_task *t, int notify, mcp_store_cb cb, void *u
   char scope[96], created[64], updated[64];
   mcp_buf detail = MCP_BUF_INIT, note = MCP_BUF_INIT;
   mcp_store_task rec;
+  mcp__task_view v;
   uint64_t now = mcp_clock_ns();
-  scope_of(t->session, t->ext, scope, sizeof scope);
-  iso(created, sizeof created, t->created_ms);
-  iso(updated, sizeof updated, t->updated_ms);
-  if (t->ext) mcp__task_detail(&detail, t);
+  mcp__task_view_of(t, &v);
+  scope_of(v.session, v.ext, scope, sizeof scope);
+  iso(created, sizeof created, v.created_ms);
+  iso(updated, sizeof updated, v.updated_ms);
+  if (v.ext) mcp__task_detail(&detail, t);
   mcp_buf_addc(&detail, '\0');
   rec = (mcp_store_task){
-    .id = t->id, .status = mcp__task_status(t->status), .message = t->message ? t->message : "",
-    .created = created, .updated = updated, .ttl_ms = t->ttl_ms, .ext = t->ext,
-    .owner = mcp_store_instance(), .scope = scope, .subject = t->subject ? t->subject : "",
+    .id = v.id, .status = v.status, .message = v.message ? v.message : "",
+    .created = created, .updated = updated, .ttl_ms = v.ttl_ms, .ext = v.ext,
+    .owner = mcp_store_instance(), .scope = scope, .subject = v.subject ? v.subject : "",
     .detail = detail.data
   };
-  if (notify && t->ext) {
+  if (notify && v.ext) {
     mcp__task_render(&note, t, NULL, 1);
     mcp_buf_addc(&note, '\0');
   }
-  mcp_store_task_put(&rec, t->expires_ns > now ? (long long)((t->expires_ns - now) / 1000000) : 1,
+  mcp_store_task_put(&rec, v.expires_ns > now ? (long long)((v.expires_ns - now) / 1000000) : 1,
                      note.data, cb, ud);
   mcp_buf_free(&detail);
   mcp_buf_free(&note);
@@ -325,7 +327,11 @@ static void on_notify(const char *scope, const char *params) {
  * back for them. */
 static void on_resync(void) {
   int n = 0;
-  for (mcp_task *t = mcp__task_head(); t; t = t->next, n++) mcp_task_store_write(t, t->ext);
+  for (mcp_task *t = mcp__task_head(); t; t = mcp__task_next(t), n++) {
+    mcp__task_view v;
+    mcp__task_view_of(t, &v);
+    mcp_task_store_write(t, v.ext);
+  }
   /* Our listeners may have missed what others published meanwhile (they
    * resync on their own time, before or after us): read it back. */
   mcp_rev2026_listen_each_task(mcp_task_store_describe);
