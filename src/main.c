@@ -21,6 +21,7 @@
 #include "stats.h"
 #include "rev2026.h"
 #include "stdio_transport.h"
+#include "store.h"
 #include "task.h"
 #include "transport_http.h"
 #include "auth.h"
@@ -38,6 +39,7 @@ static const char usage[] =
   "              [--idle-timeout SECONDS] [--drain SECONDS]\n"
   "              [--auth-audience URL (--auth-issuer URL | --auth-jwks FILE|URL)\n"
   "               [--auth-introspect URL]]] [--metrics HOST:PORT]\n"
+  "              [--store redis://HOST:PORT/DB]\n"
   "              [--access-log FILE] [--log-format text|json] [--watch] [--version] [--help]\n"
   "       luamcp list|call|check|new ...   (see luamcp list --help)\n"
   "\n"
@@ -75,6 +77,8 @@ static const char usage[] =
   "                       finish this long, then cancel the rest (10; 0 = none)\n"
   "  --metrics HOST:PORT  serve /metrics, /healthz, /readyz on a listener of their\n"
   "                       own, unauthenticated (with --http they are on it too)\n"
+  "  --store URL          keep tasks in Redis (redis://HOST:PORT/DB), shared by the\n"
+  "                       instances behind one load balancer (see luamcp(1))\n"
   "  --access-log FILE    one JSON line per finished request (- for stderr)\n"
   "  --log-format FMT     the stderr log: text (default) or json, a JSON object a line\n"
   "  --watch              reload plugins when their files (or --config FILE) change\n"
@@ -97,6 +101,7 @@ static mcp_http_options http_opt = {
 };
 static int use_http, use_watch;
 static const char *config_path;       /* --config */
+static const char *store_url;         /* --store */
 static mcp_conffile conf;             /* what it sets */
 static const char **dirs, **allow;    /* --plugins, --allow-origin */
 static int ndirs, nallow;
@@ -111,6 +116,7 @@ static void closed(void) {
   uv_close((uv_handle_t *)&drain_timer, NULL);
   http_close(NULL);              /* the --metrics listener (stdio); none is left over HTTP */
   mcp_task_close();
+  mcp_store_close();             /* after the tasks' last writes */
   mcp_sched_close();
 }
 
@@ -195,7 +201,7 @@ static int takes_value(const char *a) {
     "--config", "--plugins", "--timeout", "--grace", "--log-level", "--max-line", "--memory-limit",
     "--page-size", "--http", "--state-ttl", "--http-allow", "--allow-origin", "--token", "--max-body",
     "--max-connections", "--idle-timeout", "--max-sessions", "--access-log", "--log-format", "--drain",
-    "--metrics", "--auth-issuer", "--auth-jwks", "--auth-audience", "--auth-introspect", NULL
+    "--metrics", "--auth-issuer", "--auth-jwks", "--auth-audience", "--auth-introspect", "--store", NULL
   };
   for (int i = 0; with_value[i] != NULL; i++)
     if (strcmp(a, with_value[i]) == 0) return 1;
@@ -276,6 +282,9 @@ static int apply(const char *a, const char *v, const char *where) {
   } else if (strcmp(a, "--idle-timeout") == 0) {
     if (!mcp_parse_number(v, &d) || d <= 0) return bad_value(a, v, where, "");
     http_opt.idle_ms = (unsigned)(d * 1000);
+  } else if (strcmp(a, "--store") == 0) {
+    if (strncmp(v, "redis://", 8) != 0) return bad_value(a, v, where, " (want redis://HOST:PORT/DB)");
+    store_url = v;
   } else if (strcmp(a, "--watch") == 0) {
     use_watch = 1;
   } else if (strcmp(a, "--test-clock") == 0) {
@@ -387,6 +396,14 @@ int main(int argc, char **argv) {
     mcp_log(MCP_LOG_CRITICAL, "cannot open the access log %s: %s", mcp_cfg.access_log, strerror(errno));
     lua_close(L);
     return 1;
+  }
+  if (store_url != NULL) {
+    char err[300];
+    if (mcp_task_store_open(store_url, err, sizeof err) != 0) {
+      mcp_log(MCP_LOG_CRITICAL, "--store %s: %s", store_url, err);
+      lua_close(L);
+      return 2;
+    }
   }
   uv_signal_init(loop, &sigterm);
   uv_signal_init(loop, &sigint);

@@ -24,6 +24,7 @@ local FLAGS = {
   idle_timeout = "number", watch = "boolean", test_clock = "boolean",
   access_log = "string", log_format = "string", drain = "number", metrics = "string",
   auth_issuer = "string", auth_jwks = "string", auth_audience = "string", auth_introspect = "string",
+  store = "string",
 }
 M.FLAGS = FLAGS
 

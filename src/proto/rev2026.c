@@ -21,6 +21,7 @@
 #include "rev2026.h"
 #include "rpc.h"
 #include "sched.h"
+#include "store.h"
 #include "task.h"
 
 #define META_VERSION "io.modelcontextprotocol/protocolVersion"
@@ -406,7 +407,8 @@ static void listen_start(mcp_session *s, json_t *params, const char *key, void *
   if (ids != NULL && json_object_get(caps, "tasks")) {
     l->task_ids = json_array();
     json_array_foreach(ids, i, v)
-      if (mcp_task_describe(s, json_string_value(v), NULL)) json_array_append(l->task_ids, v);
+      if (mcp_store_on() || mcp_task_describe(s, json_string_value(v), NULL))
+        json_array_append(l->task_ids, v);     /* with a store: any instance's */
     json_object_set(honoured, "taskIds", l->task_ids);
   }
   json_decref(caps);
@@ -427,6 +429,10 @@ static void listen_start(mcp_session *s, json_t *params, const char *key, void *
   json_array_foreach(l->task_ids, i, v) {
     mcp_buf b = MCP_BUF_INIT;
     json_t *task;
+    if (mcp_store_on()) {              /* from the store, when it answers */
+      mcp_task_store_describe(s, json_string_value(v));
+      continue;
+    }
     mcp_task_describe(s, json_string_value(v), &b);
     task = mcp_json_parse(b.data, b.len, NULL, 0);
     if (task == NULL) abort();
@@ -458,13 +464,25 @@ static int listener_wants(const listener *l, const char *method, json_t *params)
 }
 
 int mcp_rev2026_listen_notify(const char *method, json_t *params) {
+  return mcp_rev2026_listen_notify_scope(NULL, method, params);
+}
+
+int mcp_rev2026_listen_notify_scope(mcp_session *parent, const char *method, json_t *params) {
   int n = 0;
   for (listener *l = listeners; l; l = l->next)
-    if (listener_wants(l, method, params)) {
+    if ((parent == NULL || l->parent == parent) && listener_wants(l, method, params)) {
       listener_send(l, method, params);
       n++;
     }
   return n;
+}
+
+void mcp_rev2026_listen_each_task(void (*fn)(mcp_session *parent, const char *id)) {
+  for (listener *l = listeners; l; l = l->next) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(l->task_ids, i, v) fn(l->parent, json_string_value(v));
+  }
 }
 
 int mcp_rev2026_listen_cancel(mcp_session *s, const char *key, const char *reason) {

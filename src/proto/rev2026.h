@@ -47,6 +47,10 @@ void mcp_rev2026_stream_closed(mcp_session *s, void *stream, const char *reason)
  * updated) to the listeners whose filter wants it, each with its
  * subscriptionId in _meta; returns how many got it. */
 int mcp_rev2026_listen_notify(const char *method, json_t *params);
+/* The same, to the listeners of requests read on parent alone (a task's scope). */
+int mcp_rev2026_listen_notify_scope(mcp_session *parent, const char *method, json_t *params);
+/* Call fn with each task id a listener named, and the session it listens on. */
+void mcp_rev2026_listen_each_task(void (*fn)(mcp_session *parent, const char *id));
 /* notifications/cancelled on s (stdio) for a listen request: 1 when it named
  * one (now ended, no response), 0 otherwise. */
 int mcp_rev2026_listen_cancel(mcp_session *s, const char *key, const char *reason);

@@ -22,7 +22,9 @@
 #include "rpc.h"
 #include "sched.h"
 #include "session.h"
+#include "store.h"
 #include "task.h"
+#include "task_int.h"
 
 #define RPC_REQUEST_CANCELLED -32800   /* tasks/result of a cancelled task (as LSP) */
 
@@ -194,6 +196,7 @@ static void wake_waiters(mcp_task *t) {
  * it, to the subscriptions/listen streams that asked for this task. */
 static void notify_status(mcp_task *t) {
   mcp_buf b = MCP_BUF_INIT;
+  if (t->ext && mcp_store_on()) return;     /* the store's write carries it to every instance */
   if (t->ext) {
     json_t *params;
     add_task(&b, t, NULL, 1);
@@ -216,6 +219,7 @@ static void set_status(mcp_task *t, int status, const char *msg, int notify) {
   t->message = msg ? strdup(msg) : NULL;
   t->updated_ms = wall_ms();
   mcp_info("task %s: %s%s%s", t->id, status_names[status], msg ? ": " : "", msg ? msg : "");
+  if (mcp_store_on()) mcp_task_store_write(t, notify);
   if (notify) notify_status(t);
   if (terminal(status)) wake_waiters(t);
 }
@@ -265,6 +269,7 @@ static void input_abandon(mcp_task *t) {
 static void task_free(mcp_task *t, const char *why) {
   mcp_call *c = t->call;
   mcp_debug("task %s freed: %s", t->id, why);
+  if (mcp_store_on() && !terminal(t->status)) set_status(t, ST_CANCELLED, why, 0);   /* for the others */
   if (t->prev) t->prev->next = t->next; else T.head = t->next;
   if (t->next) t->next->prev = t->prev; else T.tail = t->prev;
   wake_waiters(t);
@@ -382,7 +387,8 @@ int mcp_task_l_create(lua_State *L) {
   }
   mcp_rpc_close(&b);
   c->typed = ext;                               /* CreateTaskResult: resultType "task" */
-  mcp_session_send(c->session, NULL, c->stream, b.data, b.len, 1);
+  if (ext && mcp_store_on()) mcp_task_store_created(t, c->session->parent, c->stream, b.data, b.len);
+  else mcp_session_send(c->session, NULL, c->stream, b.data, b.len, 1);
   mcp_buf_free(&b);
   c->stream = NULL;
   c->responded = 1;
@@ -393,6 +399,7 @@ int mcp_task_l_create(lua_State *L) {
   mcp_reqtab_remove(&c->session->reqs, &c->req);
   mcp_info("task %s created for request %.64s (tool %s, ttl %lld ms%s)", t->id, c->req.key, c->tool,
            ttl, ext ? ", tasks extension" : "");
+  if (mcp_store_on() && !ext) mcp_task_store_write(t, 0);
   timer_arm();
   lua_pushstring(L, t->id);
   return 1;
@@ -806,15 +813,13 @@ int mcp_task_request(mcp_session *s, mcp_batch *b, void *stream, const char *key
 /* tasks/update: answers to the handler's outstanding input requests. Keys
  * not outstanding (unknown, answered already) are ignored, as the extension
  * says; once all are answered the handler resumes. */
-static void on_update(mcp_session *s, void *stream, const char *key, mcp_task *t,
-                      json_t *responses) {
+int mcp__task_answer(mcp_task *t, json_t *responses) {
   const char *k;
   json_t *v;
   int taken = 0;
   if (terminal(t->status)) {
     mcp_info("task %s: tasks/update ignored: the task is %s", t->id, status_names[t->status]);
-    reply_ack(s, stream, key);
-    return;
+    return 0;
   }
   json_object_foreach(responses, k, v) {
     int i;
@@ -837,6 +842,12 @@ static void on_update(mcp_session *s, void *stream, const char *key, mcp_task *t
       mcp_call_wake(c);
     }
   }
+  return taken;
+}
+
+static void on_update(mcp_session *s, void *stream, const char *key, mcp_task *t,
+                      json_t *responses) {
+  mcp__task_answer(t, responses);
   reply_ack(s, stream, key);
 }
 
@@ -861,6 +872,10 @@ void mcp_task_request_ext(mcp_session *s, void *stream, const char *key, const c
         return;
       }
   }
+  if (mcp_store_on()) {                /* the task may be another instance's */
+    mcp_task_store_request(s, stream, key, method, params);
+    return;
+  }
   if ((t = lookup(s, NULL, stream, key, params, 1)) == NULL) return;
   if (strcmp(method, "tasks/update") == 0) {
     on_update(s, stream, key, t, responses);
@@ -879,6 +894,7 @@ void mcp_task_request_ext(mcp_session *s, void *stream, const char *key, const c
 
 void mcp_task_session_closed(mcp_session *s) {
   mcp_task *t, *next;
+  if (mcp_store_on()) mcp_task_store_session_closed(s);
   for (t = T.head; t; t = next) {
     next = t->next;
     if (s != NULL && t->session != s) continue;
@@ -897,6 +913,7 @@ void mcp_task_collect(mcp_buf *b) {
     snprintf(labels, sizeof labels, "state=\"%s\"", status_names[i]);
     mcp_metric_sample(b, "luamcp_tasks", labels, (double)n[i]);
   }
+  if (mcp_store_on()) mcp_store_collect(b);
 }
 
 void mcp_task_close(void) {
@@ -905,4 +922,46 @@ void mcp_task_close(void) {
     uv_close((uv_handle_t *)&T.timer, NULL);
     T.timer_on = 0;
   }
+}
+
+/* For task_store.c (task_int.h). */
+
+mcp_task *mcp__task_head(void) { return T.head; }
+
+mcp_task *mcp__task_next(const mcp_task *t) { return t->next; }
+
+void mcp__task_view_of(const mcp_task *t, mcp__task_view *v) {
+  *v = (mcp__task_view){
+    .id = t->id, .status = status_names[t->status], .message = t->message, .subject = t->subject,
+    .session = t->session, .ext = t->ext, .created_ms = t->created_ms, .updated_ms = t->updated_ms,
+    .ttl_ms = t->ttl_ms, .expires_ns = t->expires_ns
+  };
+}
+
+mcp_task *mcp__task_by_id(const char *id) {
+  for (mcp_task *t = T.head; t; t = t->next)
+    if (strcmp(t->id, id) == 0) return t;
+  return NULL;
+}
+
+void mcp__task_render(mcp_buf *b, const mcp_task *t, const char *result_type, int detailed) {
+  add_task(b, t, result_type, detailed);
+}
+
+void mcp__task_detail(mcp_buf *b, const mcp_task *t) { add_detail(b, t); }
+
+void mcp__task_cancel(mcp_task *t) {
+  if (!terminal(t->status)) cancel(t);
+}
+
+void mcp__task_adopt(mcp_task *t, const char *status, const char *message) {
+  int st;
+  mcp_call *c = t->call;
+  for (st = ST_COMPLETED; st <= ST_CANCELLED; st++)
+    if (strcmp(status_names[st], status) == 0) break;
+  if (terminal(t->status) || st > ST_CANCELLED) return;
+  mcp_warn("task %s: the store has it %s (%s): stopping it here", t->id, status, message);
+  set_status(t, st, message[0] ? message : NULL, 0);   /* refused by the store: a no-op there */
+  if (c != NULL) mcp_call_fire(c, MCP_EV_CANCEL, message[0] ? message : status);
+  input_abandon(t);
 }

@@ -88,6 +88,12 @@ void mcp_task_sweep(void);
  * calls are gone), or of all (s NULL, at shutdown: also closes the expiry
  * timer). */
 void mcp_task_session_closed(mcp_session *s);
+/* --store URL: tasks in the shared store (task_store.c), so that every
+ * instance answers for every task. 0, or -1 with why in err. */
+int mcp_task_store_open(const char *url, char *err, size_t cap);
+/* A listener on s named task id: its state now goes to s's listeners once
+ * the store answers (the task may be another instance's). */
+void mcp_task_store_describe(mcp_session *s, const char *id);
 /* Tasks by state, for /metrics. */
 void mcp_task_collect(mcp_buf *b);
 void mcp_task_close(void);

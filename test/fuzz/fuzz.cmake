@@ -24,7 +24,7 @@ target_compile_definitions(luamcp-fuzzcore PRIVATE
   LUAMCP_VERSION="${PROJECT_VERSION}"
   LUAMCP_LUA_DIR="${CMAKE_SOURCE_DIR}/lua")
 target_include_directories(luamcp-fuzzcore PRIVATE ${HTTP_PARSER_INCLUDE})
-target_link_libraries(luamcp-fuzzcore PUBLIC PkgConfig::LUA PkgConfig::UV PkgConfig::JANSSON PkgConfig::CURL
+target_link_libraries(luamcp-fuzzcore PUBLIC PkgConfig::LUA PkgConfig::UV PkgConfig::JANSSON PkgConfig::CURL PkgConfig::HIREDIS
                       PkgConfig::SQLITE OpenSSL::Crypto ${HTTP_PARSER_LIB} m)
 
 # luamcp_fuzz(name [sources...]): test/fuzz/name.c with the sources it

@@ -1,0 +1,50 @@
+/* Tasks, inside: what task_store.c (the shared store's side of tasks) may
+ * read and do of a task; task.c owns them. Not for other files. */
+#ifndef MCP_TASK_INT_H
+#define MCP_TASK_INT_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "task.h"
+
+/* What task_store.c reads of a task. */
+typedef struct {
+  const char *id;
+  const char *status;          /* "working", ... */
+  const char *message;         /* statusMessage, or NULL */
+  const char *subject;         /* the token's subject, or NULL */
+  mcp_session *session;        /* its session, or its scope's */
+  int ext;                     /* the tasks extension's */
+  double created_ms, updated_ms;
+  long long ttl_ms;
+  uint64_t expires_ns;         /* on mcp_clock_ns() */
+} mcp__task_view;
+
+void mcp__task_view_of(const mcp_task *t, mcp__task_view *v);
+mcp_task *mcp__task_next(const mcp_task *t);                /* every task, oldest first */
+mcp_task *mcp__task_head(void);
+mcp_task *mcp__task_by_id(const char *id);                  /* any scope, or NULL */
+/* The Task object (task.c's add_task), and the DetailedTask members alone. */
+void mcp__task_render(mcp_buf *b, const mcp_task *t, const char *result_type, int detailed);
+void mcp__task_detail(mcp_buf *b, const mcp_task *t);
+void mcp__task_cancel(mcp_task *t);                         /* as tasks/cancel does */
+int mcp__task_answer(mcp_task *t, json_t *responses);       /* as tasks/update does */
+/* The store has t terminal (status, message) while t is not: follow it. */
+void mcp__task_adopt(mcp_task *t, const char *status, const char *message);
+
+/* task_store.c: tasks in the shared store (--store; task.h has the rest). */
+void mcp_task_store_write(const mcp_task *t, int notify);
+/* A task of the extension was made on s's request answered on stream: its
+ * CreateTaskResult (response, len bytes) goes once the record is written,
+ * so that whatever instance the client asks next knows the task. */
+void mcp_task_store_created(const mcp_task *t, mcp_session *s, void *stream, const char *response,
+                            size_t len);
+/* tasks/get, tasks/update, tasks/cancel of the extension through the store;
+ * answered when the store replies. */
+void mcp_task_store_request(mcp_session *s, void *stream, const char *key, const char *method,
+                            json_t *params);
+void mcp_task_store_session_closed(mcp_session *s);
+
+#endif
