@@ -309,6 +309,31 @@ describe("OAuth resource server", function()
     assert.are.equal("slept for alice", got.result.content[1].text)
   end)
 
+  it("with --store, keeps a task its subject's on every instance (the record names the subject)", function()
+    local C = require "spec.cluster_helper"
+    local aud = "http://127.0.0.1:1/mcp"              -- the service's one canonical URI, as behind HAProxy
+    local cl = C.start { instances = 2, redis = true, plugins = FIX,
+      args = function(_, c) return { "--store", c.redis.url, "--auth-issuer", as.issuer, "--auth-audience", aud } end }
+    local ok, err = pcall(function()
+      local A, B = cl.instances[1], cl.instances[2]
+      local function mint(sub) return as:mint({ sub = sub, scope = "", aud = aud, client_id = "spec-client" }) end
+      local alice, bob = mint("alice"), mint("bob")
+      local created = rpc26(A, alice, "tools/call", { name = "slow", arguments = { seconds = 30 } }, TASKS)
+      local id = assert(created.result and created.result.taskId, cjson.encode(created))
+      -- on B, from Redis: bob is told it does not exist, and cannot cancel it
+      assert.are.equal(-32602, rpc26(B, bob, "tasks/get", { taskId = id }, TASKS).error.code)
+      assert.are.equal(-32602, rpc26(B, bob, "tasks/cancel", { taskId = id }, TASKS).error.code)
+      assert.are.equal("working", rpc26(B, alice, "tasks/get", { taskId = id }, TASKS).result.status)
+      -- alice's cancel on B reaches the handler on A
+      assert.is_table(rpc26(B, alice, "tasks/cancel", { taskId = id }, TASKS).result)
+      local got = H.until_equal(function() return rpc26(A, alice, "tasks/get", { taskId = id }, TASKS).result.status end,
+                                "cancelled")
+      assert.are.equal("cancelled", got)
+    end)
+    C.cleanup()
+    assert(ok, err)
+  end)
+
   it("keeps a 2025-11-25 task its session's subject's", function()
     local srv = start(as)
     local s = HH.initialize(srv, "2025-11-25", { token = as:mint(claims("gina", "", nil, srv)) })
