@@ -18,15 +18,6 @@ local V25 = "2025-06-18"
 local TASKS = { extensions = { ["io.modelcontextprotocol/tasks"] = {} } }
 local ASKING = { elicitation = {} }
 
-local function free_port()
-  local t = uv.new_tcp()
-  assert(t:bind("127.0.0.1", 0))
-  local port = t:getsockname().port
-  t:close()
-  uv.run("nowait")
-  return port
-end
-
 -- One HTTP exchange on a fresh connection. headers: a map. Returns the response.
 local function http(port, method, path, body, headers)
   local c = HH.connect(port)
@@ -88,7 +79,7 @@ function AS:hits(path) return self:post("/hits")[path] or 0 end
 
 -- luamcp behind OAuth, on a port known in advance (the audience names it).
 local function start(as, extra, opts)
-  local port = free_port()
+  local port = H.free_port()
   local aud = "http://127.0.0.1:" .. port .. "/mcp"
   local args = { "--http", "127.0.0.1:" .. port, "--auth-audience", aud, "--log-level", "debug" }
   if as then args[#args + 1] = "--auth-issuer"; args[#args + 1] = as.issuer end
@@ -122,17 +113,25 @@ local function challenge(r)
   return p
 end
 
-describe("OAuth resource server", function()
+-- In a describe: the authorization server for its tests, handed to set
+-- (with the Node environment) once started, stopped after the last.
+local function with_auth_server(set)
   local env, as
   setup(function()
     env = N.prepare("auth")
     as = as_start(env)
+    set(as, env)
   end)
   teardown(function()
     if as then as:stop() end
     N.remove(env)
   end)
   after_each(HH.cleanup)
+end
+
+describe("OAuth resource server", function()
+  local env, as
+  with_auth_server(function(a, e) as, env = a, e end)
 
   local function claims(sub, scope, extra, srv)
     local c = { sub = sub, scope = scope, aud = srv.aud, client_id = "spec-client" }
@@ -411,7 +410,7 @@ describe("OAuth resource server", function()
   end)
 
   it("answers 503 with the reason when the issuer is down, without hanging, and recovers", function()
-    local dead = free_port()
+    local dead = H.free_port()
     local srv = start(nil, { "--auth-issuer", "http://127.0.0.1:" .. dead })
     local tok = as:mint(claims("nina", "", nil, srv))
     local t0 = H.now()
@@ -490,7 +489,7 @@ describe("OAuth resource server", function()
 
   it("reads the auth table of a configuration file", function()
     local dir = H.tmpdir()
-    local port = free_port()
+    local port = H.free_port()
     local aud = "http://127.0.0.1:" .. port .. "/mcp"
     local f = assert(io.open(dir .. "/luamcp.conf.lua", "w"))
     f:write(("return { http = %q, auth = { issuer = %q, audience = %q } }\n"):format("127.0.0.1:" .. port, as.issuer, aud))
@@ -537,15 +536,7 @@ end)
 
 describe("the TypeScript SDK client's OAuth", function()
   local env, as
-  setup(function()
-    env = N.prepare("auth")
-    as = as_start(env)
-  end)
-  teardown(function()
-    if as then as:stop() end
-    N.remove(env)
-  end)
-  after_each(HH.cleanup)
+  with_auth_server(function(a, e) as, env = a, e end)
 
   it("discovers the authorization server, authorizes headless, calls tools, steps up on a 403", function()
     local srv = start(as)

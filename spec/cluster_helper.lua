@@ -57,15 +57,7 @@ function C.need(names)
   return found
 end
 
--- A TCP port on 127.0.0.1 that was free a moment ago.
-function C.free_port()
-  local t = uv.new_tcp()
-  assert(t:bind("127.0.0.1", 0))
-  local port = t:getsockname().port
-  t:close()
-  uv.run("nowait")
-  return port
-end
+C.free_port = H.free_port     -- a TCP port on 127.0.0.1 that was free a moment ago
 
 local function rm_tree(path)
   local st = uv.fs_lstat(path)

@@ -102,6 +102,16 @@ end
 
 -- Calls f (which may wait itself, e.g. for a request's answer) every 10 ms
 -- until it returns want, for at most timeout seconds (H.WAIT). Returns the
+-- A TCP port on 127.0.0.1 that was free a moment ago.
+function H.free_port()
+  local t = uv.new_tcp()
+  assert(t:bind("127.0.0.1", 0))
+  local port = t:getsockname().port
+  t:close()
+  uv.run("nowait")
+  return port
+end
+
 -- last value f returned.
 function H.until_equal(f, want, timeout)
   local deadline, v = H.now() + (timeout or H.WAIT)

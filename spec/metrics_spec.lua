@@ -18,15 +18,6 @@ local function get(port, path, headers)
   return r
 end
 
-local function free_port()
-  local t = uv.new_tcp()
-  assert(t:bind("127.0.0.1", 0))
-  local port = t:getsockname().port
-  t:close()
-  uv.run("nowait")
-  return port
-end
-
 local function urlencode(s)
   return (s:gsub("[^%w%-%._~]", function(ch) return ("%%%02X"):format(ch:byte()) end))
 end
@@ -54,7 +45,7 @@ scrape_configs:
       - targets: ['127.0.0.1:%d']
 ]]):format(target_port))
   f:close()
-  local port = free_port()
+  local port = H.free_port()
   local p = H.start{ bin = PROMETHEUS, no_plugins = true, args = {
     "--config.file=" .. conf, "--storage.tsdb.path=" .. dir .. "/data",
     "--web.listen-address=127.0.0.1:" .. port, "--log.level=warn",

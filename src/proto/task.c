@@ -81,14 +81,20 @@ static double wall_ms(void) {
   return (double)tv.tv_sec * 1000.0 + (double)(tv.tv_usec / 1000) + (double)(skew / 1000000);
 }
 
-static void add_time(mcp_buf *b, double ms) {
+void mcp__task_iso(char *out, size_t cap, double ms) {
   long long v = (long long)ms;
   time_t sec = (time_t)(v / 1000);
   struct tm tm;
   char s[40];
   gmtime_r(&sec, &tm);
   strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%S", &tm);
-  mcp_buf_printf(b, "\"%s.%03dZ\"", s, (int)(v % 1000));
+  snprintf(out, cap, "%s.%03dZ", s, (int)(v % 1000));
+}
+
+static void add_time(mcp_buf *b, double ms) {
+  char s[48];
+  mcp__task_iso(s, sizeof s, ms);
+  mcp_buf_printf(b, "\"%s\"", s);
 }
 
 /* The extension's DetailedTask fields: the outcome, or what the handler

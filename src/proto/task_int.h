@@ -25,6 +25,7 @@ typedef struct {
 void mcp__task_view_of(const mcp_task *t, mcp__task_view *v);
 mcp_task *mcp__task_next(const mcp_task *t);                /* every task, oldest first */
 mcp_task *mcp__task_head(void);
+void mcp__task_iso(char *out, size_t cap, double ms);      /* 2026-11-24T23:16:20.000Z */
 mcp_task *mcp__task_by_id(const char *id);                  /* any scope, or NULL */
 /* The Task object (task.c's add_task), and the DetailedTask members alone. */
 void mcp__task_render(mcp_buf *b, const mcp_task *t, const char *result_type, int detailed);

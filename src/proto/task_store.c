@@ -61,16 +61,6 @@ static const char *subject_of(const mcp_session *s) {
   return sub ? sub : "";
 }
 
-static void iso(char *out, size_t cap, double ms) {
-  long long v = (long long)ms;
-  time_t sec = (time_t)(v / 1000);
-  struct tm tm;
-  char s[32];
-  gmtime_r(&sec, &tm);
-  strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(out, cap, "%s.%03dZ", s, (int)(v % 1000));
-}
-
 static void write_record(const mcp_task *t, int notify, mcp_store_cb cb, void *ud) {
   char scope[96], created[64], updated[64];
   mcp_buf detail = MCP_BUF_INIT, note = MCP_BUF_INIT;
@@ -79,8 +69,8 @@ static void write_record(const mcp_task *t, int notify, mcp_store_cb cb, void *u
   uint64_t now = mcp_clock_ns();
   mcp__task_view_of(t, &v);
   scope_of(v.session, v.ext, scope, sizeof scope);
-  iso(created, sizeof created, v.created_ms);
-  iso(updated, sizeof updated, v.updated_ms);
+  mcp__task_iso(created, sizeof created, v.created_ms);
+  mcp__task_iso(updated, sizeof updated, v.updated_ms);
   if (v.ext) mcp__task_detail(&detail, t);
   mcp_buf_addc(&detail, '\0');
   rec = (mcp_store_task){
