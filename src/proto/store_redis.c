@@ -1,5 +1,5 @@
 /* The task store on Redis (store.h), through hiredis's asynchronous API
- * and its libuv adapter: two connections (commands; pub/sub), a heartbeat
+ * polled on the loop (redis_uv.c): two connections (commands; pub/sub), a heartbeat
  * key per instance, and Lua scripts that make each task operation one
  * atomic round trip.
  *
