@@ -1,4 +1,4 @@
-/* The plugin author's command line: luamcp list, call, check and new.
+/* The plugin author's command line: luamcp list, call, check, new and path.
  *
  * list, check and new are written in Lua (lua/mcp/cli.lua). call runs one
  * tool in-process through the real path: a session whose writer is this
@@ -6,6 +6,7 @@
  * request table, the state machine and the scheduler run as they do for a
  * client; the loop runs until the call is gone. */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "httpc.h"
 #include "op.h"
 #include "json.h"
+#include "libdir.h"
 #include "lmcp.h"
 #include "log.h"
 #include "proc.h"
@@ -37,12 +39,16 @@ static const char usage[] =
   "                  [--grace SECONDS] [--log-level LEVEL] [--memory-limit MB]\n"
   "       luamcp check [--config FILE] [--plugins DIR]...\n"
   "       luamcp new NAME [--dir DIR] [--spec-dir DIR]\n"
+  "       luamcp path [lua|types|plugins]\n"
   "\n"
   "  list   the tools, resources and prompts of the plugins, with their schemas\n"
   "  call   run one tool in-process and print its result (Ctrl-C cancels it,\n"
   "         a second Ctrl-C aborts it); exit 0, 1 on an error result, 130 if interrupted\n"
   "  check  load every plugin and report problems as file:line: message\n"
-  "  new    write DIR/NAME.lua (default plugins/) and SPEC-DIR/NAME_spec.lua (default spec/)\n"
+  "  new    write DIR/NAME.lua (default plugins/), SPEC-DIR/NAME_spec.lua (default spec/)\n"
+  "         and .luarc.json (the LuaLS annotations of the API) unless it exists\n"
+  "  path   the directory of luamcp's Lua library (mcp.test is there), of its LuaLS\n"
+  "         annotations, or of its example plugins\n"
   "The server flags (--timeout, --grace, --log-level, --memory-limit, --page-size,\n"
   "--max-line) apply as they do to the server; DIR defaults to ./plugins.\n"
   "--config FILE: the server's configuration file; its plugins' settings, directories\n"
@@ -141,6 +147,7 @@ static int parse_args(int argc, char **argv, const mcp_conffile *conf, cli_opts 
   if (o->ndirs == 0) o->dirs[o->ndirs++] = "plugins";
   if (strcmp(o->cmd, "call") == 0) min = 1, max = 2;
   else if (strcmp(o->cmd, "new") == 0) min = max = 1;
+  else if (strcmp(o->cmd, "path") == 0) max = 1;
   if (o->npos < min) return fail_usage("%s: missing argument", o->cmd);
   if (o->npos > max) return fail_usage("unexpected argument: %s", o->pos[max]);
   return -1;
@@ -180,6 +187,20 @@ static int l_mkdir(lua_State *L) {
   return 1;
 }
 
+/* share_dir(what): the real path of lua, types or plugins (mcp_share_dir),
+ * or nil, message. */
+static int l_share_dir(lua_State *L) {
+  char dir[PATH_MAX];
+  int r = mcp_share_dir(luaL_checkstring(L, 1), dir, sizeof dir);
+  if (r < 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", dir, uv_strerror(r));
+    return 2;
+  }
+  lua_pushstring(L, dir);
+  return 1;
+}
+
 /* stack: -> mcp.cli module */
 static int open_cli(lua_State *L) {
   mcp_lua_open(L);
@@ -188,6 +209,8 @@ static int open_cli(lua_State *L) {
   lua_call(L, 1, 1);
   lua_pushcfunction(L, l_mkdir);
   lua_setfield(L, -2, "mkdir");
+  lua_pushcfunction(L, l_share_dir);
+  lua_setfield(L, -2, "share_dir");
   return 1;
 }
 
@@ -533,6 +556,22 @@ static int run_call(const cli_opts *o) {
   return C.interrupts > 0 ? 130 : code;
 }
 
+/* path [lua|types|plugins]: one directory of the installed tree, for
+ * scripts (the specs of luamcp new find mcp.test with it). */
+static int run_path(const cli_opts *o) {
+  const char *what = o->npos > 0 ? o->pos[0] : "lua";
+  char dir[PATH_MAX];
+  int r;
+  if (strcmp(what, "lua") != 0 && strcmp(what, "types") != 0 && strcmp(what, "plugins") != 0)
+    return fail_usage("path: unknown directory %s (lua, types or plugins)", what);
+  if ((r = mcp_share_dir(what, dir, sizeof dir)) < 0) {
+    fprintf(stderr, "luamcp: path: %s: %s\n", dir, uv_strerror(r));
+    return 1;
+  }
+  printf("%s\n", dir);
+  return 0;
+}
+
 int mcp_cli_main(int argc, char **argv) {
   static mcp_conffile conf;
   const char *config = config_arg(argc, argv);
@@ -544,6 +583,10 @@ int mcp_cli_main(int argc, char **argv) {
   /* The server's own lines (plugins loaded, session started) are noise here. */
   mcp_log_threshold = o.log_level >= 0 ? (mcp_log_level)o.log_level : MCP_LOG_WARNING;
   signal(SIGPIPE, SIG_IGN);
+  if (strcmp(o.cmd, "path") == 0) {
+    mcp_conffile_free(&conf);
+    return run_path(&o);
+  }
   if (strcmp(o.cmd, "new") != 0 && set_stdout_aside() != 0) return 1;
   if (out == NULL) out = stdout;
   /* list runs as a request too: a mount's lists are fetched inside a call */

@@ -41,7 +41,7 @@ static const char usage[] =
   "               [--auth-introspect URL]]] [--metrics HOST:PORT]\n"
   "              [--store redis://HOST:PORT/DB]\n"
   "              [--access-log FILE] [--log-format text|json] [--watch] [--version] [--help]\n"
-  "       luamcp list|call|check|new ...   (see luamcp list --help)\n"
+  "       luamcp list|call|check|new|path ...   (see luamcp list --help)\n"
   "\n"
   "Serves the Lua plugins in each DIR (default ./plugins) over MCP on stdio,\n"
   "or on Streamable HTTP at http://HOST:PORT/mcp.\n"
@@ -347,7 +347,8 @@ static int load_server(lua_State *Ls) {
 
 int main(int argc, char **argv) {
   if (argc > 1 && (strcmp(argv[1], "list") == 0 || strcmp(argv[1], "call") == 0 ||
-                   strcmp(argv[1], "check") == 0 || strcmp(argv[1], "new") == 0))
+                   strcmp(argv[1], "check") == 0 || strcmp(argv[1], "new") == 0 ||
+                   strcmp(argv[1], "path") == 0))
     return mcp_cli_main(argc, argv);            /* the plugin author's commands: cli.c */
   int status = 0, r, open = 0;
   if ((r = parse_flags(argc, argv)) != 0) return r < 0 ? 0 : r;

@@ -45,6 +45,21 @@ const char *mcp_lua_dir(void) {
   return dir;
 }
 
+int mcp_share_dir(const char *what, char *buf, size_t size) {
+  char joined[PATH_MAX + 32];
+  uv_fs_t req;
+  int r;
+  if (strcmp(what, "lua") == 0) snprintf(joined, sizeof joined, "%s", mcp_lua_dir());
+  else if (strcmp(what, "types") == 0 || strcmp(what, "plugins") == 0)
+    snprintf(joined, sizeof joined, "%s/../%s", mcp_lua_dir(), what);
+  else return UV_EINVAL;
+  r = uv_fs_realpath(NULL, &req, joined, NULL);
+  if (r == 0 && (size_t)snprintf(buf, size, "%s", (const char *)req.ptr) >= size) r = UV_ENAMETOOLONG;
+  if (r < 0) snprintf(buf, size, "%s", joined);
+  uv_fs_req_cleanup(&req);
+  return r;
+}
+
 /* stack: -> (unchanged) */
 void mcp_lua_path(lua_State *L) {
   const char *d = mcp_lua_dir();
