@@ -56,6 +56,32 @@ describe("mcp.test", function()
     assert.is_nil(c:wait(0.3))
   end)
 
+  it("env adds to the server's environment, and false removes a name", function()
+    local uv = require "luv"
+    assert.truthy(uv.os_getenv("PATH") and uv.os_getenv("HOME"), "PATH and HOME are set for this spec")
+    srv = T.start { plugins = { "spec/fixtures/mcptest" }, bin = H.binary(),
+                    env = { LUAMCP_TEST_A = "one two", LUAMCP_TEST_N = 42, HOME = false } }
+    local text = T.text(srv:call("getenv", { names = { "LUAMCP_TEST_A", "LUAMCP_TEST_N", "HOME", "PATH" } }))
+    assert.are.equal("LUAMCP_TEST_A=one two LUAMCP_TEST_N=42 HOME=(unset) PATH=" .. uv.os_getenv("PATH"), text)
+  end)
+
+  it("without env the server inherits the environment as it is", function()
+    start()
+    local uv = require "luv"
+    assert.are.equal("HOME=" .. uv.os_getenv("HOME"), T.text(srv:call("getenv", { names = { "HOME" } })))
+  end)
+
+  it("env refuses what is not a variable or a value, at the spec's line", function()
+    local line = debug.getinfo(1, "l").currentline
+    local ok, err = pcall(function() T.start { bin = H.binary(), env = { A = {} } } end)
+    assert.is_false(ok)
+    assert.are.equal(("spec/mcp_test_spec.lua:%d: mcp.test: env.A must be a string, a number or false (got table)")
+                     :format(line + 1), err)
+    ok, err = pcall(function() T.start { bin = H.binary(), env = { ["A=B"] = "x" } } end)
+    assert.is_false(ok)
+    assert.truthy(err:find("A=B is not a variable name", 1, true), err)
+  end)
+
   it("stop ends the server with exit code 0", function()
     start()
     srv:start("slow")

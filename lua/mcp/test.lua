@@ -55,11 +55,39 @@ local function run_until(pred, timeout)
 end
 M.run_until = run_until
 
--- opts: plugins = {dir...}, args = {extra flags}, bin, timeout (default
--- wait, seconds; 10), version (protocol revision), capabilities (client's).
+-- The server's environment as uv.spawn takes it: this process's, with the
+-- names of env added (a string or number) or removed (false); nil (inherit
+-- it as it is) without env.
+local function environment(env)
+  if env == nil then return nil end
+  if type(env) ~= "table" then error("mcp.test: env must be a table of NAME = value", 3) end
+  local vars = uv.os_environ()
+  for k, v in pairs(env) do
+    if type(k) ~= "string" or k == "" or k:find("=", 1, true) then
+      error("mcp.test: env: " .. tostring(k) .. " is not a variable name", 3)
+    end
+    if v == false then
+      vars[k] = nil
+    elseif type(v) == "string" or type(v) == "number" then
+      vars[k] = tostring(v)
+    else
+      error("mcp.test: env." .. k .. " must be a string, a number or false (got " .. type(v) .. ")", 3)
+    end
+  end
+  local list = {}
+  for k, v in pairs(vars) do list[#list + 1] = k .. "=" .. v end
+  table.sort(list)
+  return list
+end
+
+-- opts: plugins = {dir...}, args = {extra flags}, env = {NAME = value |
+-- false} (added to this process's environment; false removes a name), bin,
+-- timeout (default wait, seconds; 10), version (protocol revision),
+-- capabilities (client's).
 function M.start(opts)
   opts = opts or {}
   local args = { "--test-clock" }
+  local env = environment(opts.env)
   for _, d in ipairs(opts.plugins or { "plugins" }) do
     args[#args + 1] = "--plugins"
     args[#args + 1] = d
@@ -71,7 +99,7 @@ function M.start(opts)
   }, Server)
   s.stdin, s.stdout, s.stderr_pipe = uv.new_pipe(false), uv.new_pipe(false), uv.new_pipe(false)
   local bin = find_binary(opts)
-  s.proc, s.pid = uv.spawn(bin, { args = args, stdio = { s.stdin, s.stdout, s.stderr_pipe } },
+  s.proc, s.pid = uv.spawn(bin, { args = args, env = env, stdio = { s.stdin, s.stdout, s.stderr_pipe } },
     function(code, signal) s.exit_code, s.exit_signal, s.exited = code, signal, true end)
   if not s.proc then error("mcp.test: cannot start " .. bin .. ": " .. tostring(s.pid), 2) end
   s.stdout:read_start(function(err, data)
