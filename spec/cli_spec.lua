@@ -1,4 +1,4 @@
--- The plugin author's commands: luamcp list, call, check and new.
+-- The plugin author's commands: luamcp list, call, check, new and path.
 local H = require "spec.helper"
 local uv = require "luv"
 local cjson = require "cjson"
@@ -394,18 +394,25 @@ describe("luamcp new", function()
     return s
   end
 
-  it("writes a plugin that check accepts and a spec that passes", function()
+  it("writes a plugin that check accepts, a spec that passes and a .luarc.json", function()
     local r = run({ "new", "demo" }, { cwd = tmp })
     assert.are.equal(0, r.code, r.err)
-    assert_has(r.out, "wrote plugins/demo.lua\nwrote spec/demo_spec.lua\n")
+    assert.are.equal("wrote plugins/demo.lua\nwrote spec/demo_spec.lua\nwrote .luarc.json\n" ..
+                     "try: luamcp call demo '{\"n\": 5}' --plugins plugins\n", r.out)
     local plugin = read(tmp .. "/plugins/demo.lua")
     assert_has(plugin, 'name = "demo"')
     assert_has(plugin, "inputSchema")
     assert_has(plugin, "ctx:progress")
-    assert_has(plugin, "ctx:cancelled()")
+    assert_has(plugin, "ctx:sleep(delay)")
+    assert_has(plugin, "return nil, string.format(")
     assert_has(plugin, "timeout")
-    assert_has(read(tmp .. "/spec/demo_spec.lua"), "luamcp call")
-    assert_has(read(tmp .. "/spec/demo_spec.lua"), 'require "mcp.test"')
+    local spec = read(tmp .. "/spec/demo_spec.lua")
+    assert_has(spec, "luamcp call")
+    assert_has(spec, 'require "mcp.test"')
+    assert_has(spec, "T.start {")
+    local luarc = cjson.decode(read(tmp .. "/.luarc.json"))
+    assert.are.same({ assert(uv.fs_realpath(H.root .. "/types")) }, luarc["workspace.library"])
+    assert.are.equal("Lua 5.4", luarc["runtime.version"])
 
     r = run({ "check" }, { cwd = tmp })
     assert.are.equal(0, r.code, r.out .. r.err)
@@ -416,16 +423,39 @@ describe("luamcp new", function()
     assert.are.equal("counted to 2\n", r.out)
 
     local busted = uv.fs_stat("/usr/bin/busted") and "/usr/bin/busted" or "busted"
-    -- mcp.test from the source tree (spec/install_spec.lua: from an installed one)
-    local env = { LUAMCP_BIN = H.binary(), LUA_PATH = H.root .. "/lua/?.lua;;" }
+    -- mcp.test through `luamcp path` (the source tree's lua/ for a build): no LUA_PATH
+    local env = { LUAMCP_BIN = H.binary(), LUA_PATH = ";;" }
     r = run({ busted, "spec/demo_spec.lua" }, { bin = "lua5.4", cwd = tmp, env = env, timeout = 60 })
     assert.are.equal(0, r.code, r.out .. r.err)
-    assert_has(r.out, "4 successes / 0 failures / 0 errors")
+    assert_has(r.out, "5 successes / 0 failures / 0 errors")
 
     -- the spec finds the plugins from its own place: busted may run elsewhere
     r = run({ busted, tmp .. "/spec/demo_spec.lua" }, { bin = "lua5.4", cwd = "/", env = env, timeout = 60 })
     assert.are.equal(0, r.code, r.out .. r.err)
-    assert_has(r.out, "4 successes / 0 failures / 0 errors")
+    assert_has(r.out, "5 successes / 0 failures / 0 errors")
+  end)
+
+  it("keeps a .luarc.json that exists, and says where the annotations are", function()
+    local f = assert(io.open(tmp .. "/.luarc.json", "w"))
+    f:write("{}\n")
+    f:close()
+    local r = run({ "new", "demo" }, { cwd = tmp })
+    assert.are.equal(0, r.code, r.err)
+    assert_has(r.out, "wrote spec/demo_spec.lua\nkept .luarc.json (it exists; the annotations of mcp are in " ..
+               assert(uv.fs_realpath(H.root .. "/types")) .. ")\n")
+    assert.are.equal("{}\n", read(tmp .. "/.luarc.json"))
+  end)
+
+  it("writes no .luarc.json when the annotations are missing, and says so", function()
+    assert(uv.fs_mkdir(tmp .. "/lua", 448))
+    assert(uv.fs_symlink(H.root .. "/lua/mcp", tmp .. "/lua/mcp"))
+    local r = run({ "new", "demo" }, { cwd = tmp, env = { LUAMCP_LUA_DIR = tmp .. "/lua" } })
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal("wrote plugins/demo.lua\nwrote spec/demo_spec.lua\n" ..
+                     "try: luamcp call demo '{\"n\": 5}' --plugins plugins\n", r.out)
+    assert_has(r.err, "luamcp: new: .luarc.json not written: no LuaLS annotations: " .. tmp ..
+               "/lua/../types: no such file or directory")
+    assert.is_nil(read(tmp .. "/.luarc.json"))
   end)
 
   it("takes --dir and --spec-dir", function()
@@ -455,5 +485,39 @@ describe("luamcp new", function()
     end
     local r = run({ "new" }, { cwd = tmp })
     assert.are.equal(2, r.code)
+  end)
+end)
+
+describe("luamcp path", function()
+  it("prints the library's, the annotations' and the examples' directories", function()
+    local real = assert(uv.fs_realpath(H.root))
+    for what, dir in pairs { [""] = "lua", lua = "lua", types = "types", plugins = "plugins" } do
+      local r = run(what == "" and { "path" } or { "path", what }, { cwd = "/" })
+      assert.are.equal(0, r.code, r.err)
+      assert.are.equal(real .. "/" .. dir .. "\n", r.out)
+    end
+  end)
+
+  it("follows $LUAMCP_LUA_DIR, and fails on a directory that is not there", function()
+    local tmp = H.tmpdir()
+    assert(uv.fs_mkdir(tmp .. "/lua", 448))
+    local real = assert(uv.fs_realpath(tmp))
+    local r = run({ "path" }, { env = { LUAMCP_LUA_DIR = tmp .. "/lua" } })
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal(real .. "/lua\n", r.out)
+    r = run({ "path", "types" }, { env = { LUAMCP_LUA_DIR = tmp .. "/lua" } })
+    assert.are.equal(1, r.code)
+    assert.are.equal("", r.out)
+    assert.are.equal("luamcp: path: " .. tmp .. "/lua/../types: no such file or directory", r.err)
+    os.execute("rm -rf '" .. tmp .. "'")
+  end)
+
+  it("refuses another name or a second one", function()
+    local r = run({ "path", "lib" })
+    assert.are.equal(2, r.code)
+    assert_has(r.err, "path: unknown directory lib (lua, types or plugins)")
+    r = run({ "path", "lua", "types" })
+    assert.are.equal(2, r.code)
+    assert_has(r.err, "unexpected argument: types")
   end)
 end)

@@ -3,6 +3,7 @@
 -- is found relative to the binary), serves its example plugins, and gives
 -- `luamcp new` + busted what they need on PATH and LUA_PATH; make deb's
 -- package (CPack) holds the same tree and depends on runtime libraries only.
+-- `luamcp new` + busted work under any prefix, the tree moved or not.
 local H = require "spec.helper"
 local uv = require "luv"
 
@@ -49,6 +50,7 @@ describe("install", function()
     local root = tmp .. "/dest/opt/luamcp"
     for _, f in ipairs { "bin/luamcp", "share/luamcp/lua/mcp/init.lua", "share/luamcp/lua/mcp/server.lua",
                          "share/luamcp/lua/mcp/config.lua", "share/luamcp/plugins/hello.lua",
+                         "share/luamcp/types/mcp.lua",
                          "share/lua/5.4/mcp/test.lua", "share/man/man1/luamcp.1" } do
       assert.is_true(exists(root .. "/" .. f), f .. " not installed:\n" .. out)
     end
@@ -81,13 +83,42 @@ describe("install", function()
       :format(q(tmp .. "/project"), env))
     assert.are.equal(0, code, out)
     assert.are.equal(moved .. "/bin/luamcp\n" .. moved .. "/share/lua/5.4/mcp/test.lua\n", out)
-    local busted = exists("/usr/bin/busted") and "/usr/bin/busted" or "busted"
-    code, out = sh(("cd %s && %s luamcp new weather && %s timeout 120 lua5.4 %s")
-      :format(q(tmp .. "/project"), env, env, busted))
-    assert.are.equal(0, code, out)
-    assert.truthy(out:find("wrote spec/weather_spec.lua", 1, true), out)
-    assert.truthy(out:find("4 successes / 0 failures / 0 errors", 1, true), out)
   end)
+
+  -- Under a prefix lua5.4 does not search, with only PATH set: the spec
+  -- luamcp new writes finds mcp.test through `luamcp path`, and its
+  -- .luarc.json names the installed annotations.
+  for _, prefix in ipairs { "/opt/luamcp", "/home/someone/.local" } do
+    it("luamcp new + busted work with luamcp installed under " .. prefix .. " and moved", function()
+      local moved = install_moved(prefix)
+      local real = assert(uv.fs_realpath(moved))
+      assert(uv.fs_mkdir(tmp .. "/project", 448))
+      local env = ("env -u LUAMCP_BIN -u LUAMCP_LUA_DIR -u LUA_PATH -u LUA_PATH_5_4 PATH=%s")
+        :format(q(moved .. "/bin:" .. os.getenv("PATH")))
+      local code, out = sh(("cd %s && %s luamcp path && %s luamcp path types"):format(q(tmp), env, env))
+      assert.are.equal(0, code, out)
+      assert.are.equal(real .. "/share/luamcp/lua\n" .. real .. "/share/luamcp/types\n", out)
+      local busted = exists("/usr/bin/busted") and "/usr/bin/busted" or "busted"
+      code, out = sh(("cd %s && %s luamcp new weather && %s timeout 120 lua5.4 %s")
+        :format(q(tmp .. "/project"), env, env, busted))
+      assert.are.equal(0, code, out)
+      assert.truthy(out:find("wrote spec/weather_spec.lua\nwrote .luarc.json\n", 1, true), out)
+      assert.truthy(out:find("5 successes / 0 failures / 0 errors", 1, true), out)
+      -- busted from elsewhere: the spec finds its plugins and mcp.test all the same
+      code, out = sh(("cd / && %s timeout 120 lua5.4 %s %s")
+        :format(env, busted, q(tmp .. "/project/spec/weather_spec.lua")))
+      assert.are.equal(0, code, out)
+      assert.truthy(out:find("5 successes / 0 failures / 0 errors", 1, true), out)
+
+      local f = assert(io.open(tmp .. "/project/.luarc.json"))
+      local luarc = require("cjson").decode(f:read("a"))
+      f:close()
+      assert.are.same({ real .. "/share/luamcp/types" }, luarc["workspace.library"])
+      f = assert(io.open(real .. "/share/luamcp/types/mcp.lua"))
+      assert.are.equal("---@meta mcp\n", f:read("L"))
+      f:close()
+    end)
+  end
 
   it("make deb: a package of the same tree that depends on runtime libraries only", function()
     local code, out = sh(("cpack -G DEB -B %s --config %s"):format(q(tmp .. "/deb"), q(BUILD .. "/CPackConfig.cmake")))
@@ -105,7 +136,8 @@ describe("install", function()
     assert.is_nil(depends:find("-dev", 1, true), depends)
     local _, list = sh("dpkg-deb -c " .. q(deb))
     for _, f in ipairs { "./usr/bin/luamcp", "./usr/share/luamcp/lua/mcp/init.lua",
-                         "./usr/share/lua/5.4/mcp/test.lua", "./usr/share/man/man1/luamcp.1" } do
+                         "./usr/share/lua/5.4/mcp/test.lua", "./usr/share/luamcp/types/mcp.lua",
+                         "./usr/share/man/man1/luamcp.1" } do
       assert.truthy(list:find(f, 1, true), f .. " not in the package:\n" .. list)
     end
     -- its tree runs where it is unpacked
