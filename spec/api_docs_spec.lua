@@ -145,6 +145,11 @@ describe("the API reference and the LuaLS annotations", function()
     assert.are.same({}, stale)
   end)
 
+  it("annotations are a Lua file (a meta file LuaLS reads as the module mcp)", function()
+    assert(loadfile(TYPES))
+    assert.are.equal("---@meta mcp", read(TYPES):match("^[^\n]*"))
+  end)
+
   it("parses annotations the way the checks above rely on", function()
     local a = annotations(table.concat({
       "---@class mcp.Ctx", "---@field id integer", "local C = {}", "",

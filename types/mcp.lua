@@ -136,7 +136,7 @@
 ---@field defer_task? boolean the handler starts its task itself with ctx:task()
 ---@field scopes? string[] the OAuth scopes a call needs
 ---@field _meta? table
----@field handler fun(args: table, ctx: mcp.Ctx): mcp.ToolReturn, (string|integer)?, (mcp.FailCode|string)?
+---@field handler fun(args: table, ctx: mcp.Ctx): mcp.ToolReturn, string?, mcp.FailCode?
 
 ---@class mcp.Tool: mcp.ToolDecl
 
