@@ -94,6 +94,9 @@
 ---@field rate? string a token bucket, "R/s" or "R/m"
 ---@field heartbeat? number progress again after this many seconds without any
 
+---A mount's call of the upstream tool: its result, or nil, message, code.
+---@alias mcp.ForwardCall fun(args: table): mcp.CallToolResult?, string?, mcp.FailCode?
+
 ---@class mcp.MountOptions
 ---Another MCP server's tools, resources and prompts served as the plugin's.
 ---@field command? string[] stdio: {"prog", "arg", ...}; the server is our child
@@ -112,7 +115,7 @@
 ---@field cancel? "cooperative"|"abort"|"ignore"
 ---@field grace? number
 ---@field call_timeout? number bounds each forwarded call
----@field wrap? fun(name: string, args: table, ctx: mcp.Ctx, call: fun(args: table): (table|nil, string?, mcp.FailCode?)): mcp.ToolReturn
+---@field wrap? fun(name: string, args: table, ctx: mcp.Ctx, call: mcp.ForwardCall): mcp.ToolReturn, string?, mcp.FailCode?
 
 ---@class mcp.PluginDecl
 ---@field name string
@@ -514,7 +517,7 @@ function Db:rows(sql, params) end
 ---BEGIN, fn(db), COMMIT: fn's values (true when none). fn raising, or
 ---returning nil, message, rolls back.
 ---@generic T
----@param fn fun(db: mcp.Db): T, ...
+---@param fn fun(db: mcp.Db): T
 ---@param mode? "deferred"|"immediate"|"exclusive"
 ---@return T|nil result, string? message, mcp.FailCode? code
 function Db:transaction(fn, mode) end
