@@ -2,11 +2,12 @@
 -- (fixtures/api_names), has a LuaLS annotation in types/mcp.lua and an entry
 -- in docs/reference/lua-api.md; the deprecated ones are annotated
 -- ---@deprecated; and no annotated function of mcp or method of ctx is gone
--- from the server.
+-- from the server. mcp.test's names are annotated in types/mcp.test.lua.
 local H = require "spec.helper"
 local cjson = require "cjson"
 
 local TYPES = H.root .. "/types/mcp.lua"
+local TEST_TYPES = H.root .. "/types/mcp.test.lua"
 local REFERENCE = H.root .. "/docs/reference/lua-api.md"
 
 -- Kept one release as deprecated names (issue 19's contract, section 3).
@@ -53,6 +54,34 @@ local function annotations(text)
     end
   end
   return a
+end
+
+-- The names of the functions annotated as methods of class (`function X:x(`,
+-- X the table declared after ---@class class), or as fields of the table
+-- declared after it (`function X.x(`, `X.x =`).
+local function members(text, class)
+  local names, var, after = {}, nil, false
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    if line:find("^%-%-%-@class ") then after = line:find("^%-%-%-@class " .. H.esc(class) .. "%f[^%w_.]") ~= nil end
+    if after and not var then var = line:match("^local ([%a_][%w_]*) = {}") end
+    local name = var and (line:match("^function " .. var .. "[:.]([%a_][%w_]*)%(")
+                          or line:match("^" .. var .. "%.([%a_][%w_]*)%s*="))
+    if name then names[#names + 1] = name end
+  end
+  table.sort(names)
+  return names
+end
+
+-- The public keys of t (functions only, if functions), sorted.
+local function keys(t, functions)
+  local list = {}
+  for k, v in pairs(t) do
+    if type(k) == "string" and not k:find("^_") and (not functions or type(v) == "function") then
+      list[#list + 1] = k
+    end
+  end
+  table.sort(list)
+  return list
 end
 
 -- Is name (`mcp.x`, `ctx:x`, `ctx.x`) the start of a `code span` of the reference?
@@ -150,6 +179,20 @@ describe("the API reference and the LuaLS annotations", function()
     assert.are.equal("---@meta mcp", read(TYPES):match("^[^\n]*"))
   end)
 
+  it("annotates mcp.test: the module, a server's and a call's methods", function()
+    package.path = H.root .. "/lua/?.lua;" .. package.path
+    local T = require "mcp.test"
+    local text = read(TEST_TYPES)
+    assert(loadfile(TEST_TYPES))
+    assert.are.same(keys(T), members(text, "mcp.test"))
+    local srv = T.start { plugins = { "spec/fixtures/api_names" }, bin = H.binary() }
+    local c = srv:start("api_names")
+    assert(c:result())
+    srv:stop()
+    assert.are.same(keys(getmetatable(srv).__index, true), members(text, "mcp.test.Server"))
+    assert.are.same(keys(getmetatable(c).__index, true), members(text, "mcp.test.Call"))
+  end)
+
   it("parses annotations the way the checks above rely on", function()
     local a = annotations(table.concat({
       "---@class mcp.Ctx", "---@field id integer", "local C = {}", "",
@@ -166,5 +209,9 @@ describe("the API reference and the LuaLS annotations", function()
     assert.is_true(documented("`mcp.json.encode(v)`", "mcp.json"))
     assert.is_false(documented("`mcp.is_array(t)`", "mcp.is"))
     assert.is_false(documented("ctx:sleep outside code", "ctx:sleep"))
+    assert.are.same({ "a", "b", "c" }, members(table.concat({
+      "---@class x.Y", "local Y = {}", "function Y:a() end", "function Y.b() end", "Y.c = nil",
+      "---@class x.Z", "local Z = {}", "function Z:d() end",
+    }, "\n"), "x.Y"))
   end)
 end)

@@ -1,7 +1,7 @@
 ---@meta mcp
 -- LuaLS annotations of luamcp's Lua API: what `require "mcp"` gives a plugin,
 -- and the `ctx` its handlers get. Installed in PREFIX/share/luamcp/types
--- (`luamcp path types`); the `.luarc.json` that `luamcp new` writes puts that
+-- (`luamcp path types`) with mcp.test.lua; the `.luarc.json` that `luamcp new` writes puts that
 -- directory in `workspace.library`. The API reference is
 -- docs/reference/lua-api.md; spec/api_docs_spec.lua checks that every public
 -- name of `mcp` and `ctx` is annotated here and listed there.
