@@ -1,10 +1,10 @@
 ---@meta mcp
 -- LuaLS annotations of luamcp's Lua API: what `require "mcp"` gives a plugin,
--- and the `ctx` its handlers get. Installed in PREFIX/share/luamcp/types
--- (`luamcp path types`) with mcp.test.lua; the `.luarc.json` that `luamcp new` writes puts that
--- directory in `workspace.library`. The API reference is
--- docs/reference/lua-api.md; spec/api_docs_spec.lua checks that every public
--- name of `mcp` and `ctx` is annotated here and listed there.
+-- and the `ctx` its handlers get (mcp.test's are in mcp.test.lua). Installed
+-- in PREFIX/share/luamcp/types (`luamcp path types`); the `.luarc.json` that
+-- `luamcp new` writes puts that directory in `workspace.library`. The API
+-- reference is docs/reference/lua-api.md; spec/api_docs_spec.lua checks that
+-- every public name of `mcp` and `ctx` is annotated here and listed there.
 --
 -- The convention: a function that can fail returns `nil, message, code` (as
 -- io.open), `code` one word of mcp.FailCode; a wait a cancel ends returns
