@@ -148,10 +148,10 @@ local function str_match(want, got)
 end
 
 local function match(want, got, where)
-  if type(want) == "string" then
-    if str_match(want, got) then return true end
-  elseif want == EMPTY then
+  if want == EMPTY then
     if type(got) == "table" and next(got) == nil then return true end
+  elseif type(want) == "string" then
+    if str_match(want, got) then return true end
   elseif type(want) == "table" and want[1] ~= nil then
     if type(got) == "table" and #got == #want then
       for i = 1, #want do
