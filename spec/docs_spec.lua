@@ -299,7 +299,13 @@ local function run_example(ex, files)
   write(dir .. "/plugins/example.lua", src)
   local c = H.session { plugins = { dir .. "/plugins" }, cwd = dir, env = env_of(ex, dir),
                         args = args_of(ex) }
-  for _, d in ipairs(ex.post) do check_post(c, ex, d) end
+  -- every expectation is checked, and every mismatch reported at once
+  local failed = {}
+  for _, d in ipairs(ex.post) do
+    local ok, err = pcall(check_post, c, ex, d)
+    if not ok then failed[#failed + 1] = tostring(err) end
+  end
+  assert(#failed == 0, table.concat(failed, "\n"))
   assert.are.equal(0, c:close())
 end
 
@@ -308,7 +314,7 @@ local function run_busted(ex, files)
   tmpdirs[#tmpdirs + 1] = dir
   for name, text in pairs(files) do write(dir .. "/" .. name, text) end
   write(dir .. "/spec/example_spec.lua", ex.text)
-  local cmd = ("cd '%s' && LUAMCP_BIN='%s' LUA_PATH='%s/lua/?.lua;;' lua5.4 /usr/bin/busted -o TAP spec 2>&1")
+  local cmd = ("cd '%s' && LUAMCP_BIN='%s' LUA_PATH='%s/lua/?.lua;;' lua5.4 $(command -v busted) -o TAP spec 2>&1")
     :format(dir, H.binary(), H.root)
   local p = assert(io.popen(cmd))
   local out = p:read("a")
