@@ -420,6 +420,47 @@ describe("docs", function()
     assert.is_true(n >= 3)
   end)
 
+  it("links only to files and headings that exist", function()
+    local all = { "README.md", "spec/README.md", "bench/README.md", "test/fuzz/README.md" }
+    for _, dir in ipairs { "docs/guide", "docs/reference", "docs/operations", "docs/development" } do
+      for _, p in ipairs(docs(dir)) do all[#all + 1] = p end
+    end
+    -- GitHub's anchors: the heading in lower case, without punctuation, spaces as -
+    local function anchors(path)
+      local set, fenced = {}, false
+      for line in io.lines(path) do
+        if line:match("^%s*```") then fenced = not fenced end
+        local h = not fenced and line:match("^#+%s+(.-)%s*$")
+        if h then set[h:lower():gsub("[^%w%- _]", ""):gsub(" ", "-")] = true end
+      end
+      return set
+    end
+    local bad = {}
+    for _, page in ipairs(all) do
+      local dir = page:match("^(.*)/[^/]*$") or "."
+      local n = 0
+      for line in io.lines(H.root .. "/" .. page) do
+        n = n + 1
+        for target in line:gmatch("%]%(([^)%s]+)%)") do
+          if not target:match("^%a+:") then
+            local file, anchor = target:match("^([^#]*)#?(.*)$")
+            local path = file == "" and H.root .. "/" .. page or H.root .. "/" .. dir .. "/" .. file
+            local f = io.open(path)
+            if not f then
+              bad[#bad + 1] = page .. ":" .. n .. ": no " .. target
+            else
+              f:close()
+              if anchor ~= "" and not anchors(path)[anchor] then
+                bad[#bad + 1] = page .. ":" .. n .. ": no heading #" .. anchor .. " in " .. file
+              end
+            end
+          end
+        end
+      end
+    end
+    assert(#bad == 0, table.concat(bad, "\n"))
+  end)
+
   it("compiles every lua block of the reference, operations and development pages", function()
     for _, dir in ipairs { "docs/reference", "docs/operations", "docs/development" } do
       for _, page in ipairs(docs(dir)) do
