@@ -6,7 +6,7 @@
 #   share/luamcp/types/         the LuaLS annotations of the API (luamcp path types)
 #   share/lua/5.4/mcp/test.lua  mcp.test, where lua5.4 (and busted) look
 #   share/man/man1/luamcp.1
-#   share/doc/luamcp/README.md
+#   share/doc/luamcp/README.md, docs/ (the guide, the references, operations)
 include(GNUInstallDirs)
 # Installing builds nothing more than it installs (luamcp): not the ASan
 # binary, the unit tests or the fuzz targets (cpack's preinstall step too).
@@ -30,6 +30,8 @@ install(DIRECTORY types/ DESTINATION ${CMAKE_INSTALL_DATADIR}/luamcp/types FILES
 install(FILES lua/mcp/test.lua DESTINATION ${CMAKE_INSTALL_DATADIR}/lua/5.4/mcp)
 install(FILES docs/luamcp.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY docs/guide docs/reference docs/operations docs/development
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md")
 
 # make deb: a Debian package whose Depends dpkg-shlibdeps computes from the
 # libraries the binary links (the runtime libraries only); what mcp.test

@@ -1,5 +1,5 @@
 -- Cancellation, named after the requirements of the MCP cancellation pages
--- (2024-11-05 .. 2025-11-25) and the README's policies.
+-- (2024-11-05 .. 2025-11-25) and the policies of docs/guide/03-cancellation-and-timeouts.md.
 --
 -- stderr lines the server writes (luamcp: LEVEL: message):
 --   debug: request KEY: FROM -> TO (EVENT[: REASON])

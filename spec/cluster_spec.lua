@@ -1,5 +1,5 @@
--- Many instances behind HAProxy (deploy/haproxy.cfg; README "Many instances
--- (HAProxy)"): three luamcp processes and haproxy on loopback, started by
+-- Many instances behind HAProxy (deploy/haproxy.cfg;
+-- docs/operations/many-instances.md): three luamcp processes and haproxy on loopback, started by
 -- spec/cluster_helper.lua. 2025-era sessions stick to the instance that
 -- created them (the stick table on Mcp-Session-Id), stateless 2026-07-28
 -- requests go round-robin, a killed instance takes only its own sessions and

@@ -44,14 +44,17 @@ describe("install", function()
     return tmp .. "/moved"
   end
 
-  it("puts the binary, the library, mcp.test, the examples and the man page under the prefix", function()
+  it("puts the binary, the library, mcp.test, the examples, the man page and the docs under the prefix", function()
     local code, out = sh(("DESTDIR=%s cmake --install %s --prefix /opt/luamcp"):format(q(tmp .. "/dest"), q(BUILD)))
     assert.are.equal(0, code, out)
     local root = tmp .. "/dest/opt/luamcp"
     for _, f in ipairs { "bin/luamcp", "share/luamcp/lua/mcp/init.lua", "share/luamcp/lua/mcp/server.lua",
                          "share/luamcp/lua/mcp/config.lua", "share/luamcp/plugins/hello.lua",
                          "share/luamcp/types/mcp.lua",
-                         "share/lua/5.4/mcp/test.lua", "share/man/man1/luamcp.1" } do
+                         "share/lua/5.4/mcp/test.lua", "share/man/man1/luamcp.1",
+                         "share/doc/luamcp/README.md", "share/doc/luamcp/docs/guide/01-first-tool.md",
+                         "share/doc/luamcp/docs/reference/lua-api.md",
+                         "share/doc/luamcp/docs/development/ARCHITECTURE.md" } do
       assert.is_true(exists(root .. "/" .. f), f .. " not installed:\n" .. out)
     end
     assert.is_false(exists(root .. "/bin/luamcp-asan"))

@@ -1,4 +1,4 @@
--- Per-tool limits (README "Operating it"): max_concurrent and its FIFO
+-- Per-tool limits (docs/operations/limits.md): max_concurrent and its FIFO
 -- queue, "busy" past it, cancels and timeouts of queued calls, the rate's
 -- token bucket, progress heartbeats, and the configuration file's limits.
 local H = require "spec.helper"

@@ -1,4 +1,4 @@
--- /metrics (README "Operating it"), read by a real Prometheus (Debian's
+-- /metrics (docs/operations/observability.md), read by a real Prometheus (Debian's
 -- prometheus package; scripts/deps.sh installs it): known traffic, then
 -- the values through Prometheus's HTTP API. And /metrics scraped during a
 -- hot-reload storm: every scrape parses (promtool check metrics), no

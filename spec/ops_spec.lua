@@ -1,4 +1,4 @@
--- Operating it (README): --access-log, --log-format json, /healthz and
+-- Operating it (docs/operations/observability.md): --access-log, --log-format json, /healthz and
 -- /readyz, /metrics behind the token, --metrics's own listener, and the
 -- drain on SIGTERM over HTTP.
 local H = require "spec.helper"
