@@ -25,6 +25,46 @@ describe("plugins", function()
     assert.are.same({}, c:request("ping").result)
   end)
 
+  it("a declaration with an unknown field refuses its plugin: every mistake, at its line, with a hint", function()
+    local dir = H.tmpdir()
+    local function write(name, text)
+      local f = assert(io.open(dir .. "/" .. name, "w"))
+      f:write(text)
+      f:close()
+    end
+    write("typo.lua", [[
+local mcp = require "mcp"
+local t = mcp.tool {
+  name = "typo", input_schema = { type = "object", required = { "n" } },
+  handler = function() return "ran" end,
+}
+return mcp.plugin {
+  name = "typo", tools = { t },
+  resources = { mcp.resource { uri = "x://y", mime = "text/plain", read = function() return "" end } },
+}
+]])
+    write("fine.lua", [[
+local mcp = require "mcp"
+return mcp.plugin { name = "fine", tools = { mcp.tool {
+  name = "fine", inputSchema = { type = "object" }, max_concurrent = 2, handler = function(_, ctx)
+    local ok, err = pcall(mcp.tool, { name = "late", Handler = function() end })
+    return tostring(err)
+  end } } }
+]])
+    local c = H.session{ plugins = { dir } }
+    local p = dir .. "/typo.lua:"
+    c:expect_stderr("plugin not loaded: " .. p .. "2: tool typo: unknown field input_schema " ..
+                    "(did you mean inputSchema?)", 5, { plain = true })
+    c:expect_stderr(p .. "8: resource x://y: unknown field mime (did you mean mimeType?)", 5, { plain = true })
+    local names = {}
+    for _, t in ipairs(c:request("tools/list", {}).result.tools) do names[#names + 1] = t.name end
+    assert.are.same({ "fine" }, names)
+    -- outside a plugin file's load, the first mistake raises at the caller's line
+    assert.are.equal(dir .. "/fine.lua:4: tool late: unknown field Handler (did you mean handler?)",
+                     H.text(c:call("fine", {})))
+    os.execute("rm -rf '" .. dir .. "'")
+  end)
+
   it("several --plugins directories are all loaded", function()
     local c = H.session{ plugins = { "spec/fixtures/paging", "spec/fixtures/broken" } }
     assert.are.equal("tool 3", H.text(c:call("page_tool_3", {})))

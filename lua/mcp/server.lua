@@ -7,6 +7,7 @@ local mcp = require "mcp"
 local input = require "mcp.input"
 local client = require "mcp.client"
 local mount = require "mcp.mount"
+local decl = require "mcp.decl"
 local config = require "mcp.config"
 
 local M = {}
@@ -162,9 +163,15 @@ local function load_file(path, dir, source)
   if not chunk then return nil, err end
   local clients = {}                    -- mcp.connect clients it makes
   local prev = client.collect(clients)
-  local ok, plugin = xpcall(chunk, debug.traceback)
+  local problems, ok, plugin = decl.collect(chunk, debug.traceback)
   client.collect(prev)
   if ok and not mcp.is_plugin(plugin) then ok, plugin = false, path .. ": a plugin file must return mcp.plugin{...}" end
+  if #problems > 0 then                 -- mistakes in its declarations: every one, and any error after them
+    local lines = {}
+    for i, p in ipairs(problems) do lines[i] = decl.where(p, path, source) .. p.msg end
+    if not ok then lines[#lines + 1] = tostring(plugin) end
+    ok, plugin = false, table.concat(lines, "\n")
+  end
   if not ok then
     for _, c in ipairs(clients) do c:close() end
     plugin = tostring(plugin)
@@ -512,7 +519,7 @@ local function open_call(params, id, session)
     if tool == nil then return nil, args, msg end
     return false, args
   end
-  local ctx = mcp._ctx(id)
+  local ctx = decl.ctx(id)
   if tool.scopes then                -- the transport answered 403 already; this is for any other way in
     local auth = ctx.auth
     if auth then
@@ -559,7 +566,7 @@ end
 
 function M.param_headers(name)
   local tool = tools[name]
-  return tool and mcp._param_headers(tool)
+  return tool and decl.param_headers[tool]
 end
 
 -- tasks/result (2025-11-25) waits until the task is terminal; tasks/get,
@@ -663,7 +670,7 @@ methods["resources/read"] = function(params, id, session)
   local r, vars = find_resource(uri)
   if not r then return not_found(uri) end
   core.set_logger(r.plugin.name)
-  local ctx = mcp._ctx(id)
+  local ctx = decl.ctx(id)
   ctx.uri = uri
   local ok, code0, emsg = input.open(ctx, "resources/read", params, uri)
   if not ok then return nil, code0, emsg end
@@ -793,7 +800,7 @@ methods["prompts/get"] = function(params, id, session)
   local p, args, msg = prepare_prompt(params)
   if not p then return nil, args, msg end
   core.set_logger(p.plugin.name)
-  local ctx = mcp._ctx(id)
+  local ctx = decl.ctx(id)
   ctx.prompt = p.name
   local ok, code0, emsg = input.open(ctx, "prompts/get", params, p.name, args)
   if not ok then return nil, code0, emsg end
@@ -877,7 +884,7 @@ methods["completion/complete"] = function(params, id, session)
   params = nil
   local res
   if type(fn) == "function" then
-    local ctx = mcp._ctx(id)
+    local ctx = decl.ctx(id)
     ctx.arguments = cargs
     local code, msg
     res, code, msg = fn(arg.value, ctx)
