@@ -12,7 +12,7 @@
 -- Paths:
 --   /hello                 "hello" (text/plain)
 --   /json                  {"n": 9007199254740993, "s": "x"}
---   /echo                  the request as JSON: method, path, query, headers, body
+--   /echo, /echo/...       the request as JSON: method, path (as sent), query, headers, body
 --   /status/N              status N, body "status N"
 --   /slow?n=&delay=        n chunks "chunk i\n", delay seconds apart (chunked)
 --   /hang                  the headers of a chunked answer, then nothing
@@ -119,7 +119,7 @@ local function serve(o, tcp)
       local b = '{"n": 9007199254740993, "s": "x"}'
       write(head(200, { ["Content-Type"] = "application/json" }, #b) .. b)
       return done()
-    elseif path == "/echo" then
+    elseif path == "/echo" or path:find("^/echo/") then
       local b = cjson.encode{ method = req.method, path = path, query = q, headers = req.headers,
                               body = req.body }
       write(head(200, { ["Content-Type"] = "application/json", ["X-Twice"] = "a" }, #b):gsub(

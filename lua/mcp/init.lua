@@ -14,6 +14,7 @@ local await = require "mcp.await"
 local http = require "mcp.http"
 mcp.all = await.all                -- run several functions at once, each may wait
 mcp.json = { encode = core.encode, decode = core.decode }
+mcp.url = { escape = core.url_escape }  -- a path segment or query value, percent-encoded
 -- A client of another MCP server (lua/mcp/client.lua; README "Calling other MCP servers").
 mcp.connect = require("mcp.client").connect
 mcp.sqlite = require "mcp.sqlite"   -- SQLite on the thread pool (README "SQLite")
