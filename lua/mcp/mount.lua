@@ -38,13 +38,13 @@ function M.of(plugin) return states[plugin] end
 
 -- A tool call's outcome as a handler's return: the upstream's result as
 -- is, its JSON-RPC error as ours, anything else an isError result.
-function M.result(res, msg, err)
+function M.result(res, msg, code, err)
   local mcp = require "mcp"
   if res ~= nil then return res end
-  if type(err) == "table" and math.type(err.code) == "integer" then
+  if code == "rpc" and type(err) == "table" and math.type(err.code) == "integer" then
     return nil, err.code, err.message or msg, err.data
   end
-  if err == "cancelled" then return nil end   -- no response goes out anyway
+  if code == "cancelled" then return nil end   -- no response goes out anyway
   return mcp.error(msg or "the upstream failed")
 end
 
@@ -104,9 +104,11 @@ end
 ---------------------------------------------------------------------------
 -- What the upstream offers, as mcp.tool, mcp.resource, mcp.prompt objects.
 
-local function upstream_error(res, msg, err)
+local function upstream_error(res, msg, code, err)
   if res ~= nil then return res end
-  if type(err) == "table" and math.type(err.code) == "integer" then return nil, err.code, err.message or msg end
+  if code == "rpc" and type(err) == "table" and math.type(err.code) == "integer" then
+    return nil, err.code, err.message or msg
+  end
   return nil, -32603, "Internal error: " .. tostring(msg)
 end
 
