@@ -65,6 +65,28 @@ return mcp.plugin { name = "fine", tools = { mcp.tool {
     os.execute("rm -rf '" .. dir .. "'")
   end)
 
+  it("the deprecated mcp.sleep, mcp.log, ... work and each says so once", function()
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/old.lua", "w"))
+    f:write([[
+local mcp = require "mcp"
+return mcp.plugin { name = "old", tools = { mcp.tool { name = "old", handler = function()
+  local slept = mcp.sleep(0.01)
+  mcp.sleep(0.01)
+  mcp.log("info", "logged")
+  return tostring(slept) .. " " .. tostring(mcp.cancelled())
+end } } }
+]])
+    f:close()
+    local c = H.session{ plugins = { dir } }
+    assert.are.equal("true false", H.text(c:call("old", {})))
+    assert.are.equal("true false", H.text(c:call("old", {})))
+    os.execute("rm -rf '" .. dir .. "'")
+    c:expect_stderr("mcp.cancelled is deprecated: use ctx:cancelled", 5, { plain = true })
+    assert.are.equal(1, c:count_stderr("mcp.sleep is deprecated: use ctx:sleep", true), c:stderr_text())
+    assert.are.equal(1, c:count_stderr("mcp.log is deprecated: use ctx:log", true), c:stderr_text())
+  end)
+
   it("several --plugins directories are all loaded", function()
     local c = H.session{ plugins = { "spec/fixtures/paging", "spec/fixtures/broken" } }
     assert.are.equal("tool 3", H.text(c:call("page_tool_3", {})))

@@ -604,7 +604,7 @@ return mcp.plugin {
   name = "@NAME@",
   -- The policy of every tool here, unless a tool sets its own:
   --   timeout: seconds before the call is cancelled with reason "timeout" (0 = none);
-  --   cancel:  "cooperative" (the handler sees mcp.cancelled() and stops itself),
+  --   cancel:  "cooperative" (the handler sees ctx:cancelled() and stops itself),
   --            "abort" (stopped at once) or "ignore" (runs to completion);
   --   grace:   seconds a cancelled cooperative handler may go on before it is aborted.
   defaults = { timeout = 30, cancel = "cooperative", grace = 2 },

@@ -42,10 +42,14 @@ local function deprecated(name, fn)
     return fn(...)
   end
 end
-local _ = deprecated
-mcp.sleep, mcp.cancelled, mcp.log, mcp.http = await.sleep, core.cancelled, core.log, http.request
-mcp.spawn, mcp.read_file, mcp.list_dir, mcp.realpath = core.spawn, core.read_file, core.list_dir, core.realpath
-mcp.encode, mcp.decode, mcp.json.null, mcp.json.array, mcp.await = core.encode, core.decode, core.null, mcp.array, await.wait
+deprecated("sleep", await.sleep)
+deprecated("cancelled", core.cancelled)
+deprecated("log", core.log)
+deprecated("http", http.request)
+deprecated("spawn", core.spawn)
+deprecated("read_file", core.read_file)
+deprecated("list_dir", core.list_dir)
+deprecated("realpath", core.realpath)
 
 function mcp.text(s)
   return { content = mcp.array { { type = "text", text = tostring(s) } } }
@@ -485,8 +489,8 @@ function decl.ctx(id)
   return setmetatable({ id = id }, Ctx)
 end
 
--- Coroutines a handler creates still see its request (mcp.cancelled() and
--- logs work in them); they cannot wait with mcp.sleep.
+-- Coroutines a handler creates still see its request (ctx:cancelled() and
+-- logs work in them); they cannot wait with ctx:sleep.
 local create, nested = coroutine.create, core.nested
 coroutine.create = function(f)
   local co = create(f)
