@@ -65,6 +65,35 @@ return mcp.plugin { name = "fine", tools = { mcp.tool {
     os.execute("rm -rf '" .. dir .. "'")
   end)
 
+  it("sends the icons and _meta a declaration accepts; checks a mount's policy", function()
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/icons.lua", "w"))
+    f:write([[
+local mcp = require "mcp"
+local icons = { { src = "https://example.com/i.png", mimeType = "image/png" } }
+return mcp.plugin { name = "icons",
+  tools = { mcp.tool { name = "t", icons = icons, _meta = { k = 1 }, handler = function() end } },
+  resources = { mcp.resource { uri = "x://r", icons = icons, read = function() return "" end },
+                mcp.resource_template { uriTemplate = "x://t/{id}", icons = icons, read = function() return "" end } },
+  prompts = { mcp.prompt { name = "p", icons = icons, get = function() return "" end } },
+}
+]])
+    f:close()
+    f = assert(io.open(dir .. "/mount.lua", "w"))
+    f:write('local mcp = require "mcp"\nreturn mcp.plugin { name = "m", mount = { command = { "true" }, timeout = -1 } }\n')
+    f:close()
+    local c = H.session{ plugins = { dir } }
+    c:expect_stderr(dir .. "/mount.lua:2: plugin m: mount.timeout must be a number of seconds >= 0", 5, { plain = true })
+    local src = "https://example.com/i.png"
+    local tool = c:request("tools/list", {}).result.tools[1]
+    assert.are.equal(src, tool.icons[1].src)
+    assert.are.same({ k = 1 }, tool._meta)
+    assert.are.equal(src, c:request("resources/list", {}).result.resources[1].icons[1].src)
+    assert.are.equal(src, c:request("resources/templates/list", {}).result.resourceTemplates[1].icons[1].src)
+    assert.are.equal(src, c:request("prompts/list", {}).result.prompts[1].icons[1].src)
+    os.execute("rm -rf '" .. dir .. "'")
+  end)
+
   it("the deprecated mcp.sleep, mcp.log, ... work and each says so once", function()
     local dir = H.tmpdir()
     local f = assert(io.open(dir .. "/old.lua", "w"))

@@ -191,7 +191,7 @@ function mcp.tool(t)
   local where = "tool " .. tostring(t.name)
   decl.fields(t, TOOL_FIELDS, where)
   if type(t.handler) ~= "function" then problem(where .. ": handler must be a function", t.handler ~= nil and "handler" or nil) end
-  for _, k in ipairs { "inputSchema", "outputSchema", "annotations", "_meta" } do
+  for _, k in ipairs { "inputSchema", "outputSchema", "annotations", "icons", "_meta" } do
     if t[k] ~= nil and type(t[k]) ~= "table" then problem(where .. ": " .. k .. " must be a table", k) end
   end
   check_policy(t, where)
@@ -250,11 +250,11 @@ local function check_complete(c, where, known, what)
   end
 end
 
-local RESOURCE_TYPES = { name = "string", title = "string", description = "string",
-                         mimeType = "string", size = "number", annotations = "table", _meta = "table" }
-local RESOURCE_FIELDS = { uri = true, read = true, icons = true }
+local RESOURCE_TYPES = { name = "string", title = "string", description = "string", mimeType = "string",
+                         size = "number", annotations = "table", icons = "table", _meta = "table" }
+local RESOURCE_FIELDS = { uri = true, read = true }
 for k in pairs(RESOURCE_TYPES) do RESOURCE_FIELDS[k] = true end
-local TEMPLATE_FIELDS = { uriTemplate = true, read = true, complete = true, icons = true }
+local TEMPLATE_FIELDS = { uriTemplate = true, read = true, complete = true }
 for k in pairs(RESOURCE_TYPES) do TEMPLATE_FIELDS[k] = k ~= "size" or nil end
 
 function mcp.resource(t)
@@ -302,7 +302,8 @@ function mcp.prompt(t)
   local where = "prompt " .. tostring(t.name)
   decl.fields(t, PROMPT_FIELDS, where)
   if type(t.get) ~= "function" then problem(where .. ": get must be a function", t.get ~= nil and "get" or nil) end
-  check_types(t, where, { title = "string", description = "string", arguments = "table", _meta = "table" })
+  check_types(t, where, { title = "string", description = "string", arguments = "table", icons = "table",
+                          _meta = "table" })
   local declared = {}
   local args = type(t.arguments) == "table" and t.arguments or {}
   for i, a in ipairs(args) do
@@ -392,7 +393,10 @@ function mcp.plugin(p)
     end
   end
   -- another server's tools, resources and prompts as this plugin's (lua/mcp/mount.lua)
-  if p.mount ~= nil then require("mcp.mount").attach(p, where) end
+  if p.mount ~= nil then
+    if type(p.mount) == "table" then check_policy(p.mount, where, "mount.") end
+    require("mcp.mount").attach(p, where)
+  end
   return setmetatable(p, PLUGIN)
 end
 

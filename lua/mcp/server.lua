@@ -414,7 +414,7 @@ function methods.tools_list(params)
     page[#page + 1] = {
       name = t.name, title = t.title, description = t.description,
       inputSchema = t.inputSchema, outputSchema = t.outputSchema, annotations = t.annotations,
-      execution = t.task and { taskSupport = t.task } or nil,
+      execution = t.task and { taskSupport = t.task } or nil, icons = t.icons, _meta = t._meta,
     }
   end
   return { tools = page, nextCursor = stop < #tool_list and tostring(stop + 1) or nil }
@@ -615,7 +615,7 @@ end
 methods["resources/list"] = function(params)
   local page, next_cursor, msg = paginate(resource_list, params, function(r)
     return { uri = r.uri, name = r.name, title = r.title, description = r.description,
-             mimeType = r.mimeType, size = r.size, annotations = r.annotations, _meta = r._meta }
+             mimeType = r.mimeType, size = r.size, annotations = r.annotations, icons = r.icons, _meta = r._meta }
   end)
   if not page then return nil, next_cursor, msg end
   return { resources = page, nextCursor = next_cursor }
@@ -624,7 +624,7 @@ end
 methods["resources/templates/list"] = function(params)
   local page, next_cursor, msg = paginate(template_list, params, function(t)
     return { uriTemplate = t.uriTemplate, name = t.name, title = t.title, description = t.description,
-             mimeType = t.mimeType, annotations = t.annotations, _meta = t._meta }
+             mimeType = t.mimeType, annotations = t.annotations, icons = t.icons, _meta = t._meta }
   end)
   if not page then return nil, next_cursor, msg end
   return { resourceTemplates = page, nextCursor = next_cursor }
@@ -726,7 +726,8 @@ methods["prompts/list"] = function(params)
       args[i] = { name = a.name, title = a.title, description = a.description,
                   required = a.required and true or nil }
     end
-    return { name = p.name, title = p.title, description = p.description, arguments = args, _meta = p._meta }
+    return { name = p.name, title = p.title, description = p.description, arguments = args, icons = p.icons,
+             _meta = p._meta }
   end)
   if not page then return nil, next_cursor, msg end
   return { prompts = page, nextCursor = next_cursor }
