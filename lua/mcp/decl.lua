@@ -1,8 +1,10 @@
 -- The checks of declarations (mcp.tool, mcp.plugin, mcp.resource,
 -- mcp.resource_template, mcp.prompt in lua/mcp/init.lua; mount = {...} in
 -- lua/mcp/mount.lua), and what the library keeps off the public tables
--- (nothing starting with "_" is on mcp or ctx). A mistake refuses the plugin at load, at the plugin's line. While
--- a plugin file runs under D.collect (server.lua, cli.lua's check), the
+-- (nothing starting with "_" is on mcp or ctx).
+--
+-- A mistake refuses the plugin at load, at the plugin's line. While a
+-- plugin file runs under D.collect (server.lua, cli.lua's check), the
 -- problems are collected and the declarations go on, so that every problem
 -- of a file is reported; elsewhere the first one raises.
 local D = {}
