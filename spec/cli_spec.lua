@@ -398,6 +398,28 @@ return mcp.plugin {
     }, "\n") .. "\n", r.out)
   end)
 
+  it("luamcp list and call show a refused declaration on stderr, and serve the other plugins", function()
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/a_typo.lua", "w"))
+    f:write('local mcp = require "mcp"\nreturn mcp.plugin { name = "a", tools = {\n' ..
+            '  mcp.tool { name = "typo", input_schema = {}, handler = function() return "x" end } } }\n')
+    f:close()
+    f = assert(io.open(dir .. "/b_fine.lua", "w"))
+    f:write('local mcp = require "mcp"\nreturn mcp.plugin { name = "b", tools = {\n' ..
+            '  mcp.tool { name = "fine", handler = function() return "fine" end } } }\n')
+    f:close()
+    local want = dir .. "/a_typo.lua:3: tool typo: unknown field input_schema (did you mean inputSchema?)"
+    local l = run({ "list", "--plugins", dir })
+    local c = run({ "call", "fine", "--plugins", dir })
+    os.execute("rm -rf '" .. dir .. "'")
+    assert_has(l.err, "plugin not loaded: " .. want)
+    assert_has(l.out, "fine")
+    assert.is_nil(l.out:find("typo", 1, true), l.out)
+    assert_has(c.err, "plugin not loaded: " .. want)
+    assert.are.equal(0, c.code, c.err)
+    assert.are.equal("fine\n", c.out)
+  end)
+
   it("reports an invalid x-mcp-header with the tool's line and the schema path", function()
     local dir = os.tmpname()
     os.remove(dir)
