@@ -389,7 +389,7 @@ return mcp.plugin {
       p .. "11: tool b: unknown field Timeout (did you mean timeout?)",
       p .. '11: tool b: cancel must be "cooperative", "abort" or "ignore"',
       p .. "16: resource x://r: unknown field mime_type (did you mean mimeType?)",
-      p .. "17: resource template nil: unknown field uri_template (did you mean uriTemplate?)",
+      p .. "17: resource template: unknown field uri_template (did you mean uriTemplate?)",
       p .. "17: mcp.resource_template: uriTemplate must be a non-empty string",
       p .. "19: prompt p: arguments[1]: unknown field reqired (did you mean required?)",
       p .. "20: plugin typos: unknown field mount.perfix (did you mean mount.prefix?)",

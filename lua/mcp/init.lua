@@ -184,11 +184,13 @@ local TOOL_FIELDS = { name = true, title = true, description = true, inputSchema
 for k in pairs(POLICY_FIELDS) do TOOL_FIELDS[k] = true end
 
 local function non_empty(v) return type(v) == "string" and v ~= "" end
+-- "tool NAME", or "tool" when it has no name (reported already).
+local function named(kind, name) return non_empty(name) and kind .. " " .. name or kind end
 
 function mcp.tool(t)
   if type(t) ~= "table" then error("mcp.tool: expects a table", 2) end
   if not non_empty(t.name) then problem("mcp.tool: name must be a non-empty string", t.name ~= nil and "name" or nil) end
-  local where = "tool " .. tostring(t.name)
+  local where = named("tool", t.name)
   decl.fields(t, TOOL_FIELDS, where)
   if type(t.handler) ~= "function" then problem(where .. ": handler must be a function", t.handler ~= nil and "handler" or nil) end
   for _, k in ipairs { "inputSchema", "outputSchema", "annotations", "icons", "_meta" } do
@@ -260,7 +262,7 @@ for k in pairs(RESOURCE_TYPES) do TEMPLATE_FIELDS[k] = k ~= "size" or nil end
 function mcp.resource(t)
   if type(t) ~= "table" then error("mcp.resource: expects a table", 2) end
   if not non_empty(t.uri) then problem("mcp.resource: uri must be a non-empty string", t.uri ~= nil and "uri" or nil) end
-  local where = "resource " .. tostring(t.uri)
+  local where = named("resource", t.uri)
   decl.fields(t, RESOURCE_FIELDS, where)
   if type(t.read) ~= "function" then problem(where .. ": read must be a function", t.read ~= nil and "read" or nil) end
   check_types(t, where, RESOURCE_TYPES)
@@ -270,7 +272,7 @@ end
 
 function mcp.resource_template(t)
   if type(t) ~= "table" then error("mcp.resource_template: expects a table", 2) end
-  local where = "resource template " .. tostring(t.uriTemplate)
+  local where = named("resource template", t.uriTemplate)
   decl.fields(t, TEMPLATE_FIELDS, where)
   local tpl, err
   if not non_empty(t.uriTemplate) then
@@ -299,7 +301,7 @@ local ARGUMENT_FIELDS = { name = true, title = true, description = true, require
 function mcp.prompt(t)
   if type(t) ~= "table" then error("mcp.prompt: expects a table", 2) end
   if not non_empty(t.name) then problem("mcp.prompt: name must be a non-empty string", t.name ~= nil and "name" or nil) end
-  local where = "prompt " .. tostring(t.name)
+  local where = named("prompt", t.name)
   decl.fields(t, PROMPT_FIELDS, where)
   if type(t.get) ~= "function" then problem(where .. ": get must be a function", t.get ~= nil and "get" or nil) end
   check_types(t, where, { title = "string", description = "string", arguments = "table", icons = "table",
@@ -369,7 +371,7 @@ end
 function mcp.plugin(p)
   if type(p) ~= "table" then error("mcp.plugin: expects a table", 2) end
   if not non_empty(p.name) then problem("mcp.plugin: name must be a non-empty string", p.name ~= nil and "name" or nil) end
-  local where = "plugin " .. tostring(p.name)
+  local where = named("plugin", p.name)
   decl.fields(p, PLUGIN_FIELDS, where)
   p.defaults = p.defaults or {}
   if type(p.defaults) ~= "table" then
