@@ -1,10 +1,10 @@
 -- Lists and reads files under one root directory: $LUAMCP_FILES_ROOT, or the
 -- server's current directory. Reads go through libuv's thread pool
--- (mcp.read_file), so a big file never stalls other requests.
+-- (ctx:read_file), so a big file never stalls other requests.
 --
 -- Paths are relative to the root. A path that leaves the root is refused:
 -- absolute paths, ".." that climbs above it, and symlinks that point outside
--- (every path is resolved with mcp.realpath, symlinks included, and must stay
+-- (every path is resolved with ctx:realpath, symlinks included, and must stay
 -- under the root's own real path).
 local mcp = require "mcp"
 
@@ -13,9 +13,9 @@ local MAX_BYTES = 4 << 20           -- files larger than this are refused
 
 local root                          -- the root's real path, found on first use
 
-local function real_root()
+local function real_root(ctx)
   if root == nil then
-    local r, err = mcp.realpath(ROOT)
+    local r, err = ctx:realpath(ROOT)
     if not r then return nil, "files root: " .. err end
     root = r
   end
@@ -27,13 +27,13 @@ local function inside(base, path)
 end
 
 -- The real path of `rel` under the root, or nil and why.
-local function resolve(rel)
-  local base, err = real_root()
+local function resolve(ctx, rel)
+  local base, err = real_root(ctx)
   if not base then return nil, err end
   rel = rel or ""
   if rel:find("\0", 1, true) then return nil, "bad path" end
   if rel:sub(1, 1) == "/" then return nil, rel .. ": absolute paths are refused; give a path relative to the root" end
-  local real, _, code = mcp.realpath(rel == "" and base or base .. "/" .. rel)
+  local real, _, code = ctx:realpath(rel == "" and base or base .. "/" .. rel)
   if not real then
     return nil, rel .. ": " .. (code == "ENOENT" and "no such file or directory" or code or "cannot resolve")
   end
@@ -52,7 +52,7 @@ return mcp.plugin {
       description = "List a directory under the root (directories end with /)",
       inputSchema = { type = "object", properties = { path = path_arg } },
       handler = function(args, ctx)
-        local dir, err = resolve(args.path)
+        local dir, err = resolve(ctx, args.path)
         if not dir then return mcp.error(err) end
         local entries, lerr = ctx:list_dir(dir)
         if not entries then return mcp.error(lerr) end
@@ -68,7 +68,7 @@ return mcp.plugin {
       description = "Read a text file under the root",
       inputSchema = { type = "object", properties = { path = path_arg }, required = { "path" } },
       handler = function(args, ctx)
-        local file, err = resolve(args.path)
+        local file, err = resolve(ctx, args.path)
         if not file then return mcp.error(err) end
         local data, rerr = ctx:read_file(file, { max_bytes = MAX_BYTES })
         if not data then return mcp.error((rerr:gsub("^.-: ", args.path .. ": ", 1))) end

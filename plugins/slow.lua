@@ -24,7 +24,7 @@ return mcp.plugin {
             return
           end
           ctx:progress(i, args.n, "counting")
-          mcp.sleep(delay)
+          ctx:sleep(delay)
         end
         return mcp.text("counted to " .. args.n)
       end,

@@ -316,10 +316,10 @@ describe("luamcp check", function()
       'b_schema.lua:16: tool schema_mistakes: inputSchema.required: "missing" is not one of its properties',
       'b_schema.lua:22: tool not_an_object: inputSchema: type must be "object" (got array)',
       'b_schema.lua:26: tool "bad name!": a tool name may only use',
-      'b_schema.lua:27: tool bad name!: unknown field "timout"',
-      "c_dup.lua:6: plugin c_dup: defaults.timout is not a policy field",
+      "b_schema.lua:27: tool bad name!: unknown field timout (did you mean timeout?)",
+      "c_dup.lua:6: plugin c_dup: unknown field defaults.timout (did you mean defaults.timeout?)",
       'c_dup.lua:9: tool "schema_mistakes" is already defined at ' .. BROKEN .. "/b_schema.lua:8",
-      'd_policy.lua:4: tool bad_policy: cancel must be "cooperative", "abort" or "ignore"',
+      'd_policy.lua:6: tool bad_policy: cancel must be "cooperative", "abort" or "ignore"',
       "e_not_plugin.lua:4: a plugin file must return mcp.plugin{...}",
       "f_raises.lua:4: error object is a table value",
     }
@@ -329,7 +329,7 @@ describe("luamcp check", function()
     for i, e in ipairs(expected) do
       assert.are.equal(BROKEN .. "/" .. e, lines[i]:sub(1, #BROKEN + 1 + #e))
     end
-    assert.are.equal("13 problems (3 plugins, 5 tools, 0 resources, 0 resource templates, 0 prompts)",
+    assert.are.equal("13 problems (4 plugins, 6 tools, 0 resources, 0 resource templates, 0 prompts)",
                      lines[#lines])
   end)
 
@@ -348,7 +348,76 @@ describe("luamcp check", function()
     os.execute("rm -rf '" .. dir:match("^(.-)/a/directory") .. "'")
     assert.are.equal(1, r.code, r.err)
     assert_has(r.out, dir .. "/sleeps.lua:3: mcp.sleep: not inside a request")
-    assert_has(r.out, dir .. "/tail.lua:3: mcp.plugin: name must be a non-empty string")
+    assert_has(r.out, dir .. "/tail.lua:4: mcp.plugin: name must be a non-empty string")
+  end)
+
+  it("reports every mistake in the declarations of a file, each at its field's line with a hint", function()
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/typos.lua", "w"))
+    f:write([[
+local mcp = require "mcp"
+return mcp.plugin {
+  name = "typos",
+  defaults = { timout = 2 },
+  tools = {
+    mcp.tool {
+      name = "a",
+      input_schema = { type = "object" },
+      handler = function() return "x" end,
+    },
+    mcp.tool { name = "b", Timeout = 3, cancel = "never", handler = function() end },
+    mcp.tool { name = "c", inputSchema = {}, outputSchema = { type = "object" }, annotations = {}, _meta = {}, title = "C",
+               defer_task = false, max_concurrent = 2, rate = "5/s", handler = function() end },
+  },
+  resources = {
+    mcp.resource { uri = "x://r", mime_type = "text/plain", read = function() end },
+    mcp.resource_template { uri_template = "x://{id}", read = function() end },
+  },
+  prompts = { mcp.prompt { name = "p", get = function() end, arguments = { { name = "x", reqired = true } } } },
+  mount = { command = { "true" }, perfix = "up_" },
+  version = 2,
+}
+]])
+    f:close()
+    local r = run({ "check", "--plugins", dir })
+    os.execute("rm -rf '" .. dir .. "'")
+    assert.are.equal(1, r.code, r.err)
+    local p = dir .. "/typos.lua:"
+    assert.are.equal(table.concat({
+      p .. "4: plugin typos: unknown field defaults.timout (did you mean defaults.timeout?)",
+      p .. "8: tool a: unknown field input_schema (did you mean inputSchema?)",
+      p .. "11: tool b: unknown field Timeout (did you mean timeout?)",
+      p .. '11: tool b: cancel must be "cooperative", "abort" or "ignore"',
+      p .. "16: resource x://r: unknown field mime_type (did you mean mimeType?)",
+      p .. "17: resource template: unknown field uri_template (did you mean uriTemplate?)",
+      p .. "17: mcp.resource_template: uriTemplate must be a non-empty string",
+      p .. "19: prompt p: arguments[1]: unknown field reqired (did you mean required?)",
+      p .. "20: plugin typos: unknown field mount.perfix (did you mean mount.prefix?)",
+      p .. "21: plugin typos: unknown field version",
+      "10 problems (1 plugin, 3 tools, 1 resource, 1 resource template, 1 prompt)",
+    }, "\n") .. "\n", r.out)
+  end)
+
+  it("luamcp list and call show a refused declaration on stderr, and serve the other plugins", function()
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/a_typo.lua", "w"))
+    f:write('local mcp = require "mcp"\nreturn mcp.plugin { name = "a", tools = {\n' ..
+            '  mcp.tool { name = "typo", input_schema = {}, handler = function() return "x" end } } }\n')
+    f:close()
+    f = assert(io.open(dir .. "/b_fine.lua", "w"))
+    f:write('local mcp = require "mcp"\nreturn mcp.plugin { name = "b", tools = {\n' ..
+            '  mcp.tool { name = "fine", handler = function() return "fine" end } } }\n')
+    f:close()
+    local want = dir .. "/a_typo.lua:3: tool typo: unknown field input_schema (did you mean inputSchema?)"
+    local l = run({ "list", "--plugins", dir })
+    local c = run({ "call", "fine", "--plugins", dir })
+    os.execute("rm -rf '" .. dir .. "'")
+    assert_has(l.err, "plugin not loaded: " .. want)
+    assert_has(l.out, "fine")
+    assert.is_nil(l.out:find("typo", 1, true), l.out)
+    assert_has(c.err, "plugin not loaded: " .. want)
+    assert.are.equal(0, c.code, c.err)
+    assert.are.equal("fine\n", c.out)
   end)
 
   it("reports an invalid x-mcp-header with the tool's line and the schema path", function()

@@ -45,7 +45,7 @@ describe("injected faults over stdio", function()
 
   it("the allocator failing at each allocation of a tools/call in turn: an error each time, then success", function()
     local c = H.session{ plugins = FIX, args = { "--test-clock" } }
-    -- (mcp.encode leaked its buffer when Lua ran out of memory inside it)
+    -- (mcp.json.encode leaked its buffer when Lua ran out of memory inside it)
     local ok_resp, failures = walk(c, "work", { text = "a" })
     assert(failures >= 10, "only " .. failures .. " allocations failed: the hook did not fire")
     assert.are.equal("a1,a2,a3,ac!?k.", H.text(ok_resp))

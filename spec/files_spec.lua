@@ -1,4 +1,4 @@
--- mcp.read_file, mcp.list_dir, mcp.realpath (libuv fs on the thread pool),
+-- ctx:read_file, ctx:list_dir, ctx:realpath (libuv fs on the thread pool),
 -- and plugins/files.lua, which serves files under one root and refuses paths
 -- that leave it.
 local H = require "spec.helper"
@@ -35,7 +35,7 @@ end
 local dirs = {}
 local function newtree() local d = tree(); dirs[#dirs + 1] = d; return d end
 
-describe("mcp.read_file", function()
+describe("ctx:read_file", function()
   after_each(function()
     H.cleanup()
     for _, d in ipairs(dirs) do os.execute("rm -rf " .. d) end
@@ -127,7 +127,7 @@ describe("mcp.read_file", function()
     assert.are.same({}, c:request("ping").result)
   end)
 
-  it("mcp.list_dir lists entries sorted with their types; mcp.realpath resolves links", function()
+  it("ctx:list_dir lists entries sorted with their types; ctx:realpath resolves links", function()
     local d = newtree()
     local c = H.session { plugins = { FIX } }
     local entries = outcome(c:call("list", { path = d .. "/root" }))

@@ -59,6 +59,23 @@ describe("ctx:http", function()
       assert.equal("a, b", r.headers["x-twice"])            -- a repeated header, joined
     end)
 
+    it("appends req.path's segments escaped, so that none can climb, before the query", function()
+      local e = cjson.decode(fetch(c, { url = o.url .. "/echo", query = { q = "x y" },
+                                        path = { "cities", "../../etc", "a b/c?d#e", 7, "ü~-._" } }).body)
+      assert.equal("/echo/cities/..%2F..%2Fetc/a%20b%2Fc%3Fd%23e/7/%C3%BC~-._", e.path)
+      assert.same({ q = "x y" }, e.query)
+      -- a URL ending in "/" or with a query of its own
+      e = cjson.decode(fetch(c, { url = o.url .. "/echo/?k=1", path = { "a" }, query = { q = "2" } }).body)
+      assert.equal("/echo/a", e.path)
+      assert.same({ k = "1", q = "2" }, e.query)
+      assert.equal("GET", e.method)
+    end)
+
+    it("mcp.url.escape percent-encodes all but RFC 3986's unreserved characters", function()
+      assert.equal("..%2F..%2Fetc%20%26%3D%3F%23%25%2B~-._AZaz09%C3%A9",
+                   H.text(c:call("escape", { s = "../../etc &=?#%+~-._AZaz09é" })))
+    end)
+
     it("POSTs a body by default and sends req.json as application/json", function()
       local e = cjson.decode(fetch(c, { url = o.url .. "/echo", body = "x=1" }).body)
       assert.equal("POST", e.method)

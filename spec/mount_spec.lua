@@ -138,6 +138,15 @@ return mcp.plugin { name = "own", tools = { mcp.tool { name = "echo", handler = 
     assert.are.equal("done -", H.text(c:call("slow", { steps = 1, delay = 0 })))
   end)
 
+  it("starts the upstream with env added to the server's environment (false removes a name)", function()
+    local cmd = { H.binary(), "--plugins", H.fixtures .. "/upstream_env" }
+    local c = serve(gateway_dir(cmd, 'prefix = "up_", env = { SPEC_ADDED = "yes", HOME = false }'))
+    c:request("tools/list", {})
+    local text = H.text(c:call("up_getenv", { names = { "SPEC_ADDED", "HOME", "PATH" } }))
+    assert.matches("^SPEC_ADDED=yes HOME=unset PATH=", text)
+    assert.is_nil(text:find("PATH=unset", 1, true), text)
+  end)
+
   it("lets wrap check and rewrite arguments and results", function()
     local c = serve(gateway_dir(upstream_cmd(), [[prefix = "w_",
       wrap = function(name, args, ctx, call)

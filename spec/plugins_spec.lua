@@ -25,6 +25,97 @@ describe("plugins", function()
     assert.are.same({}, c:request("ping").result)
   end)
 
+  it("a declaration with an unknown field refuses its plugin: every mistake, at its line, with a hint", function()
+    local dir = H.tmpdir()
+    local function write(name, text)
+      local f = assert(io.open(dir .. "/" .. name, "w"))
+      f:write(text)
+      f:close()
+    end
+    write("typo.lua", [[
+local mcp = require "mcp"
+local t = mcp.tool {
+  name = "typo", input_schema = { type = "object", required = { "n" } },
+  handler = function() return "ran" end,
+}
+return mcp.plugin {
+  name = "typo", tools = { t },
+  resources = { mcp.resource { uri = "x://y", mime = "text/plain", read = function() return "" end } },
+}
+]])
+    write("fine.lua", [[
+local mcp = require "mcp"
+return mcp.plugin { name = "fine", tools = { mcp.tool {
+  name = "fine", inputSchema = { type = "object" }, max_concurrent = 2, handler = function(_, ctx)
+    local ok, err = pcall(mcp.tool, { name = "late", Handler = function() end })
+    return tostring(err)
+  end } } }
+]])
+    local c = H.session{ plugins = { dir } }
+    local p = dir .. "/typo.lua:"
+    c:expect_stderr("plugin not loaded: " .. p .. "2: tool typo: unknown field input_schema " ..
+                    "(did you mean inputSchema?)", 5, { plain = true })
+    c:expect_stderr(p .. "8: resource x://y: unknown field mime (did you mean mimeType?)", 5, { plain = true })
+    local names = {}
+    for _, t in ipairs(c:request("tools/list", {}).result.tools) do names[#names + 1] = t.name end
+    assert.are.same({ "fine" }, names)
+    -- outside a plugin file's load, the first mistake raises at the caller's line
+    assert.are.equal(dir .. "/fine.lua:4: tool late: unknown field Handler (did you mean handler?)",
+                     H.text(c:call("fine", {})))
+    os.execute("rm -rf '" .. dir .. "'")
+  end)
+
+  it("sends the icons and _meta a declaration accepts; checks a mount's policy", function()
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/icons.lua", "w"))
+    f:write([[
+local mcp = require "mcp"
+local icons = { { src = "https://example.com/i.png", mimeType = "image/png" } }
+return mcp.plugin { name = "icons",
+  tools = { mcp.tool { name = "t", icons = icons, _meta = { k = 1 }, handler = function() end } },
+  resources = { mcp.resource { uri = "x://r", icons = icons, read = function() return "" end },
+                mcp.resource_template { uriTemplate = "x://t/{id}", icons = icons, read = function() return "" end } },
+  prompts = { mcp.prompt { name = "p", icons = icons, get = function() return "" end } },
+}
+]])
+    f:close()
+    f = assert(io.open(dir .. "/mount.lua", "w"))
+    f:write('local mcp = require "mcp"\nreturn mcp.plugin { name = "m", mount = { command = { "true" }, timeout = -1 } }\n')
+    f:close()
+    local c = H.session{ plugins = { dir } }
+    c:expect_stderr(dir .. "/mount.lua:2: plugin m: mount.timeout must be a number of seconds >= 0", 5, { plain = true })
+    local src = "https://example.com/i.png"
+    local tool = c:request("tools/list", {}).result.tools[1]
+    assert.are.equal(src, tool.icons[1].src)
+    assert.are.same({ k = 1 }, tool._meta)
+    assert.are.equal(src, c:request("resources/list", {}).result.resources[1].icons[1].src)
+    assert.are.equal(src, c:request("resources/templates/list", {}).result.resourceTemplates[1].icons[1].src)
+    assert.are.equal(src, c:request("prompts/list", {}).result.prompts[1].icons[1].src)
+    os.execute("rm -rf '" .. dir .. "'")
+  end)
+
+  it("the deprecated mcp.sleep, mcp.log, ... work and each says so once", function()
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/old.lua", "w"))
+    f:write([[
+local mcp = require "mcp"
+return mcp.plugin { name = "old", tools = { mcp.tool { name = "old", handler = function()
+  local slept = mcp.sleep(0.01)
+  mcp.sleep(0.01)
+  mcp.log("info", "logged")
+  return tostring(slept) .. " " .. tostring(mcp.cancelled())
+end } } }
+]])
+    f:close()
+    local c = H.session{ plugins = { dir } }
+    assert.are.equal("true false", H.text(c:call("old", {})))
+    assert.are.equal("true false", H.text(c:call("old", {})))
+    os.execute("rm -rf '" .. dir .. "'")
+    c:expect_stderr("mcp.cancelled is deprecated: use ctx:cancelled", 5, { plain = true })
+    assert.are.equal(1, c:count_stderr("mcp.sleep is deprecated: use ctx:sleep", true), c:stderr_text())
+    assert.are.equal(1, c:count_stderr("mcp.log is deprecated: use ctx:log", true), c:stderr_text())
+  end)
+
   it("several --plugins directories are all loaded", function()
     local c = H.session{ plugins = { "spec/fixtures/paging", "spec/fixtures/broken" } }
     assert.are.equal("tool 3", H.text(c:call("page_tool_3", {})))

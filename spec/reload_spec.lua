@@ -140,7 +140,7 @@ describe("hot reload", function()
 
   it("a call in flight finishes on the code it started with; new calls get the new code", function()
     local dir = plugin_dir()
-    write(dir .. "/a.lua", tool_plugin("a", "slow", "mcp.sleep(0.6) return 'old'"))
+    write(dir .. "/a.lua", tool_plugin("a", "slow", "ctx:sleep(0.6) return 'old'"))
     local c = session(dir)
     c:send(H.call_raw("77", "slow"))
     c:expect_stderr("request 77: queued -> running", 5, { plain = true })

@@ -169,7 +169,7 @@ describe("2026-07-28 over Streamable HTTP", function()
     assert.are.equal("slept 2", resp2.result.content[1].text)
   end)
 
-  it("cancels a request whose connection closes: the handler sees mcp.cancelled()", function()
+  it("cancels a request whose connection closes: the handler sees ctx:cancelled()", function()
     local _, c = HH.post26(srv, req(41, "tools/call", params{ name = "slow", arguments = { seconds = 20 } }),
                            { nowait = true })
     assert.truthy(srv:wait_stderr("fixture: slow started 41"))

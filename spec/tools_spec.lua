@@ -309,7 +309,7 @@ describe("tools", function()
       return got
     end
 
-    it("mcp.log sends notifications/message at info and above by default, logger = plugin name", function()
+    it("ctx:log sends notifications/message at info and above by default, logger = plugin name", function()
       local c = H.session()
       c:call("logs", {})
       assert.are.same({ "info", "notice", "warning", "error", "critical", "alert", "emergency" },
@@ -370,7 +370,7 @@ describe("tools", function()
 
   describe("limits of the yielding calls", function()
     for _, tool in ipairs { "sleep_in_coroutine", "sleep_in_sort" } do
-      it(tool .. ": mcp.sleep where it cannot yield raises an error (isError), not a hang", function()
+      it(tool .. ": ctx:sleep where it cannot yield raises an error (isError), not a hang", function()
         local c = H.session()
         local resp = c:call(tool, {}, { timeout = 5 })
         assert.is_nil(resp.error)

@@ -29,10 +29,10 @@ return mcp.plugin {
         properties = { seconds = { type = "number", minimum = 0 } },
         required = { "seconds" },
       },
-      handler = function(args)
-        local ok = mcp.sleep(args.seconds)
+      handler = function(args, ctx)
+        local ok = ctx:sleep(args.seconds)
         if not ok then
-          mcp.log("info", "stopped")
+          ctx:log("info", "stopped")
           return
         end
         return mcp.text("slept")

@@ -319,11 +319,6 @@ end
 
 local KNOWN_TYPES = { object = true, array = true, string = true, integer = true, number = true,
                       boolean = true, null = true }
-local TOOL_FIELDS = { name = true, title = true, description = true, inputSchema = true,
-                      outputSchema = true, annotations = true, timeout = true, cancel = true,
-                      grace = true, handler = true, _meta = true, icons = true, task = true,
-                      defer_task = true }
-local POLICY_FIELDS = { timeout = true, cancel = true, grace = true }
 local NUMERIC = { "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength",
                   "maxLength", "minItems", "maxItems" }
 
@@ -404,18 +399,6 @@ local function check_schema(s, where, top, add)
   end
 end
 
-local function check_policy(t, where, add)
-  if t.timeout ~= nil and (type(t.timeout) ~= "number" or t.timeout < 0) then
-    add(where .. ": timeout must be a number of seconds >= 0 (0 = none)", "timeout")
-  end
-  if t.grace ~= nil and (type(t.grace) ~= "number" or t.grace < 0) then
-    add(where .. ": grace must be a number of seconds >= 0", "grace")
-  end
-  if t.cancel ~= nil and t.cancel ~= "cooperative" and t.cancel ~= "abort" and t.cancel ~= "ignore" then
-    add(where .. ': cancel must be "cooperative", "abort" or "ignore" (got ' .. scalar(t.cancel) .. ")", "cancel")
-  end
-end
-
 local function read_lines(path)
   local lines, f = {}, io.open(path, "r")
   if not f then return lines end
@@ -438,41 +421,6 @@ local function find_line(lines, pattern, before)
   for i = math.min(before or #lines, #lines), 1, -1 do
     if lines[i]:find(pattern) then return i end
   end
-end
-
-local function load_plugin(path, lines, problem, cfg)
-  local env = setmetatable({}, { __index = _G })
-  local own_mcp = require("mcp.config").plugin_mcp(cfg, path)   -- with its mcp.settings
-  env.require = function(name)
-    if name == "mcp" then return own_mcp end
-    return require(name)
-  end
-  local chunk, err = loadfile(path, "t", env)
-  if not chunk then
-    problem(nil, nil, full_path(tostring(err), path))
-    return nil
-  end
-  local ok, plugin = xpcall(chunk, function(e)
-    return { msg = e, tb = debug.traceback(tostring(e), 2) }
-  end)
-  if not ok then
-    local msg, tb = plugin.msg, full_path(plugin.tb, path)
-    msg = type(msg) == "string" and full_path(msg, path) or
-      string.format("error object is a %s value", type(msg))
-    if msg:find("^[^\n:]+:%d+: ") then
-      problem(nil, nil, msg)       -- has a position: the plugin's, or a module's it required
-    else
-      local line = tonumber(tb:match("\n%s*" .. escape(path) .. ":(%d+):"))
-        or find_line(lines, "mcp%.plugin") or 1
-      problem(line, nil, msg)
-    end
-    return nil
-  end
-  if not require("mcp").is_plugin(plugin) then
-    problem(find_line(lines, "^%s*return") or 1, nil, "a plugin file must return mcp.plugin{...}")
-    return nil
-  end
-  return plugin
 end
 
 -- Where a declaration is: the line naming it before its function, else the
@@ -507,6 +455,51 @@ local function locate(lines, from, fn, path, keys)
   return at
 end
 
+local function load_plugin(path, lines, problem, cfg)
+  local env = setmetatable({}, { __index = _G })
+  local own_mcp = require("mcp.config").plugin_mcp(cfg, path)   -- with its mcp.settings
+  env.require = function(name)
+    if name == "mcp" then return own_mcp end
+    return require(name)
+  end
+  local chunk, err = loadfile(path, "t", env)
+  if not chunk then
+    problem(nil, nil, full_path(tostring(err), path))
+    return nil
+  end
+  local problems, ok, plugin = require("mcp.decl").collect(chunk, function(e)
+    return { msg = e, tb = debug.traceback(tostring(e), 2) }
+  end)
+  -- mistakes in its declarations: each at its field's line when it can be found
+  local source = table.concat(lines, "\n")
+  for _, p in ipairs(problems) do
+    local file, line = require("mcp.decl").where(p, path, source):match("^(.-):(%d+): $")
+    if file == path then
+      problem(locate(lines, tonumber(line), nil, path, p.field), nil, p.msg)
+    else
+      problem(nil, nil, full_path(require("mcp.decl").where(p, path, source), path) .. p.msg)
+    end
+  end
+  if not ok then
+    local msg, tb = plugin.msg, full_path(plugin.tb, path)
+    msg = type(msg) == "string" and full_path(msg, path) or
+      string.format("error object is a %s value", type(msg))
+    if msg:find("^[^\n:]+:%d+: ") then
+      problem(nil, nil, msg)       -- has a position: the plugin's, or a module's it required
+    else
+      local line = tonumber(tb:match("\n%s*" .. escape(path) .. ":(%d+):"))
+        or find_line(lines, "mcp%.plugin") or 1
+      problem(line, nil, msg)
+    end
+    return nil
+  end
+  if not require("mcp").is_plugin(plugin) then
+    problem(find_line(lines, "^%s*return") or 1, nil, "a plugin file must return mcp.plugin{...}")
+    return nil
+  end
+  return plugin
+end
+
 function M.check(opts)
   local mcp = require "mcp"
   local problems, seen = {}, { tool = {}, resource = {}, template = {}, prompt = {} }
@@ -521,20 +514,14 @@ function M.check(opts)
     for _, name in ipairs(files or {}) do
       local path = dir .. "/" .. name
       local lines = read_lines(path)
+      local found = {}                  -- this file's problems: {line, text}, sorted by line at the end
       local function problem(line, _, msg)
-        problems[#problems + 1] = line and string.format("%s:%d: %s", path, line, msg) or msg
+        local text = line and string.format("%s:%d: %s", path, line, msg) or msg
+        found[#found + 1] = { tonumber(line or text:match("^" .. escape(path) .. ":(%d+):")) or math.huge, text }
       end
       local plugin = load_plugin(path, lines, problem, cfg)
       if plugin then
         n.plugins = n.plugins + 1
-        local pline = find_line(lines, "mcp%.plugin") or 1
-        for k in pairs(plugin.defaults) do
-          if not POLICY_FIELDS[k] then
-            problem(locate(lines, pline, nil, path, "defaults." .. tostring(k)), nil,
-                    string.format("plugin %s: defaults.%s is not a policy field (timeout, cancel, grace)",
-                                              plugin.name, tostring(k)))
-          end
-        end
         local function unique(kind, key, line, label)
           local first = seen[kind][key]
           if first then
@@ -545,6 +532,7 @@ function M.check(opts)
         end
         for _, t in ipairs(plugin.tools) do
           n.tools = n.tools + 1
+          if type(t.name) ~= "string" then goto next_tool end   -- reported by mcp.tool
           local line = decl_line(path, lines, t.handler, "name", t.name)
           local where = "tool " .. t.name
           local function add(msg, keys) problem(locate(lines, line, t.handler, path, keys), nil, msg) end
@@ -557,31 +545,33 @@ function M.check(opts)
                               t.name))
           end
           unique("tool", t.name, line, "tool")
-          local fields = {}
-          for k in pairs(t) do
-            if not TOOL_FIELDS[k] then fields[#fields + 1] = tostring(k) end
-          end
-          table.sort(fields)
-          for _, k in ipairs(fields) do add(string.format("%s: unknown field %q", where, k), k) end
-          check_policy(t, where, add)
           check_schema(t.inputSchema, "inputSchema", true, add_schema)
           if t.outputSchema ~= nil then check_schema(t.outputSchema, "outputSchema", true, add_schema) end
+          ::next_tool::
         end
         for _, r in ipairs(plugin.resources) do
           if mcp.is_resource(r) then
             n.resources = n.resources + 1
+            if type(r.uri) ~= "string" then goto next_resource end
             unique("resource", r.uri, decl_line(path, lines, r.read, "uri", r.uri), "resource")
           else
             n.templates = n.templates + 1
+            if type(r.uriTemplate) ~= "string" then goto next_resource end
             unique("template", r.uriTemplate, decl_line(path, lines, r.read, "uriTemplate", r.uriTemplate),
                    "resource template")
           end
+          ::next_resource::
         end
         for _, p in ipairs(plugin.prompts) do
           n.prompts = n.prompts + 1
+          if type(p.name) ~= "string" then goto next_prompt end
           unique("prompt", p.name, decl_line(path, lines, p.get, "name", p.name), "prompt")
+          ::next_prompt::
         end
       end
+      for i, f in ipairs(found) do f[3] = i end
+      table.sort(found, function(a, b) return a[1] < b[1] or (a[1] == b[1] and a[3] < b[3]) end)
+      for _, f in ipairs(found) do problems[#problems + 1] = f[2] end
     end
   end
   local function count(k, one, many) return n[k] .. " " .. (n[k] == 1 and one or many) end

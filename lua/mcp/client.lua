@@ -36,6 +36,12 @@ local function array(t) return setmetatable(t or {}, array_mt) end
 
 local function log(level, fmt, ...) core.log_stderr(level, string.format(fmt, ...)) end
 
+-- The message of a wait a cancel ended: "cancelled: <reason>".
+local function cancelled(why)
+  why = tostring(why or core.reason() or "request stopped")
+  return why:find("^cancelled: ") and why or "cancelled: " .. why
+end
+
 local function copy(t)
   local c = {}
   for k, v in pairs(t or {}) do c[k] = v end
@@ -211,25 +217,29 @@ function Conn:send_request(rq)
 end
 
 -- Ask our own client what the upstream asked (sampling, elicitation,
--- roots) through the calling request: result, or nil, message, error.
+-- roots) through the calling request: result, or nil, message, code, and
+-- the JSON-RPC error object to answer the upstream with.
 function Conn:ask_client(rq, method, params, key)
   local cap = CAPABILITY[method]
-  if cap == nil then return nil, "unknown request " .. tostring(method), { code = -32601, message = "Method not found" } end
+  if cap == nil then
+    return nil, "unknown request " .. tostring(method), "unsupported", { code = -32601, message = "Method not found" }
+  end
   if not core.client_supports(cap) then
     local why = ("the client does not offer %s"):format(cap)
-    return nil, why, { code = -32601, message = "Method not found: " .. why }
+    return nil, why, "unsupported", { code = -32601, message = "Method not found: " .. why }
   end
-  local ok, result, msg, obj
+  local ok, result, msg, code, obj
   if rq.ctx then
-    ok, result, msg, obj = pcall(rq.ctx.request, rq.ctx, method, params, { key = key })
+    ok, result, msg, code, obj = pcall(rq.ctx.request, rq.ctx, method, params, { key = key })
   else
-    ok, result, msg, obj = pcall(core.request, method, params or {})
+    ok, result, msg, code, obj = pcall(core.request, method, params or {})
   end
-  if not ok then return nil, tostring(result), { code = -32603, message = tostring(result) } end
-  if result == nil then
-    return nil, msg or "no answer", type(obj) == "table" and obj or { code = -32603, message = tostring(msg) }
-  end
-  return result
+  if not ok then return nil, tostring(result), "io", { code = -32603, message = tostring(result) } end
+  if result ~= nil then return result end
+  if type(code) == "table" then code, obj = "rpc", code end     -- nil, message, error object
+  if code == "cancelled" then msg = cancelled(msg) end
+  return nil, msg or "no answer", code or "io",
+         type(obj) == "table" and obj or { code = -32603, message = tostring(msg) }
 end
 
 function Conn:handle(rq, item)
@@ -244,7 +254,7 @@ function Conn:handle(rq, item)
     if rq.relay_logs and type(p.level) == "string" then pcall(core.log, p.level, p.data) end
   elseif item.kind == "request" then
     local msg = item.msg
-    local result, _, err = self:ask_client(rq, msg.method, msg.params)
+    local result, _, _, err = self:ask_client(rq, msg.method, msg.params)
     if not self.closed then self:reply(msg.id, result, result == nil and err or nil) end
   end
 end
@@ -275,7 +285,7 @@ function Conn:await_response(rq, timer)
     if core.cancelled() then
       local why = core.reason() or "request stopped"
       self:cancel(rq, why)
-      return nil, "cancelled: " .. why, "cancelled"
+      return nil, cancelled(why), "cancelled"
     end
     local f = core.future()
     rq.waiter = f
@@ -290,7 +300,7 @@ function Conn:await_response(rq, timer)
     rq.waiter = nil
     if f:done() then
       local _, why = f:result()
-      if why then return nil, why, "cancelled" end -- the calling request stopped: the guard cancelled upstream
+      if why then return nil, cancelled(why), "cancelled" end -- the calling request stopped: the guard cancelled upstream
     else
       f:complete()                                 -- retired
     end
@@ -313,9 +323,11 @@ local function error_text(what, e)
   return ("%s: %s (%s)"):format(what, tostring(e.message), tostring(e.code))
 end
 
--- A request and its response: result, or nil, message, error (the
--- JSON-RPC error object, or a kind: "timeout", "cancelled", "closed",
--- "session", "protocol", "input", "http").
+-- A request and its response: result, or nil, message, code (README
+-- "Calling other MCP servers": "timeout", "cancelled", "closed",
+-- "unreachable", "protocol", "denied", "unsupported", or "rpc" with the
+-- upstream's JSON-RPC error object as a 4th value; "session" inside this
+-- module: the session is gone and the request may be sent again).
 -- o: timeout, on_progress, ctx, relay_logs, what.
 local function request(self, method, params, o)
   o = o or {}
@@ -333,31 +345,35 @@ local function request(self, method, params, o)
     if not ok then return nil, rq.what .. ": " .. err, "closed" end
     local res, msg, kind = self:await_response(rq, timer)
     if res == nil then return nil, msg, kind end
-    if res.error ~= nil then return nil, error_text(rq.what, res.error), res.error end
+    if res.error ~= nil then return nil, error_text(rq.what, res.error), "rpc", res.error end
     local result = res.result
     if type(result) ~= "table" then return nil, rq.what .. ": the upstream's result is not an object", "protocol" end
     if result.resultType ~= "input_required" then return plain(result) end
     -- 2026-07-28: answer its inputRequests through our client, then retry
     local answers = {}
     for key, ir in pairs(type(result.inputRequests) == "table" and result.inputRequests or {}) do
-      local ans, why = self:ask_client(rq, type(ir) == "table" and ir.method, type(ir) == "table" and ir.params, "upstream_" .. key)
-      if ans == nil then return nil, ("%s: the upstream needs %s: %s"):format(rq.what, tostring(ir.method), why), "input" end
+      local ans, why, code, obj = self:ask_client(rq, type(ir) == "table" and ir.method, type(ir) == "table" and ir.params,
+                                                  "upstream_" .. key)
+      if ans == nil and code == "cancelled" then return nil, why, code end
+      if ans == nil then
+        return nil, ("%s: the upstream needs %s: %s"):format(rq.what, tostring(ir.method), why), code, obj
+      end
       answers[key] = ans
     end
-    if core.cancelled() then return nil, "cancelled: " .. (core.reason() or "request stopped"), "cancelled" end
+    if core.cancelled() then return nil, cancelled(), "cancelled" end
     rq.params = copy(params)
     rq.params.inputResponses = answers
     rq.params.requestState = result.requestState
   end
-  return nil, rq.what .. ": too many input-required rounds", "input"
+  return nil, rq.what .. ": too many input-required rounds", "protocol"
 end
 
 -- The same, counted by outcome for /metrics.
 function Conn:request(method, params, o)
-  local res, msg, kind = request(self, method, params, o)
+  local res, msg, kind, obj = request(self, method, params, o)
   core.count("luamcp_upstream_requests_total",
              res ~= nil and "ok" or (kind == "timeout" or kind == "cancelled") and kind or "error")
-  return res, msg, kind
+  return res, msg, kind, obj
 end
 
 -- 2026-07-28: a subscriptions/listen request that stays in flight (stdio).
@@ -396,11 +412,16 @@ function Client:_open()
   local conn = setmetatable({ client = self, transport = T, pending = {}, by_token = {}, next_id = 0,
                               handshake = true }, Conn)
   local ok, err = T.open(conn)
-  if not ok then return nil, self.name .. ": " .. err, "closed" end
+  if not ok then return nil, self.name .. ": " .. err, "unreachable" end
   local proto, ct = self.protocol, self.opts.connect_timeout or 30
   local function give_up(msg, kind)
     conn:fail(msg, kind)
-    if conn.junk and kind ~= "cancelled" then msg = msg .. "; it does not speak MCP (it wrote: " .. conn.junk .. ")" end
+    if kind == "cancelled" then return nil, cancelled(msg), kind end
+    if conn.junk then
+      msg = msg .. "; it does not speak MCP (it wrote: " .. conn.junk .. ")"
+      if kind == "closed" then kind = "protocol" end
+    end
+    if kind == "session" or kind == "rpc" then kind = "protocol" end
     return nil, self.name .. ": " .. msg, kind
   end
   if proto == "auto" or proto == MODERN then
@@ -414,7 +435,7 @@ function Client:_open()
     if proto == MODERN then
       return give_up("does not speak " .. MODERN .. ": " .. (msg or "server/discover does not list it"), "protocol")
     end
-    if conn.closed or kind == "cancelled" or kind == "timeout" or kind == "closed" or kind == "auth" then
+    if conn.closed or kind ~= "rpc" and kind ~= "protocol" then
       return give_up(msg or conn.closed, kind)              -- not an answer: no point asking again
     end
     conn.modern, conn.revision = false, nil
@@ -439,7 +460,7 @@ function Client:_open()
       return conn
     end
     first = first or msg
-    if conn.closed or type(kind) ~= "table" then return give_up(msg or conn.closed, kind) end
+    if conn.closed or kind ~= "rpc" then return give_up(msg or conn.closed, kind) end
   end
   return give_up(first, "protocol")
 end
@@ -458,7 +479,7 @@ function Client:_use()
       local f = core.future()
       pending.waiters[#pending.waiters + 1] = f
       local _, why = await.wait(f)
-      if why then return nil, why, "cancelled" end
+      if why then return nil, cancelled(why), "cancelled" end
       if pending.failed and pending.kind ~= "cancelled" then return nil, pending.failed, pending.kind end
     else
       pending = { waiters = {} }
@@ -478,7 +499,7 @@ function Client:_use()
       return c
     end
   end
-  return nil, self.name .. ": cannot connect", "closed"
+  return nil, self.name .. ": cannot connect", "unreachable"
 end
 
 -- One request, reconnecting once when the session was gone.
@@ -486,8 +507,9 @@ function Client:_request(method, params, o)
   for attempt = 1, 2 do
     local conn, msg, kind = self:_use()
     if not conn then return nil, msg, kind end
-    local res, emsg, err = conn:request(method, params, o)
-    if res ~= nil or err ~= "session" or attempt == 2 then return res, emsg, err end
+    local res, emsg, code, obj = conn:request(method, params, o)
+    if code == "session" and attempt == 2 then code = "closed" end
+    if res ~= nil or code ~= "session" then return res, emsg, code, obj end
   end
 end
 
@@ -499,12 +521,12 @@ function Client:_notified(method, params)
   end
 end
 
--- Every page of a list method: the items, or nil, message, error.
+-- Every page of a list method: the items, or nil, message, code.
 function Client:_list(method, field, o)
   local items, cursor = array(), nil
   for _ = 1, 1000 do
-    local res, msg, err = self:_request(method, { cursor = cursor }, o)
-    if not res then return nil, msg, err end
+    local res, msg, code, obj = self:_request(method, { cursor = cursor }, o)
+    if not res then return nil, msg, code, obj end
     for _, item in ipairs(type(res[field]) == "table" and res[field] or {}) do items[#items + 1] = item end
     cursor = res.nextCursor
     if cursor == nil or cursor == core.null then return items end
@@ -519,15 +541,15 @@ local function req_opts(self, o, what)
 end
 
 function Client:connect()
-  local conn, msg, err = self:_use()
-  if not conn then return nil, msg, err end
+  local conn, msg, code = self:_use()
+  if not conn then return nil, msg, code end
   return conn.server
 end
 
 function Client:list_tools(o)
-  local tools, msg, err = self:_list("tools/list", "tools", req_opts(self, o, "tools/list"))
+  local tools, msg, code, obj = self:_list("tools/list", "tools", req_opts(self, o, "tools/list"))
   if tools then self.tools = {} for _, t in ipairs(tools) do self.tools[t.name] = t end end
-  return tools, msg, err
+  return tools, msg, code, obj
 end
 
 function Client:call(name, args, o)
@@ -560,7 +582,7 @@ function Client:get_prompt(name, args, o)
                        req_opts(self, o, "prompts/get " .. name))
 end
 
--- Any other request: result, or nil, message, error.
+-- Any other request: result, or nil, message, code [, error object].
 function Client:request(method, params, o)
   return self:_request(method, params or {}, req_opts(self, o, method))
 end

@@ -110,6 +110,19 @@ function H.start(conn, rq, msg)
   return true
 end
 
+-- A transfer's failure code as a client's: the contract's words pass, curl's
+-- names are mapped, anything else ended the connection.
+local TRANSFER_CODE = {
+  couldnt_resolve_host = "unreachable", couldnt_resolve_proxy = "unreachable", couldnt_connect = "unreachable",
+  peer_failed_verification = "tls", ssl_connect_error = "tls", ssl_cacert_badfile = "tls",
+  got_nothing = "protocol", weird_server_reply = "protocol", too_many_redirects = "protocol",
+}
+local PASSED = { unreachable = true, tls = true, too_large = true, denied = true, protocol = true, closed = true }
+
+local function transfer_code(code)
+  return TRANSFER_CODE[code] or PASSED[code] and code or "closed"
+end
+
 local function snippet(s)
   s = tostring(s or ""):gsub("%s+", " ")
   return #s > 200 and s:sub(1, 200) .. "..." or s
@@ -121,7 +134,7 @@ function H.finish(conn, rq, op)
   if not res then
     if code == "cancelled" then return nil, msg, "cancelled" end
     if code == "timeout" then return nil, "timeout: " .. rq.what, "timeout" end
-    return nil, ("%s: %s"):format(rq.what, msg), "closed"
+    return nil, ("%s: %s"):format(rq.what, msg), transfer_code(code)
   end
   local st, ct = res.status, res.headers["content-type"] or ""
   if st == 404 and conn.session_id then
@@ -144,13 +157,13 @@ function H.finish(conn, rq, op)
   local m = core.decode(res.body or "")            -- a JSON-RPC error with a 4xx
   if st == 401 or st == 403 then
     local why = type(m) == "table" and type(m.error) == "table" and m.error.message or snippet(res.body)
-    return nil, ("%s: HTTP %d: %s"):format(rq.what, st, tostring(why)), "auth"
+    return nil, ("%s: HTTP %d: %s"):format(rq.what, st, tostring(why)), "denied"
   end
   if type(m) == "table" and type(m.error) == "table" then
     rq.response = { jsonrpc = "2.0", id = rq.id, error = m.error }
     return true
   end
-  return nil, ("%s: HTTP %d: %s"):format(rq.what, st, snippet(res.body)), "http"
+  return nil, ("%s: HTTP %d: %s"):format(rq.what, st, snippet(res.body)), "protocol"
 end
 
 -- A message that is not a request (a notification, an answer): a POST of

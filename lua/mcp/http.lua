@@ -1,4 +1,4 @@
--- ctx:http and mcp.http: HTTP requests from handlers (src/lua/httpc.c, on
+-- ctx:http: HTTP requests from handlers (src/lua/httpc.c, on
 -- libcurl), each an operation of the running call: a cancel, a timeout, an
 -- abort or the end of the call closes its connection at once.
 local core = require "mcp.core"

@@ -10,23 +10,13 @@ mcp.null = core.null
 mcp.CANCELLED = CANCELLED          -- the error value of ctx:check()
 mcp.version = core.version
 mcp.now = core.now
-mcp.cancelled = core.cancelled
 local await = require "mcp.await"
-mcp.sleep = await.sleep
--- Operations (HTTP, SQL, futures): wait for one; run several functions at once.
-mcp.await = await.wait
-mcp.all = await.all
-mcp.json = { encode = core.encode, decode = core.decode, null = core.null }
-mcp.http = require("mcp.http").request
+local http = require "mcp.http"
+mcp.all = await.all                -- run several functions at once, each may wait
+mcp.json = { encode = core.encode, decode = core.decode }
+mcp.url = { escape = core.url_escape }  -- a path segment or query value, percent-encoded
 -- A client of another MCP server (lua/mcp/client.lua; README "Calling other MCP servers").
 mcp.connect = require("mcp.client").connect
-mcp.encode = core.encode
-mcp.decode = core.decode
--- Yielding: a child process, whole-file reads and directory listings (README).
-mcp.spawn = core.spawn
-mcp.read_file = core.read_file
-mcp.list_dir = core.list_dir
-mcp.realpath = core.realpath
 mcp.sqlite = require "mcp.sqlite"   -- SQLite on the thread pool (README "SQLite")
 -- The string of a secret (env() and file() of the configuration file); any
 -- other value as it is. mcp.settings is per plugin (lua/mcp/config.lua).
@@ -36,14 +26,30 @@ mcp.reveal = require("mcp.secret").reveal
 function mcp.array(t)
   return setmetatable(t or {}, array_mt)
 end
-mcp.json.array = mcp.array
 
 function mcp.is_array(t)
   return getmetatable(t) == array_mt
 end
 
--- Log messages name the running tool's plugin as their logger.
-mcp.log = core.log
+-- The old names of ctx's methods: they work, and say once that they are deprecated.
+local function deprecated(name, fn)
+  local warned = false
+  mcp[name] = function(...)
+    if not warned then
+      warned = true
+      core.log_stderr("warning", ("mcp.%s is deprecated: use ctx:%s"):format(name, name))
+    end
+    return fn(...)
+  end
+end
+deprecated("sleep", await.sleep)
+deprecated("cancelled", core.cancelled)
+deprecated("log", core.log)
+deprecated("http", http.request)
+deprecated("spawn", core.spawn)
+deprecated("read_file", core.read_file)
+deprecated("list_dir", core.list_dir)
+deprecated("realpath", core.realpath)
 
 function mcp.text(s)
   return { content = mcp.array { { type = "text", text = tostring(s) } } }
@@ -59,35 +65,39 @@ function mcp.image(data, mimeType)
   return { content = mcp.array { { type = "image", data = data, mimeType = mimeType } } }
 end
 
--- Declarations: checked here so that a plugin's mistakes are reported at load.
-local function check_policy(t, where)
+-- Declarations: checked here so that a plugin's mistakes are reported at
+-- load (lua/mcp/decl.lua: each problem at the plugin's line; all of a file's
+-- under luamcp check).
+local decl = require "mcp.decl"
+local problem = decl.problem
+
+local POLICY_FIELDS = { timeout = true, cancel = true, grace = true, max_concurrent = true, queue = true,
+                        rate = true, heartbeat = true }
+
+local function check_policy(t, where, prefix)
+  prefix = prefix or ""
+  local function bad(k, msg) problem(where .. ": " .. prefix .. k .. msg, prefix .. k) end
   if t.timeout ~= nil and (type(t.timeout) ~= "number" or t.timeout < 0) then
-    error(where .. ": timeout must be a number of seconds >= 0 (0 = none)", 3)
+    bad("timeout", " must be a number of seconds >= 0 (0 = none)")
   end
   if t.grace ~= nil and (type(t.grace) ~= "number" or t.grace < 0) then
-    error(where .. ": grace must be a number of seconds >= 0", 3)
+    bad("grace", " must be a number of seconds >= 0")
   end
   if t.cancel ~= nil and t.cancel ~= "cooperative" and t.cancel ~= "abort" and t.cancel ~= "ignore" then
-    error(where .. ': cancel must be "cooperative", "abort" or "ignore"', 3)
+    bad("cancel", ' must be "cooperative", "abort" or "ignore"')
   end
   -- limits (src/core/limit.c): the same checks as a configuration file's limits = {...}
   for _, k in ipairs { "max_concurrent", "queue" } do
     if t[k] ~= nil and (math.type(t[k]) ~= "integer" or t[k] < 0) then
-      error(where .. ": " .. k .. " must be an integer >= 0 (0 = no limit)", 3)
+      bad(k, " must be an integer >= 0 (0 = no limit)")
     end
   end
-  if t.rate ~= nil and not mcp._rate_ok(t.rate) then
-    error(where .. ': rate must be "R/s" or "R/m" (R > 0: calls per second or minute)', 3)
+  if t.rate ~= nil and not decl.rate_ok(t.rate) then
+    bad("rate", ' must be "R/s" or "R/m" (R > 0: calls per second or minute)')
   end
   if t.heartbeat ~= nil and (type(t.heartbeat) ~= "number" or t.heartbeat <= 0) then
-    error(where .. ": heartbeat must be a number of seconds > 0", 3)
+    bad("heartbeat", " must be a number of seconds > 0")
   end
-end
-
--- "R/s" or "R/m", R > 0.
-function mcp._rate_ok(r)
-  local n = type(r) == "string" and tonumber(r:match("^%s*([%d%.]+)%s*/[sm]$"))
-  return n ~= nil and n > 0
 end
 
 local TOOL = {}
@@ -98,7 +108,6 @@ local TOOL = {}
 -- and its name is an HTTP token, unique among the tool's headers in any
 -- case. The declarations of a tool, {name =, path = {property, ...}}, go in
 -- a side table (a field of the tool would be a field luamcp check reports).
-local param_headers = setmetatable({}, { __mode = "k" })
 local HEADER_TOKEN = "^[A-Za-z0-9!#$%%&'*+.^_`|~-]+$"
 local HEADER_TYPES = { string = true, integer = true, boolean = true }
 local DATA_KEYWORDS = { enum = true, const = true, default = true, examples = true }
@@ -169,43 +178,53 @@ local function header_decls(schema, where)
   return #decls > 0 and decls or nil
 end
 
--- The tool's Mcp-Param header declarations, or nil.
-function mcp._param_headers(tool) return param_headers[tool] end
+local TOOL_FIELDS = { name = true, title = true, description = true, inputSchema = true,
+                      outputSchema = true, annotations = true, icons = true, _meta = true,
+                      handler = true, task = true, defer_task = true, scopes = true }
+for k in pairs(POLICY_FIELDS) do TOOL_FIELDS[k] = true end
+
+local function non_empty(v) return type(v) == "string" and v ~= "" end
+-- "tool NAME", or "tool" when it has no name (reported already).
+local function named(kind, name) return non_empty(name) and kind .. " " .. name or kind end
 
 function mcp.tool(t)
   if type(t) ~= "table" then error("mcp.tool: expects a table", 2) end
-  if type(t.name) ~= "string" or t.name == "" then error("mcp.tool: name must be a non-empty string", 2) end
-  local where = "tool " .. t.name
-  if type(t.handler) ~= "function" then error(where .. ": handler must be a function", 2) end
-  if t.inputSchema ~= nil and type(t.inputSchema) ~= "table" then
-    error(where .. ": inputSchema must be a table", 2)
+  if not non_empty(t.name) then problem("mcp.tool: name must be a non-empty string", t.name ~= nil and "name" or nil) end
+  local where = named("tool", t.name)
+  decl.fields(t, TOOL_FIELDS, where)
+  if type(t.handler) ~= "function" then problem(where .. ": handler must be a function", t.handler ~= nil and "handler" or nil) end
+  for _, k in ipairs { "inputSchema", "outputSchema", "annotations", "icons", "_meta" } do
+    if t[k] ~= nil and type(t[k]) ~= "table" then problem(where .. ": " .. k .. " must be a table", k) end
   end
   check_policy(t, where)
   if t.task ~= nil and t.task ~= "forbidden" and t.task ~= "optional" and t.task ~= "required" then
-    error(where .. ': task must be "forbidden", "optional" or "required"', 2)
+    problem(where .. ': task must be "forbidden", "optional" or "required"', "task")
   end
   if t.defer_task ~= nil and type(t.defer_task) ~= "boolean" then
-    error(where .. ": defer_task must be a boolean", 2)
+    problem(where .. ": defer_task must be a boolean", "defer_task")
   end
   if t.defer_task and (t.task == nil or t.task == "forbidden") then
-    error(where .. ': defer_task needs task = "optional" or "required"', 2)
+    problem(where .. ': defer_task needs task = "optional" or "required"', "defer_task")
   end
   if t.scopes ~= nil then
-    if type(t.scopes) ~= "table" then error(where .. ": scopes must be a list of strings", 2) end
-    for i, sc in ipairs(t.scopes) do
-      -- RFC 6749 scope-token: %x21 / %x23-5B / %x5D-7E
-      if type(sc) ~= "string" or sc == "" or sc:find("[^\33-\126]") or sc:find('["\\]') then
-        error(string.format("%s: scopes[%d] must be an OAuth scope token (no space, quote or backslash)", where, i), 2)
+    if type(t.scopes) ~= "table" then
+      problem(where .. ": scopes must be a list of strings", "scopes")
+    else
+      for i, sc in ipairs(t.scopes) do
+        -- RFC 6749 scope-token: %x21 / %x23-5B / %x5D-7E
+        if type(sc) ~= "string" or sc == "" or sc:find("[^\33-\126]") or sc:find('["\\]') then
+          problem(string.format("%s: scopes[%d] must be an OAuth scope token (no space, quote or backslash)",
+                                where, i), "scopes")
+        end
       end
+      if #t.scopes == 0 then t.scopes = nil end
     end
-    if #t.scopes == 0 then t.scopes = nil end
   end
-  local schema = t.inputSchema or { type = "object" }
+  local schema = type(t.inputSchema) == "table" and t.inputSchema or { type = "object" }
   if schema.type == nil then schema.type = "object" end
   t.inputSchema = schema
   local ok, decls = pcall(header_decls, schema, where)
-  if not ok then error(decls, 2) end     -- at the plugin's line
-  param_headers[t] = decls
+  if ok then decl.param_headers[t] = decls else problem(decls) end
   return setmetatable(t, TOOL)
 end
 
@@ -214,80 +233,93 @@ local uri_template = require "mcp.uri_template"
 
 local RESOURCE, TEMPLATE, PROMPT = {}, {}, {}
 
-local function check_fields(t, where, fields)
-  for k, want in pairs(fields) do
-    if t[k] ~= nil and type(t[k]) ~= want then error(where .. ": " .. k .. " must be a " .. want, 3) end
+local function check_types(t, where, types)
+  for k, want in pairs(types) do
+    if t[k] ~= nil and type(t[k]) ~= want then problem(where .. ": " .. k .. " must be a " .. want, k) end
   end
 end
 
 -- complete = { arg = function(value, ctx) ... end | { "value", ... } } or function(arg, value, ctx)
-local function check_complete(c, where)
+local function check_complete(c, where, known, what)
   if c == nil or type(c) == "function" then return end
-  if type(c) ~= "table" then error(where .. ": complete must be a function or a table", 3) end
+  if type(c) ~= "table" then return problem(where .. ": complete must be a function or a table", "complete") end
   for k, v in pairs(c) do
     if type(k) ~= "string" or (type(v) ~= "function" and type(v) ~= "table") then
-      error(where .. ": complete." .. tostring(k) .. " must be a function or a list of values", 3)
+      problem(where .. ": complete." .. tostring(k) .. " must be a function or a list of values", "complete")
+    elseif known and not known[k] then
+      problem(where .. ": complete." .. k .. " is not " .. what, "complete")
     end
   end
 end
 
-local resource_fields = { name = "string", title = "string", description = "string",
-                          mimeType = "string", size = "number", annotations = "table", _meta = "table" }
+local RESOURCE_TYPES = { name = "string", title = "string", description = "string", mimeType = "string",
+                         size = "number", annotations = "table", icons = "table", _meta = "table" }
+local RESOURCE_FIELDS = { uri = true, read = true }
+for k in pairs(RESOURCE_TYPES) do RESOURCE_FIELDS[k] = true end
+local TEMPLATE_FIELDS = { uriTemplate = true, read = true, complete = true }
+for k in pairs(RESOURCE_TYPES) do TEMPLATE_FIELDS[k] = k ~= "size" or nil end
 
 function mcp.resource(t)
   if type(t) ~= "table" then error("mcp.resource: expects a table", 2) end
-  if type(t.uri) ~= "string" or t.uri == "" then error("mcp.resource: uri must be a non-empty string", 2) end
-  local where = "resource " .. t.uri
-  if type(t.read) ~= "function" then error(where .. ": read must be a function", 2) end
-  check_fields(t, where, resource_fields)
+  if not non_empty(t.uri) then problem("mcp.resource: uri must be a non-empty string", t.uri ~= nil and "uri" or nil) end
+  local where = named("resource", t.uri)
+  decl.fields(t, RESOURCE_FIELDS, where)
+  if type(t.read) ~= "function" then problem(where .. ": read must be a function", t.read ~= nil and "read" or nil) end
+  check_types(t, where, RESOURCE_TYPES)
   if t.name == nil then t.name = t.uri end
   return setmetatable(t, RESOURCE)
 end
 
 function mcp.resource_template(t)
   if type(t) ~= "table" then error("mcp.resource_template: expects a table", 2) end
-  if type(t.uriTemplate) ~= "string" or t.uriTemplate == "" then
-    error("mcp.resource_template: uriTemplate must be a non-empty string", 2)
+  local where = named("resource template", t.uriTemplate)
+  decl.fields(t, TEMPLATE_FIELDS, where)
+  local tpl, err
+  if not non_empty(t.uriTemplate) then
+    problem("mcp.resource_template: uriTemplate must be a non-empty string", t.uriTemplate ~= nil and "uriTemplate" or nil)
+  else
+    tpl, err = uri_template.parse(t.uriTemplate)
+    if not tpl then problem(where .. ": " .. err, "uriTemplate") end
   end
-  local where = "resource template " .. t.uriTemplate
-  local tpl, err = uri_template.parse(t.uriTemplate)
-  if not tpl then error(where .. ": " .. err, 2) end
-  if type(t.read) ~= "function" then error(where .. ": read must be a function", 2) end
-  check_fields(t, where, resource_fields)
-  check_complete(t.complete, where)
-  if type(t.complete) == "table" then
-    local vars = {}
+  if type(t.read) ~= "function" then problem(where .. ": read must be a function", t.read ~= nil and "read" or nil) end
+  check_types(t, where, RESOURCE_TYPES)
+  local vars
+  if tpl then
+    vars = {}
     for _, v in ipairs(tpl.vars) do vars[v] = true end
-    for k in pairs(t.complete) do
-      if not vars[k] then error(where .. ": complete." .. k .. " is not a variable of the template", 2) end
-    end
   end
+  check_complete(t.complete, where, vars, "a variable of the template")
   if t.name == nil then t.name = t.uriTemplate end
   t.template = tpl
   return setmetatable(t, TEMPLATE)
 end
 
+local PROMPT_FIELDS = { name = true, title = true, description = true, arguments = true, get = true,
+                        complete = true, icons = true, _meta = true }
+local ARGUMENT_FIELDS = { name = true, title = true, description = true, required = true }
+
 function mcp.prompt(t)
   if type(t) ~= "table" then error("mcp.prompt: expects a table", 2) end
-  if type(t.name) ~= "string" or t.name == "" then error("mcp.prompt: name must be a non-empty string", 2) end
-  local where = "prompt " .. t.name
-  if type(t.get) ~= "function" then error(where .. ": get must be a function", 2) end
-  check_fields(t, where, { title = "string", description = "string", arguments = "table", _meta = "table" })
+  if not non_empty(t.name) then problem("mcp.prompt: name must be a non-empty string", t.name ~= nil and "name" or nil) end
+  local where = named("prompt", t.name)
+  decl.fields(t, PROMPT_FIELDS, where)
+  if type(t.get) ~= "function" then problem(where .. ": get must be a function", t.get ~= nil and "get" or nil) end
+  check_types(t, where, { title = "string", description = "string", arguments = "table", icons = "table",
+                          _meta = "table" })
   local declared = {}
-  for i, a in ipairs(t.arguments or {}) do
-    if type(a) ~= "table" or type(a.name) ~= "string" or a.name == "" then
-      error(where .. ": arguments[" .. i .. "] needs a name", 2)
-    end
-    if declared[a.name] then error(where .. ": argument " .. a.name .. " is declared twice", 2) end
-    declared[a.name] = true
-  end
-  check_complete(t.complete, where)
-  if type(t.complete) == "table" then
-    for k in pairs(t.complete) do
-      if not declared[k] then error(where .. ": complete." .. k .. " is not a declared argument", 2) end
+  local args = type(t.arguments) == "table" and t.arguments or {}
+  for i, a in ipairs(args) do
+    local at = where .. ": arguments[" .. i .. "]"
+    if type(a) ~= "table" or not non_empty(a.name) then
+      problem(at .. " needs a name", "arguments")
+    else
+      decl.fields(a, ARGUMENT_FIELDS, at)
+      if declared[a.name] then problem(where .. ": argument " .. a.name .. " is declared twice", "arguments") end
+      declared[a.name] = true
     end
   end
-  t.arguments = mcp.array(t.arguments or {})
+  check_complete(t.complete, where, declared, "a declared argument")
+  t.arguments = mcp.array(args)
   return setmetatable(t, PROMPT)
 end
 
@@ -323,40 +355,50 @@ function mcp.notify_resource_updated(uri)
 end
 
 local PLUGIN = {}
+local PLUGIN_FIELDS = { name = true, tools = true, resources = true, prompts = true, defaults = true,
+                        http_allow = true, mount = true }
+
+local function check_list(p, where, key, ok, what)
+  if type(p[key]) ~= "table" then
+    problem(where .. ": " .. key .. " must be a list", key)
+    p[key] = {}
+  end
+  for i, v in ipairs(p[key]) do
+    if not ok[getmetatable(v) or false] then problem(("%s: %s[%d] is not %s"):format(where, key, i, what), key) end
+  end
+end
 
 function mcp.plugin(p)
   if type(p) ~= "table" then error("mcp.plugin: expects a table", 2) end
-  if type(p.name) ~= "string" or p.name == "" then error("mcp.plugin: name must be a non-empty string", 2) end
-  local where = "plugin " .. p.name
+  if not non_empty(p.name) then problem("mcp.plugin: name must be a non-empty string", p.name ~= nil and "name" or nil) end
+  local where = named("plugin", p.name)
+  decl.fields(p, PLUGIN_FIELDS, where)
   p.defaults = p.defaults or {}
-  check_policy(p.defaults, where .. " defaults")
-  p.tools = p.tools or {}
-  for i, tool in ipairs(p.tools) do
-    if getmetatable(tool) ~= TOOL then
-      error(where .. ": tools[" .. i .. "] is not an mcp.tool{...}", 2)
-    end
+  if type(p.defaults) ~= "table" then
+    problem(where .. ": defaults must be a table", "defaults")
+    p.defaults = {}
   end
-  p.resources = p.resources or {}
-  for i, r in ipairs(p.resources) do
-    local mt = getmetatable(r)
-    if mt ~= RESOURCE and mt ~= TEMPLATE then
-      error(where .. ": resources[" .. i .. "] is not an mcp.resource{...} or mcp.resource_template{...}", 2)
-    end
-  end
+  decl.fields(p.defaults, POLICY_FIELDS, where, "defaults.")
+  check_policy(p.defaults, where, "defaults.")
+  p.tools, p.resources, p.prompts = p.tools or {}, p.resources or {}, p.prompts or {}
+  check_list(p, where, "tools", { [TOOL] = true }, "an mcp.tool{...}")
+  check_list(p, where, "resources", { [RESOURCE] = true, [TEMPLATE] = true },
+             "an mcp.resource{...} or mcp.resource_template{...}")
+  check_list(p, where, "prompts", { [PROMPT] = true }, "an mcp.prompt{...}")
   if p.http_allow ~= nil then
-    if type(p.http_allow) ~= "table" then error(where .. ": http_allow must be a list of HOST[:PORT]", 2) end
-    for i, h in ipairs(p.http_allow) do
-      if type(h) ~= "string" or h == "" then error(where .. ": http_allow[" .. i .. "] must be HOST[:PORT]", 2) end
-    end
-  end
-  p.prompts = p.prompts or {}
-  for i, pr in ipairs(p.prompts) do
-    if getmetatable(pr) ~= PROMPT then
-      error(where .. ": prompts[" .. i .. "] is not an mcp.prompt{...}", 2)
+    if type(p.http_allow) ~= "table" then
+      problem(where .. ": http_allow must be a list of HOST[:PORT]", "http_allow")
+    else
+      for i, h in ipairs(p.http_allow) do
+        if type(h) ~= "string" or h == "" then problem(where .. ": http_allow[" .. i .. "] must be HOST[:PORT]", "http_allow") end
+      end
     end
   end
   -- another server's tools, resources and prompts as this plugin's (lua/mcp/mount.lua)
-  if p.mount ~= nil then require("mcp.mount").attach(p, where) end
+  if p.mount ~= nil then
+    if type(p.mount) == "table" then check_policy(p.mount, where, "mount.") end
+    require("mcp.mount").attach(p, where)
+  end
   return setmetatable(p, PLUGIN)
 end
 
@@ -394,8 +436,7 @@ function Ctx.spawn(_, cmd, args, opts) return core.spawn(cmd, args, opts) end
 function Ctx.read_file(_, path, opts) return core.read_file(path, opts) end
 function Ctx.list_dir(_, path) return core.list_dir(path) end
 function Ctx.realpath(_, path) return core.realpath(path) end
-function Ctx.http(_, req) return mcp.http(req) end
-function Ctx.all(_, fns) return mcp.all(fns) end
+function Ctx.http(_, req) return http.request(req) end
 
 -- Input from the client (lua/mcp/input.lua): in a session, requests to the
 -- client that yield until the answer; for a 2026-07-28 request, input
@@ -410,7 +451,7 @@ local function input() return require "mcp.input" end
 
 function Ctx.request(self, method, params, opts)
   opts = opts or {}
-  if self._input then                 -- 2026-07-28: an input-required round, or a task's input
+  if decl.input_of[self] then         -- 2026-07-28: an input-required round, or a task's input
     local key = opts.key or input().key(self, method)
     local results, errors = input().ask(self, { [key] = { method = method, params = params } }, opts)
     if results[key] == nil then return nil, errors[key] end
@@ -450,12 +491,12 @@ function Ctx.remaining()
 end
 
 -- The ctx of a request: its id; the rest comes from the call (ctx_fields).
-function mcp._ctx(id)
+function decl.ctx(id)
   return setmetatable({ id = id }, Ctx)
 end
 
--- Coroutines a handler creates still see its request (mcp.cancelled() and
--- logs work in them); they cannot wait with mcp.sleep.
+-- Coroutines a handler creates still see its request (ctx:cancelled() and
+-- logs work in them); they cannot wait with ctx:sleep.
 local create, nested = coroutine.create, core.nested
 coroutine.create = function(f)
   local co = create(f)

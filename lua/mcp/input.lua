@@ -15,6 +15,7 @@
 -- They are the client's own answers, so the state is signed, not encrypted.
 local core = require "mcp.core"
 local mcp = require "mcp"
+local decl = require "mcp.decl"
 
 local M = {}
 
@@ -96,7 +97,7 @@ function M.open(ctx, method, params, name, args)
   for k, v in pairs(responses or {}) do
     if st.answers[k] == nil then st.answers[k] = v end
   end
-  ctx._input = st
+  decl.input_of[ctx] = st
   ctx.resumed = state ~= nil
   return true
 end
@@ -127,7 +128,7 @@ end
 -- A key for an input request the handler did not name: the same in every
 -- round as long as the handler asks in the same order.
 function M.key(ctx, method)
-  local st = ctx._input
+  local st = decl.input_of[ctx]
   st.n = st.n + 1
   return (CAPABILITY[method] or "input") .. "_" .. st.n
 end
@@ -179,7 +180,7 @@ end
 -- 2026-07-28, when an input the client can give has no answer yet, the
 -- request ends here with an input-required result asking for all of them.
 function M.ask(ctx, requests, opts)
-  local st = ctx._input
+  local st = decl.input_of[ctx]
   if not st or core.task_input() then return wait(requests, opts) end
   local results, errors = {}, {}
   local missing

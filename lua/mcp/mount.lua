@@ -38,13 +38,13 @@ function M.of(plugin) return states[plugin] end
 
 -- A tool call's outcome as a handler's return: the upstream's result as
 -- is, its JSON-RPC error as ours, anything else an isError result.
-function M.result(res, msg, err)
+function M.result(res, msg, code, err)
   local mcp = require "mcp"
   if res ~= nil then return res end
-  if type(err) == "table" and math.type(err.code) == "integer" then
+  if code == "rpc" and type(err) == "table" and math.type(err.code) == "integer" then
     return nil, err.code, err.message or msg, err.data
   end
-  if err == "cancelled" then return nil end   -- no response goes out anyway
+  if code == "cancelled" then return nil end   -- no response goes out anyway
   return mcp.error(msg or "the upstream failed")
 end
 
@@ -63,16 +63,16 @@ end
 
 -- mcp.plugin{mount = ...}: checks it and makes the plugin's client (no I/O).
 function M.attach(p, where)
+  local decl = require "mcp.decl"
   local m = p.mount
-  if type(m) ~= "table" then error(where .. ": mount must be a table", 3) end
-  for k in pairs(m) do
-    if not FIELDS[k] then error(where .. ": mount." .. tostring(k) .. " is not a mount field", 3) end
-  end
-  if m.prefix ~= nil and type(m.prefix) ~= "string" then error(where .. ": mount.prefix must be a string", 3) end
+  if type(m) ~= "table" then return decl.problem(where .. ": mount must be a table", "mount") end
+  decl.fields(m, FIELDS, where, "mount.")
+  local function bad(k, msg) decl.problem(where .. ": mount." .. k .. msg, "mount." .. k) end
+  if m.prefix ~= nil and type(m.prefix) ~= "string" then bad("prefix", " must be a string") end
   if m.tools ~= nil and type(m.tools) ~= "table" and type(m.tools) ~= "function" then
-    error(where .. ": mount.tools must be a list of tool names or a function(tool)", 3)
+    bad("tools", " must be a list of tool names or a function(tool)")
   end
-  if m.wrap ~= nil and type(m.wrap) ~= "function" then error(where .. ": mount.wrap must be a function", 3) end
+  if m.wrap ~= nil and type(m.wrap) ~= "function" then bad("wrap", " must be a function") end
   for _, k in ipairs { "timeout", "cancel", "grace" } do
     if m[k] ~= nil and p.defaults[k] == nil then p.defaults[k] = m[k] end
   end
@@ -94,7 +94,9 @@ function M.attach(p, where)
     protocol = m.protocol, connect_timeout = m.connect_timeout, stderr = m.stderr, name = p.name,
     on_notification = function(method, params) notified(st, method, params) end,
   })
-  if not ok then error(where .. ": mount: " .. tostring(client):gsub("^mcp%.connect: ", ""), 3) end
+  if not ok then
+    return decl.problem(where .. ": mount: " .. tostring(client):gsub("^[^\n]-mcp%.connect: ", ""), "mount")
+  end
   st.client = client
   states[p] = st
 end
@@ -102,9 +104,11 @@ end
 ---------------------------------------------------------------------------
 -- What the upstream offers, as mcp.tool, mcp.resource, mcp.prompt objects.
 
-local function upstream_error(res, msg, err)
+local function upstream_error(res, msg, code, err)
   if res ~= nil then return res end
-  if type(err) == "table" and math.type(err.code) == "integer" then return nil, err.code, err.message or msg end
+  if code == "rpc" and type(err) == "table" and math.type(err.code) == "integer" then
+    return nil, err.code, err.message or msg
+  end
   return nil, -32603, "Internal error: " .. tostring(msg)
 end
 

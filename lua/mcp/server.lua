@@ -7,6 +7,7 @@ local mcp = require "mcp"
 local input = require "mcp.input"
 local client = require "mcp.client"
 local mount = require "mcp.mount"
+local decl = require "mcp.decl"
 local config = require "mcp.config"
 
 local M = {}
@@ -162,9 +163,15 @@ local function load_file(path, dir, source)
   if not chunk then return nil, err end
   local clients = {}                    -- mcp.connect clients it makes
   local prev = client.collect(clients)
-  local ok, plugin = xpcall(chunk, debug.traceback)
+  local problems, ok, plugin = decl.collect(chunk, debug.traceback)
   client.collect(prev)
   if ok and not mcp.is_plugin(plugin) then ok, plugin = false, path .. ": a plugin file must return mcp.plugin{...}" end
+  if #problems > 0 then                 -- mistakes in its declarations: every one, and any error after them
+    local lines = {}
+    for i, p in ipairs(problems) do lines[i] = decl.where(p, path, source) .. p.msg end
+    if not ok then lines[#lines + 1] = tostring(plugin) end
+    ok, plugin = false, table.concat(lines, "\n")
+  end
   if not ok then
     for _, c in ipairs(clients) do c:close() end
     plugin = tostring(plugin)
@@ -407,7 +414,7 @@ function methods.tools_list(params)
     page[#page + 1] = {
       name = t.name, title = t.title, description = t.description,
       inputSchema = t.inputSchema, outputSchema = t.outputSchema, annotations = t.annotations,
-      execution = t.task and { taskSupport = t.task } or nil,
+      execution = t.task and { taskSupport = t.task } or nil, icons = t.icons, _meta = t._meta,
     }
   end
   return { tools = page, nextCursor = stop < #tool_list and tostring(stop + 1) or nil }
@@ -512,7 +519,7 @@ local function open_call(params, id, session)
     if tool == nil then return nil, args, msg end
     return false, args
   end
-  local ctx = mcp._ctx(id)
+  local ctx = decl.ctx(id)
   if tool.scopes then                -- the transport answered 403 already; this is for any other way in
     local auth = ctx.auth
     if auth then
@@ -559,7 +566,7 @@ end
 
 function M.param_headers(name)
   local tool = tools[name]
-  return tool and mcp._param_headers(tool)
+  return tool and decl.param_headers[tool]
 end
 
 -- tasks/result (2025-11-25) waits until the task is terminal; tasks/get,
@@ -608,7 +615,7 @@ end
 methods["resources/list"] = function(params)
   local page, next_cursor, msg = paginate(resource_list, params, function(r)
     return { uri = r.uri, name = r.name, title = r.title, description = r.description,
-             mimeType = r.mimeType, size = r.size, annotations = r.annotations, _meta = r._meta }
+             mimeType = r.mimeType, size = r.size, annotations = r.annotations, icons = r.icons, _meta = r._meta }
   end)
   if not page then return nil, next_cursor, msg end
   return { resources = page, nextCursor = next_cursor }
@@ -617,7 +624,7 @@ end
 methods["resources/templates/list"] = function(params)
   local page, next_cursor, msg = paginate(template_list, params, function(t)
     return { uriTemplate = t.uriTemplate, name = t.name, title = t.title, description = t.description,
-             mimeType = t.mimeType, annotations = t.annotations, _meta = t._meta }
+             mimeType = t.mimeType, annotations = t.annotations, icons = t.icons, _meta = t._meta }
   end)
   if not page then return nil, next_cursor, msg end
   return { resourceTemplates = page, nextCursor = next_cursor }
@@ -663,7 +670,7 @@ methods["resources/read"] = function(params, id, session)
   local r, vars = find_resource(uri)
   if not r then return not_found(uri) end
   core.set_logger(r.plugin.name)
-  local ctx = mcp._ctx(id)
+  local ctx = decl.ctx(id)
   ctx.uri = uri
   local ok, code0, emsg = input.open(ctx, "resources/read", params, uri)
   if not ok then return nil, code0, emsg end
@@ -719,7 +726,8 @@ methods["prompts/list"] = function(params)
       args[i] = { name = a.name, title = a.title, description = a.description,
                   required = a.required and true or nil }
     end
-    return { name = p.name, title = p.title, description = p.description, arguments = args, _meta = p._meta }
+    return { name = p.name, title = p.title, description = p.description, arguments = args, icons = p.icons,
+             _meta = p._meta }
   end)
   if not page then return nil, next_cursor, msg end
   return { prompts = page, nextCursor = next_cursor }
@@ -793,7 +801,7 @@ methods["prompts/get"] = function(params, id, session)
   local p, args, msg = prepare_prompt(params)
   if not p then return nil, args, msg end
   core.set_logger(p.plugin.name)
-  local ctx = mcp._ctx(id)
+  local ctx = decl.ctx(id)
   ctx.prompt = p.name
   local ok, code0, emsg = input.open(ctx, "prompts/get", params, p.name, args)
   if not ok then return nil, code0, emsg end
@@ -877,7 +885,7 @@ methods["completion/complete"] = function(params, id, session)
   params = nil
   local res
   if type(fn) == "function" then
-    local ctx = mcp._ctx(id)
+    local ctx = decl.ctx(id)
     ctx.arguments = cargs
     local code, msg
     res, code, msg = fn(arg.value, ctx)

@@ -1,7 +1,7 @@
 -- mcp.sqlite: SQLite databases for handlers (src/lua/sqlite.c; README "SQLite").
 --
 -- A statement runs on libuv's thread pool, one at a time per db, and the
--- handler waits for it as an operation (mcp.await): so it works under
+-- handler waits for it as an operation (lua/mcp/await.lua): so it works under
 -- mcp.all, and a cancel of the request interrupts it. SQL errors are
 -- returned as nil, message, code ("SQLITE_CONSTRAINT"...), never raised.
 local core = require "mcp.core"

@@ -14,12 +14,12 @@ local function ask(ctx, method, params)
 end
 
 local function failed(what, err)
-  return mcp.error(what .. " failed: " .. (type(err) == "table" and mcp.encode(err) or tostring(err)))
+  return mcp.error(what .. " failed: " .. (type(err) == "table" and mcp.json.encode(err) or tostring(err)))
 end
 
 -- "action=accept, content={...}"
 local function describe(result)
-  local content = result.content ~= nil and mcp.encode(result.content) or "{}"
+  local content = result.content ~= nil and mcp.json.encode(result.content) or "{}"
   return ("action=%s, content=%s"):format(tostring(result.action), content)
 end
 
@@ -43,7 +43,7 @@ return mcp.plugin {
         if not result then return failed("Sampling", err) end
         local content = result.content
         if type(content) == "table" and content.type == nil then content = content[1] end  -- a list (2025-11-25)
-        local text = type(content) == "table" and content.text or mcp.encode(result)
+        local text = type(content) == "table" and content.text or mcp.json.encode(result)
         return mcp.text("LLM response: " .. tostring(text))
       end,
     },
@@ -143,7 +143,7 @@ return mcp.plugin {
       handler = function(_, ctx)
         local result, err = ask(ctx, "roots")
         if not result then return failed("roots/list", err) end
-        return mcp.text("Roots: " .. mcp.encode(result.roots or mcp.array()))
+        return mcp.text("Roots: " .. mcp.json.encode(result.roots or mcp.array()))
       end,
     },
   },

@@ -38,7 +38,7 @@ local confirm = {
 local function sampled(result)
   local c = result.content
   if type(c) == "table" and c.type == nil then c = c[1] end
-  return type(c) == "table" and tostring(c.text) or mcp.encode(result)
+  return type(c) == "table" and tostring(c.text) or mcp.json.encode(result)
 end
 
 local function failed(what, err) return mcp.error(what .. " failed: " .. tostring(err)) end

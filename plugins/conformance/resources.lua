@@ -37,7 +37,7 @@ return mcp.plugin {
       description = "Data for an id, from a template",
       mimeType = "application/json",
       read = function(params)
-        return mcp.encode { id = params.id, templateTest = true, data = "Data for ID: " .. params.id }
+        return mcp.json.encode { id = params.id, templateTest = true, data = "Data for ID: " .. params.id }
       end,
     },
   },

@@ -123,7 +123,7 @@ return mcp.plugin {
         ["else"] = { required = { "email" } },
         additionalProperties = false,
       },
-      handler = function(args) return mcp.text("received: " .. mcp.encode(args)) end,
+      handler = function(args) return mcp.text("received: " .. mcp.json.encode(args)) end,
     },
     -- server-sse-polling (2025-11-25, not scored: pending): over Streamable HTTP the transport
     -- is expected to close the POST stream before the result and deliver it

@@ -537,6 +537,50 @@ static void add_query(lua_State *L, mcp_buf *url) {
   lua_pop(L, 1);
 }
 
+/* stack: path -> path. Raises unless it is a list of strings and numbers
+ * (before the URL is built: nothing to free). */
+static void check_path(lua_State *L) {
+  int n;
+  if (!lua_istable(L, -1))
+    luaL_error(L, "http: req.path must be a list of segments (got %s)", luaL_typename(L, -1));
+  n = (int)lua_rawlen(L, -1);
+  for (int i = 1; i <= n; i++) {
+    int type = lua_rawgeti(L, -1, i);
+    if (type != LUA_TSTRING && type != LUA_TNUMBER)
+      luaL_error(L, "http: req.path[%d] must be a string or a number (got %s)", i, luaL_typename(L, -1));
+    lua_pop(L, 1);
+  }
+}
+
+/* stack: path -> path. Appends each segment of the list, percent-encoded
+ * (all but RFC 3986's unreserved characters, so "/" and ".." cannot climb),
+ * after a "/". */
+static void add_path(lua_State *L, mcp_buf *url) {
+  int p = lua_gettop(L), n = (int)lua_rawlen(L, p);
+  if (url->len > 0 && url->data[url->len - 1] == '/') url->len--;
+  for (int i = 1; i <= n; i++) {
+    char *seg;
+    lua_rawgeti(L, p, i);
+    seg = curl_easy_escape(NULL, lua_tostring(L, -1), (int)lua_rawlen(L, -1));
+    if (seg == NULL) abort();
+    mcp_buf_printf(url, "/%s", seg);
+    curl_free(seg);
+    lua_pop(L, 1);
+  }
+}
+
+/* mcp.url.escape(s): s percent-encoded but for RFC 3986's unreserved
+ * characters (A-Z a-z 0-9 - . _ ~). */
+static int l_url_escape(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  char *e = curl_easy_escape(NULL, s, (int)n);
+  if (e == NULL) abort();
+  lua_pushstring(L, e);
+  curl_free(e);
+  return 1;
+}
+
 static int fn_ref(lua_State *L, const char *field) {
   if (lua_getfield(L, 1, field) == LUA_TNIL) {
     lua_pop(L, 1);
@@ -638,7 +682,7 @@ static void setup(transfer *t, const char *method, double timeout, double connec
 static int l_http(lua_State *L) {
   mcp_call *c = mcp_call_current(L);
   mcp_buf url = MCP_BUF_INIT;
-  const char *s, *method = NULL;
+  const char *s, *tail, *method = NULL;
   double timeout, connect_timeout;
   int has_body = 0, json = 0, background, follow = 1;
   transfer *t;
@@ -663,6 +707,8 @@ static int l_http(lua_State *L) {
   if (strncasecmp(s, "http://", 7) != 0 && strncasecmp(s, "https://", 8) != 0)
     return invalid(L, t, "http: %s: only http and https URLs", s);
   if (strpbrk(s, "\r\n \t") != NULL) return invalid(L, t, "http: %s: a URL has no spaces or line breaks", s);
+  lua_pop(L, 1);
+  if (lua_getfield(L, 1, "path") != LUA_TNIL) check_path(L);
   lua_pop(L, 1);
   if (lua_getfield(L, 1, "method") != LUA_TNIL) {
     method = luaL_checkstring(L, -1);                /* anchored in req */
@@ -700,7 +746,12 @@ static int l_http(lua_State *L) {
     if (timeout == 0 || left < timeout) timeout = left;
   }
   lua_getfield(L, 1, "url");
-  mcp_buf_add(&url, lua_tostring(L, -1), lua_rawlen(L, -1));
+  s = lua_tostring(L, -1);
+  tail = strpbrk(s, "?#");                           /* path segments go before these */
+  mcp_buf_add(&url, s, tail ? (size_t)(tail - s) : lua_rawlen(L, -1));
+  if (lua_getfield(L, 1, "path") != LUA_TNIL) add_path(L, &url);
+  lua_pop(L, 1);
+  if (tail) mcp_buf_add(&url, tail, strlen(tail));
   lua_pop(L, 1);
   if (lua_getfield(L, 1, "query") != LUA_TNIL) {
     luaL_checktype(L, -1, LUA_TTABLE);
@@ -738,6 +789,8 @@ void mcp_httpc_open_lib(lua_State *L) {
   lua_setfield(L, -2, "http");
   lua_pushcfunction(L, l_http_allow);
   lua_setfield(L, -2, "http_allow");
+  lua_pushcfunction(L, l_url_escape);
+  lua_setfield(L, -2, "url_escape");
 }
 
 void mcp_httpc_close(void) {

@@ -32,7 +32,7 @@ return mcp.plugin {
           note = { type = "string" },
         },
       },
-      handler = function(args) return mcp.text(mcp.encode(args)) end,
+      handler = function(args) return mcp.text(mcp.json.encode(args)) end,
     },
     mcp.tool {
       name = "echo", description = "Returns its text",
