@@ -70,6 +70,10 @@ local ROWS = {
   { "out_list", result = tool_error("Output does not match outputSchema: structuredContent is missing") },
   { "out_is_error", result = tool_error("failed before any output") },   -- isError: not checked
   { "explicit_list", result = tool_error("structuredContent must be an object, not a list") },
+  -- a mount forwards an upstream's JSON-RPC error (lua/mcp/mount.lua)
+  { "mount_rpc", error = { code = -32003, message = "no" } },
+  { "mount_rpc_old", error = { code = -32004, message = "no", data = 1 } },
+  { "mount_closed", result = tool_error("the upstream exited") },
 }
 
 -- read, get and the completion function end as args.how says.
