@@ -43,6 +43,10 @@ local ROWS = {
       assert.are.same(r.structuredContent, json_text(r))
       assert.is_nil(r.isError)
     end },
+  { "rows", check = function(r)
+      assert.are.same({ { type = "fruit", name = "apple" } }, json_text(r))
+      assert.is_nil(r.structuredContent)
+    end },
   { "list", result = text("[1,2,3]") },                 -- no structuredContent
   { "array", result = text('["a"]') },
   { "empty", result = { content = { { type = "text", text = "{}" } }, structuredContent = {} } },

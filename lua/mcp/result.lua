@@ -72,10 +72,13 @@ local function is_list(t)
   return true
 end
 
+local CONTENT_TYPES = { text = true, image = true, audio = true, resource_link = true, resource = true }
+
+-- A list of content items (not rows that happen to have a type column).
 local function is_content_list(t)
   if #t == 0 then return false end
   for _, item in ipairs(t) do
-    if type(item) ~= "table" or type(item.type) ~= "string" then return false end
+    if type(item) ~= "table" or not CONTENT_TYPES[item.type] then return false end
   end
   return true
 end
@@ -129,10 +132,11 @@ local function failure(tool, msg, code)
   return tool_error(M.message_of(msg))
 end
 
--- A success checked against the tool's outputSchema.
+-- A success checked against the tool's outputSchema (a mounted tool's
+-- upstream checks its own).
 local function check_output(tool, result)
   local schema = tool.outputSchema
-  if schema == nil or result.isError == true then return result end
+  if schema == nil or result.isError == true or tool.mounted then return result end
   local sc, err = result.structuredContent, nil
   if sc == nil then
     err = "structuredContent is missing"
