@@ -91,6 +91,7 @@ local READ = {
   ["false"] = { code = -32002, message = "Resource not found", data = { uri = "returns://read/false", reason = "refused" } },
   rpc = { code = -32001, message = "custom", data = { why = "because" } },
   raise_rpc = { code = -32042, message = "raised rpc" },
+  old = { code = -32002, message = "Resource not found", data = { uri = "returns://read/old", reason = "old form" } },
   error = { code = -32603, message = "Internal error: read blew up" },
   error_table = { code = -32603, message = "Internal error: table blew up" },
 }
@@ -170,6 +171,8 @@ for _, name in ipairs { "stdio", "http" } do
         no_path(resp)
       end
       assert.truthy(logged(srv, "%(resources/read%) failed: [^\n]*returns%.lua:%d+: read blew up"))
+      assert.truthy(logged(srv, "warning: the read of returns://read/old returned nil, %-32602, message: " ..
+                                "use mcp.rpc_error"))
     end)
 
     it("prompts/get and completion/complete: the same codes", function()
@@ -186,6 +189,8 @@ for _, name in ipairs { "stdio", "http" } do
       local resp = request("completion/complete", { ref = { type = "ref/prompt", name = "get" },
                                                     argument = { name = "how", value = "nil" } })
       assert.are.same({ values = {}, hasMore = false }, resp.result.completion)
+      assert.truthy(logged(srv, "warning: the get of prompt get returned nil, %-32602"))
+      assert.truthy(logged(srv, "warning: the completion of how returned nil, %-32602"))
     end)
   end)
 end

@@ -115,21 +115,24 @@ local function table_result(res)
   return { content = content, structuredContent = res }
 end
 
-local warned = setmetatable({}, { __mode = "k" })   -- tools told about the old JSON-RPC form
+local warned = setmetatable({}, { __mode = "k" })   -- told about the old JSON-RPC form, by key
 
--- A failure (nil, message [, code] or false [, message]) as an isError result.
-local function failure(tool, msg, code)
-  if math.type(msg) == "integer" and type(code) == "string" then   -- the old nil, code, message
-    if not warned[tool] then
-      warned[tool] = true
-      log("warning", "tool %s returned nil, %d, message: use mcp.rpc_error for a JSON-RPC error",
-          tool.name, msg)
+-- What a handler, read, get or a completion function returned, when it is
+-- a failure (nil or false, message [, code]): the message and the code; nil
+-- otherwise. The old nil, code, message takes the message, with a warning
+-- once per key that names what (kind .. name).
+function M.failure(key, kind, name, res, msg, code)
+  if res ~= nil and res ~= false then return nil end
+  if res == nil and msg == nil and code == nil then return nil end
+  if math.type(msg) == "integer" and type(code) == "string" then
+    if not warned[key] then
+      warned[key] = true
+      log("warning", "%s%s returned nil, %d, message: use mcp.rpc_error for a JSON-RPC error", kind, name, msg)
     end
-    return tool_error(code)
+    msg, code = code, nil
   end
-  if code ~= nil then log("debug", "tool %s failed (%s): %s", tool.name, tostring(code), tostring(msg)) end
-  if msg == nil then return tool_error("failed") end
-  return tool_error(M.message_of(msg))
+  if msg == nil then return "failed", code end
+  return M.message_of(msg), code
 end
 
 -- A success checked against the tool's outputSchema (a mounted tool's
@@ -154,14 +157,13 @@ end
 function M.tool(tool, res, msg, code)
   local t = type(res)
   local result
+  local fmsg, fcode = M.failure(tool, "tool ", tool.name, res, msg, code)
+  if fmsg then
+    if fcode ~= nil then log("debug", "tool %s failed (%s): %s", tool.name, tostring(fcode), fmsg) end
+    return tool_error(fmsg)
+  end
   if res == nil then
-    if msg == nil and code == nil then
-      result = { content = setmetatable({}, core.array_mt) }
-    else
-      return failure(tool, msg, code)
-    end
-  elseif res == false then
-    return failure(tool, msg)
+    result = { content = setmetatable({}, core.array_mt) }
   elseif t == "string" or t == "number" or t == "boolean" then
     result = { content = setmetatable({ { type = "text", text = tostring(res) } }, core.array_mt) }
   elseif M.is_rpc_error(res) then

@@ -4,7 +4,7 @@
 -- nil, code, message for a JSON-RPC error.
 local core = require "mcp.core"
 local mcp = require "mcp"
-local result = require "mcp.result"
+local outcome = require "mcp.result"
 local input = require "mcp.input"
 local client = require "mcp.client"
 local mount = require "mcp.mount"
@@ -498,7 +498,7 @@ function methods.tools_call(params, id, session)
     return args                      -- an isError result
   end
   params = nil                       -- not kept alive while the handler waits
-  return result.tool(tool, tool.handler(args, ctx))
+  return outcome.tool(tool, tool.handler(args, ctx))
 end
 
 -- The Mcp-Param headers (x-mcp-header) of a tool, for the HTTP transport's
@@ -556,25 +556,6 @@ end
 
 local function not_found(uri, reason)
   return nil, -32002, "Resource not found", { uri = uri, reason = reason }
-end
-
-local warned = setmetatable({}, { __mode = "k" })   -- told about the old JSON-RPC form
-
--- What read, get or a completion function returned, when it is a failure
--- (nil or false, message [, code]): the message and the code; nil otherwise.
--- who names the function in the warning about the old nil, code, message.
-local function failure(key, who, res, msg, code)
-  if res ~= nil and res ~= false then return nil end
-  if res == nil and msg == nil and code == nil then return nil end
-  if math.type(msg) == "integer" and type(code) == "string" then
-    if not warned[key] then
-      warned[key] = true
-      log("warning", "%s returned nil, %d, message: use mcp.rpc_error for a JSON-RPC error", who, msg)
-    end
-    msg, code = code, nil
-  end
-  if msg == nil then return "failed", code end
-  return result.message_of(msg), code
 end
 
 -- A failure of get or a completion function as a JSON-RPC error.
@@ -658,8 +639,8 @@ methods["resources/read"] = function(params, id, session)
   params = nil
   local res, msg, code
   if vars then res, msg, code = r.read(vars, ctx) else res, msg, code = r.read(ctx) end
-  if result.is_rpc_error(res) then return nil, res.code, res.message, res.data end
-  local fmsg, fcode = failure(r, "resource " .. uri .. ": read", res, msg, code)
+  if outcome.is_rpc_error(res) then return nil, res.code, res.message, res.data end
+  local fmsg, fcode = outcome.failure(r, "the read of ", uri, res, msg, code)
   if fmsg then
     if fcode == nil or fcode == "not_found" then return not_found(uri, fmsg) end
     return nil, -32603, "Internal error: " .. fmsg
@@ -790,8 +771,8 @@ methods["prompts/get"] = function(params, id, session)
   if not ok then return nil, code0, emsg end
   params = nil
   local res, emsg, code = p.get(args, ctx)
-  if result.is_rpc_error(res) then return nil, res.code, res.message, res.data end
-  local fmsg, fcode = failure(p, "prompt " .. p.name .. ": get", res, emsg, code)
+  if outcome.is_rpc_error(res) then return nil, res.code, res.message, res.data end
+  local fmsg, fcode = outcome.failure(p, "the get of prompt ", p.name, res, emsg, code)
   if fmsg then return invalid_or_internal(fmsg, fcode) end
   local result, err = prompt_result(res)
   if not result then return nil, -32603, "Internal error: prompt " .. p.name .. ": " .. err end
@@ -874,8 +855,8 @@ methods["completion/complete"] = function(params, id, session)
     ctx.arguments = cargs
     local msg, code
     res, msg, code = fn(arg.value, ctx)
-    if result.is_rpc_error(res) then return nil, res.code, res.message, res.data end
-    local fmsg, fcode = failure(fn, "completion of " .. arg.name, res, msg, code)
+    if outcome.is_rpc_error(res) then return nil, res.code, res.message, res.data end
+    local fmsg, fcode = outcome.failure(fn, "the completion of ", arg.name, res, msg, code)
     if fmsg then return invalid_or_internal(fmsg, fcode) end
   elseif type(fn) == "table" then
     res = by_prefix(fn, arg.value)
@@ -970,7 +951,7 @@ function M.list()
 end
 
 -- What a handler raised, for the C core (sched.c): code, message, data.
-M.raised = result.raised
+M.raised = outcome.raised
 
 M.sync_methods()
 M.tools = tools
