@@ -1,5 +1,5 @@
 -- What a handler returns or raises, and what the client gets: the table of
--- README "Results and errors", row by row, over stdio and over HTTP
+-- README's "Writing a tool", row by row, over stdio and over HTTP
 -- (fixture: spec/fixtures/returns/, one tool per row); outputSchema; and
 -- read, get and completion functions failing every way.
 local H = require "spec.helper"

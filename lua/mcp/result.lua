@@ -1,15 +1,15 @@
 -- What a handler returns or raises, as what the client gets: the table of
--- README "Results and errors". A tool's returns become a CallToolResult (or,
+-- README's "Writing a tool" (spec/returns_spec.lua). A tool's returns become a CallToolResult (or,
 -- from mcp.rpc_error only, a JSON-RPC error); read, get and the completion
 -- functions fail as nil, message [, code] too (server.lua maps the code).
 local core = require "mcp.core"
 
 local M = {}
 
-local RPC_ERROR = {}
-RPC_ERROR.__index = RPC_ERROR
-RPC_ERROR.__name = "mcp.rpc_error"
-RPC_ERROR.__tostring = function(e) return string.format("JSON-RPC error %d: %s", e.code, e.message) end
+local RPC_ERROR = {
+  __name = "mcp.rpc_error",
+  __tostring = function(e) return string.format("JSON-RPC error %d: %s", e.code, e.message) end,
+}
 
 local function log(level, fmt, ...)
   core.log_stderr(level, string.format(fmt, ...))
