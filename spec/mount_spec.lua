@@ -94,7 +94,7 @@ describe("mount", function()
     local bad = c:call("up_echo", {})
     assert.is_true(bad.result.isError)
     assert.matches("text", H.text(bad))
-    assert.are.equal(-32099, c:call("up_fail", {}).error.code)
+    assert.are.same({ code = -32099, message = "custom failure" }, c:call("up_fail", {}).error)
 
     local res = c:request("resources/list", {}).result.resources
     assert.are.equal("up://readme", res[1].uri)
@@ -151,6 +151,8 @@ return mcp.plugin { name = "own", tools = { mcp.tool { name = "echo", handler = 
     local c = serve(gateway_dir(upstream_cmd(), [[prefix = "w_",
       wrap = function(name, args, ctx, call)
         if args.text == "forbidden" then return mcp.error(name .. ": not allowed") end
+        if args.text == "nil" then return nil, "refused by wrap", "denied" end
+        if args.text == "rpc" then return mcp.rpc_error(-32010, "wrap says no") end
         if args.text then args.text = args.text:upper() end
         local r, msg, err = call(args)
         if not r then return mcp.error(msg) end
@@ -161,6 +163,10 @@ return mcp.plugin { name = "own", tools = { mcp.tool { name = "echo", handler = 
     local r = c:call("w_echo", { text = "forbidden" })
     assert.is_true(r.result.isError)
     assert.are.equal("w_echo: not allowed", H.text(r))
+    r = c:call("w_echo", { text = "nil" })           -- wrap returns what a handler returns
+    assert.is_true(r.result.isError)
+    assert.are.equal("refused by wrap", H.text(r))
+    assert.are.same({ code = -32010, message = "wrap says no" }, c:call("w_echo", { text = "rpc" }).error)
   end)
 
   it("forwards progress, and a cancel stops the upstream handler", function()

@@ -161,7 +161,7 @@ describe("prompts", function()
       assert.truthy(e.message:find("role", 1, true), e.message)
     end)
 
-    it("get returning nil, code, message is answered with that JSON-RPC error", function()
+    it("get returning mcp.rpc_error is answered with that JSON-RPC error", function()
       local c = session()
       local e = get(c, "custom_error").error
       assert.are.same({ -32001, "prompt refused" }, { e.code, e.message })

@@ -192,7 +192,7 @@ describe("resources", function()
       assert.are.equal(-32002, read(c, "test://gone").error.code)
     end)
 
-    it("read returning nil, code, message is answered with that JSON-RPC error", function()
+    it("read returning mcp.rpc_error is answered with that JSON-RPC error", function()
       local c = session()
       local e = read(c, "test://custom-error").error
       assert.are.equal(-32001, e.code)

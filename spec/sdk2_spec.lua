@@ -79,7 +79,7 @@ end
 
 -- What every revision shares: the tools, the echo call, the unknown tool.
 local function check_list_call(rep, srv)
-  assert.are.same({ "echo", "steps", "wait" }, tool_names(rep), dump(rep, srv))
+  assert.are.same({ "echo", "point", "steps", "wait" }, tool_names(rep), dump(rep, srv))
   for _, t in ipairs(rep.tools) do
     if t.name == "echo" then
       assert.are.equal("Echo", t.title)

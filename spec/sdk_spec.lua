@@ -146,7 +146,7 @@ describe("the TypeScript SDK client", function()
         local names = {}
         for _, t in ipairs(rep.tools) do names[#names + 1] = t.name end
         table.sort(names)
-        assert.are.same({ "echo", "steps", "wait" }, names)
+        assert.are.same({ "echo", "point", "steps", "wait" }, names)
         for _, t in ipairs(rep.tools) do
           if t.name == "echo" then
             assert.are.equal("Echo", t.title)
@@ -155,6 +155,13 @@ describe("the TypeScript SDK client", function()
         end
         assert.are.same({ { type = "text", text = "echo: hi from the sdk" } }, rep.result.content)
         assert.is_not_true(rep.result.isError)
+        -- an outputSchema: the SDK validates structuredContent; a wrong one is an isError result
+        assert.are.same({ x = 1, y = 2 }, rep.point.structuredContent)
+        assert.is_not_true(rep.point.isError)
+        assert.is_nil(rep.badPoint.error, "the SDK threw: " .. cjson.encode(rep.badPoint))
+        assert.is_true(rep.badPoint.result.isError)
+        assert.are.equal("Output does not match outputSchema: x: expected integer, got string",
+                         rep.badPoint.result.content[1].text)
         assert.are.equal(-32602, rep.unknown.error and rep.unknown.error.code,
                          "an unknown tool: " .. cjson.encode(rep.unknown))
         assert.are.same({}, rep.errors)

@@ -41,7 +41,8 @@ describe("tasks", function()
     for _, t in ipairs(c:request("tools/list").result.tools) do
       support[t.name] = t.execution and t.execution.taskSupport or "absent"
     end
-    assert.are.same({ slow = "optional", stubborn = "optional", fails = "optional", asks = "optional", must = "required",
+    assert.are.same({ slow = "optional", stubborn = "optional", fails = "optional", nil_message = "optional", rpc = "optional",
+                      asks = "optional", must = "required",
                       never = "forbidden", plain = "absent" }, support)
   end)
 
@@ -130,6 +131,19 @@ describe("tasks", function()
     local r = get(c, t.taskId).result
     assert.are.equal("failed", r.status)
     assert.are.equal("it broke", r.statusMessage)
+  end)
+
+  it("nil, message is a failed task with that isError result; mcp.rpc_error a failed one with the error", function()
+    local c = session()
+    local t = start_task(c, "nil_message", {}, 60000)
+    local resp = c:request("tasks/result", { taskId = t.taskId })
+    assert.is_true(resp.result.isError)
+    assert.are.equal("no such city", resp.result.content[1].text)
+    assert.are.equal("failed", get(c, t.taskId).result.status)
+    t = start_task(c, "rpc", {}, 60000)
+    resp = c:request("tasks/result", { taskId = t.taskId })
+    assert.are.same({ code = -32001, message = "refused", data = { why = "test" } }, resp.error)
+    assert.are.equal("failed", get(c, t.taskId).result.status)
   end)
 
   it("tasks/list pages through the session's tasks", function()

@@ -272,8 +272,15 @@ function M.call_request(opts)
   }
 end
 
--- Text content plainly; structuredContent (which a text item repeats) and
--- other content as pretty JSON.
+-- Is text the JSON of structured (the text item a structured result repeats it in)?
+local function repeats(text, structured)
+  if structured == nil then return false end
+  local v = core.decode(text)
+  return v ~= nil and M.pretty(v) == M.pretty(structured)
+end
+
+-- Each text item plainly (but the one repeating structuredContent), other
+-- content and structuredContent as pretty JSON.
 local function render(result)
   local out = {}
   local function add(s)
@@ -284,7 +291,7 @@ local function render(result)
   local structured = result.structuredContent
   for _, item in ipairs(content) do
     if type(item) == "table" and item.type == "text" and type(item.text) == "string" then
-      if structured == nil then add(item.text) end
+      if not repeats(item.text, structured) then add(item.text) end
     else
       add(M.pretty(item))
     end
@@ -308,10 +315,15 @@ function M.call_output(response, opts, interrupts)
   end
   if opts.cmd == "list" then return msg.result.code, msg.result.text, "" end
   local result = msg.result
-  local code = result.isError == true and 1 or 0
-  local errtext = code == 1 and string.format("luamcp: tool %s returned an error\n", opts.name) or ""
-  if opts.json then return code, M.pretty(result) .. "\n", errtext end
-  return code, render(result), errtext
+  if opts.json then
+    return result.isError == true and 1 or 0, M.pretty(result) .. "\n",
+           result.isError == true and string.format("luamcp: tool %s failed\n", opts.name) or ""
+  end
+  if result.isError == true then            -- a tool error: its message on stderr
+    local text = render(result)
+    return 1, "", string.format("luamcp: tool %s failed: %s", opts.name, text ~= "" and text or "\n")
+  end
+  return 0, render(result), ""
 end
 
 ---------------------------------------------------------------------------
@@ -731,7 +743,8 @@ describe("@NAME@ through luamcp call", function()
   it("refuses arguments the input schema does not allow", function()
     local out, code, err = call("@NAME@", '{"n": 0}')
     assert.are.equal(1, code)
-    assert.truthy((out .. err):find("Invalid arguments", 1, true), out .. err)
+    assert.are.equal("", out)
+    assert.truthy(err:find("Invalid arguments", 1, true), err)   -- a tool error: on stderr
   end)
 end)
 ]==]

@@ -1,5 +1,6 @@
 -- The mcp module: what plugins use to declare tools and talk to the server.
 local core = require "mcp.core"
+local outcome = require "mcp.result"
 
 local mcp = {}
 
@@ -55,11 +56,15 @@ function mcp.text(s)
   return { content = mcp.array { { type = "text", text = tostring(s) } } }
 end
 
+-- An isError result: a string, or a table's message (else its JSON).
 function mcp.error(msg)
-  local r = mcp.text(msg)
+  local r = mcp.text(outcome.message_of(msg))
   r.isError = true
   return r
 end
+
+-- A JSON-RPC error, returned or raised by a handler (lua/mcp/result.lua).
+mcp.rpc_error = outcome.rpc_error
 
 function mcp.image(data, mimeType)
   return { content = mcp.array { { type = "image", data = data, mimeType = mimeType } } }

@@ -36,14 +36,19 @@ end
 
 function M.of(plugin) return states[plugin] end
 
+-- The upstream's JSON-RPC error object in a client call's failure (nil,
+-- message, "rpc", error object), or nil.
+local function rpc_object(code, obj)
+  if code == "rpc" and type(obj) == "table" and math.type(obj.code) == "integer" then return obj end
+end
+
 -- A tool call's outcome as a handler's return: the upstream's result as
 -- is, its JSON-RPC error as ours, anything else an isError result.
-function M.result(res, msg, code, err)
+function M.result(res, msg, code, obj)
   local mcp = require "mcp"
   if res ~= nil then return res end
-  if code == "rpc" and type(err) == "table" and math.type(err.code) == "integer" then
-    return nil, err.code, err.message or msg, err.data
-  end
+  local e = rpc_object(code, obj)
+  if e then return mcp.rpc_error(e.code, tostring(e.message or msg), e.data) end
   if code == "cancelled" then return nil end   -- no response goes out anyway
   return mcp.error(msg or "the upstream failed")
 end
@@ -104,12 +109,14 @@ end
 ---------------------------------------------------------------------------
 -- What the upstream offers, as mcp.tool, mcp.resource, mcp.prompt objects.
 
-local function upstream_error(res, msg, code, err)
+-- A read or get of the upstream as ours: its JSON-RPC error as ours, any
+-- other failure an internal error.
+local function upstream_error(res, msg, code, obj)
+  local mcp = require "mcp"
   if res ~= nil then return res end
-  if code == "rpc" and type(err) == "table" and math.type(err.code) == "integer" then
-    return nil, err.code, err.message or msg
-  end
-  return nil, -32603, "Internal error: " .. tostring(msg)
+  local e = rpc_object(code, obj)
+  if e then return mcp.rpc_error(e.code, tostring(e.message or msg), e.data) end
+  return mcp.rpc_error(-32603, "Internal error: " .. tostring(msg))
 end
 
 local function make_tool(st, t)

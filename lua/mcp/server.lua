@@ -4,6 +4,7 @@
 -- nil, code, message for a JSON-RPC error.
 local core = require "mcp.core"
 local mcp = require "mcp"
+local outcome = require "mcp.result"
 local input = require "mcp.input"
 local client = require "mcp.client"
 local mount = require "mcp.mount"
@@ -420,37 +421,6 @@ function methods.tools_list(params)
   return { tools = page, nextCursor = stop < #tool_list and tostring(stop + 1) or nil }
 end
 
--- What a handler returned, as a CallToolResult.
-local function is_content_list(t)
-  if #t == 0 then return false end
-  for _, item in ipairs(t) do
-    if type(item) ~= "table" or type(item.type) ~= "string" then return false end
-  end
-  return true
-end
-
-local function normalize(res)
-  local t = type(res)
-  if res == nil then return { content = mcp.array() } end
-  if t == "string" or t == "number" or t == "boolean" then return mcp.text(tostring(res)) end
-  if t ~= "table" then return mcp.error("handler returned a " .. t) end
-  if res.content ~= nil or res.structuredContent ~= nil or res.isError ~= nil then
-    if res.content == nil then
-      res.content = mcp.array()
-      if res.structuredContent ~= nil then
-        res.content[1] = { type = "text", text = core.encode(res.structuredContent) }
-      end
-    elseif not mcp.is_array(res.content) then
-      mcp.array(res.content)
-    end
-    return res
-  end
-  if is_content_list(res) then return { content = mcp.array(res) } end
-  local text, err = core.encode(res)
-  if not text then return mcp.error("result cannot be encoded: " .. err) end
-  return { content = mcp.array { { type = "text", text = text } }, structuredContent = res }
-end
-
 -- The checks before a handler runs: tool, args; or nil, code, message for a
 -- JSON-RPC error; or false, result for an isError result. A frame of its own,
 -- so that the handler's coroutine stack stays small (10,000 may be waiting).
@@ -497,13 +467,6 @@ local function prepare(params)
   return tool, args
 end
 
--- What a handler returned: nil, code, message [, data] is a JSON-RPC error
--- (as from read and get); anything else a CallToolResult.
-local function tool_result(res, code, msg, data)
-  if res == nil and math.type(code) == "integer" then return nil, code, msg or "error", data end
-  return normalize(res)
-end
-
 -- The handler runs unprotected: an error (or ctx:check()'s cancellation)
 -- ends the coroutine, and the C core turns it into an isError result (or no
 -- response, once cancelled). No pcall here, so that <close> variables of an
@@ -542,7 +505,7 @@ function methods.tools_call(params, id, session)
     return args                      -- an isError result
   end
   params = nil                       -- not kept alive while the handler waits
-  return tool_result(tool.handler(args, ctx))
+  return outcome.tool(tool, tool.handler(args, ctx))
 end
 
 -- The Mcp-Param headers (x-mcp-header) of a tool, for the HTTP transport's
@@ -598,8 +561,14 @@ local function paginate(list, params, entry)
   return page, stop < #list and tostring(stop + 1) or nil
 end
 
-local function not_found(uri)
-  return nil, -32002, "Resource not found", { uri = uri }
+local function not_found(uri, reason)
+  return nil, -32002, "Resource not found", { uri = uri, reason = reason }
+end
+
+-- A failure of get or a completion function as a JSON-RPC error.
+local function invalid_or_internal(msg, code)
+  if code == "invalid" or code == "not_found" then return nil, -32602, "Invalid params: " .. msg end
+  return nil, -32603, "Internal error: " .. msg
 end
 
 -- The resource or template serving uri: resource, nil; template, params; or nil.
@@ -675,12 +644,15 @@ methods["resources/read"] = function(params, id, session)
   local ok, code0, emsg = input.open(ctx, "resources/read", params, uri)
   if not ok then return nil, code0, emsg end
   params = nil
-  local res, code, msg
-  if vars then res, code, msg = r.read(vars, ctx) else res, code, msg = r.read(ctx) end
-  if res == nil then
-    if math.type(code) == "integer" then return nil, code, msg or "error" end
-    return not_found(uri)               -- nil: there is no such resource
+  local res, msg, code
+  if vars then res, msg, code = r.read(vars, ctx) else res, msg, code = r.read(ctx) end
+  if outcome.is_rpc_error(res) then return nil, res.code, res.message, res.data end
+  local fmsg, fcode = outcome.failure(r, "the read of ", uri, res, msg, code)
+  if fmsg then
+    if fcode == nil or fcode == "not_found" then return not_found(uri, fmsg) end
+    return nil, -32603, "Internal error: " .. fmsg
   end
+  if res == nil then return not_found(uri) end    -- nil: there is no such resource
   local result, err = read_result(res, uri, r.mimeType)
   if not result then return nil, -32603, "Internal error: resource " .. uri .. ": " .. err end
   return result
@@ -806,8 +778,10 @@ methods["prompts/get"] = function(params, id, session)
   local ok, code0, emsg = input.open(ctx, "prompts/get", params, p.name, args)
   if not ok then return nil, code0, emsg end
   params = nil
-  local res, code, emsg = p.get(args, ctx)
-  if res == nil and math.type(code) == "integer" then return nil, code, emsg or "error" end
+  local res, emsg, code = p.get(args, ctx)
+  if outcome.is_rpc_error(res) then return nil, res.code, res.message, res.data end
+  local fmsg, fcode = outcome.failure(p, "the get of prompt ", p.name, res, emsg, code)
+  if fmsg then return invalid_or_internal(fmsg, fcode) end
   local result, err = prompt_result(res)
   if not result then return nil, -32603, "Internal error: prompt " .. p.name .. ": " .. err end
   return result
@@ -887,9 +861,11 @@ methods["completion/complete"] = function(params, id, session)
   if type(fn) == "function" then
     local ctx = decl.ctx(id)
     ctx.arguments = cargs
-    local code, msg
-    res, code, msg = fn(arg.value, ctx)
-    if res == nil and math.type(code) == "integer" then return nil, code, msg or "error" end
+    local msg, code
+    res, msg, code = fn(arg.value, ctx)
+    if outcome.is_rpc_error(res) then return nil, res.code, res.message, res.data end
+    local fmsg, fcode = outcome.failure(fn, "the completion of ", arg.name, res, msg, code)
+    if fmsg then return invalid_or_internal(fmsg, fcode) end
   elseif type(fn) == "table" then
     res = by_prefix(fn, arg.value)
   end
@@ -981,6 +957,9 @@ end
 function M.list()
   return { tools = tool_list, resources = resource_list, templates = template_list, prompts = prompt_list }
 end
+
+-- What a handler raised, for the C core (sched.c): code, message, data.
+M.raised = outcome.raised
 
 M.sync_methods()
 M.tools = tools

@@ -57,7 +57,7 @@ return mcp.plugin {
       description = "Fails with a JSON-RPC internal error (may run as a task)",
       task = "optional",
       handler = function()
-        return nil, -32603, "Internal error: protocol_error_job fails at the protocol level"
+        return mcp.rpc_error(-32603, "Internal error: protocol_error_job fails at the protocol level")
       end,
     },
     -- tasks-mrtr-input, tasks-dispatch-and-envelope: one elicitation, then done

@@ -274,6 +274,56 @@ static void respond_send(mcp_call *c, mcp_buf *b) {
   c->bytes_out = (uint32_t)b->len;
 }
 
+/* A JSON-RPC error response into b, with the data at L's index idx unless
+ * that is nil (or idx is 0). */
+static void rpc_error_out(mcp_buf *b, mcp_call *c, int code, const char *msg, lua_State *L, int idx) {
+  char err[256];
+  c->rpc_error = 1;
+  mcp_rpc_error(b, c->req.key, code, "%s", msg);
+  if (idx != 0 && !lua_isnil(L, idx)) {
+    size_t len = b->len - 2;                    /* reopen the error object: drop "}}" */
+    b->len = len;
+    mcp_buf_adds(b, ",\"data\":");
+    if (mcp_json_encode(L, idx, b, err, sizeof err) != 0) b->len = len;
+    mcp_buf_adds(b, "}}");
+  }
+}
+
+/* server.raised(err): code (nil, or an integer for a JSON-RPC error),
+ * message (without the position), data. */
+static int push_raised(lua_State *L) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, S.server_ref);
+  lua_getfield(L, -1, "raised");
+  lua_pushvalue(L, 1);
+  lua_call(L, 1, 3);
+  return 3;
+}
+
+/* What the handler raised (on co's top) as a JSON-RPC error code (0: none)
+ * and its message, into msg; pushes its data on S.L (the caller restores
+ * S.L's top). */
+static int raised(lua_State *co, char *msg, size_t cap) {
+  lua_State *L = S.L;
+  int code = 0;
+  if (co == NULL || !lua_checkstack(co, 2) || !lua_checkstack(L, 4)) {
+    error_message(co, msg, cap);
+    lua_pushnil(L);
+    return 0;
+  }
+  lua_pushcfunction(L, push_raised);
+  lua_pushvalue(co, -1);
+  lua_xmove(co, L, 1);
+  if (lua_pcall(L, 1, 3, 0) != LUA_OK) {
+    lua_pop(L, 1);
+    error_message(co, msg, cap);
+    lua_pushnil(L);
+    return 0;
+  }
+  if (lua_isinteger(L, -3)) code = (int)lua_tointeger(L, -3);
+  snprintf(msg, cap, "%s", lua_isstring(L, -2) ? lua_tostring(L, -2) : "error");
+  return code;
+}
+
 static void respond_result(mcp_call *c, int nres) {
   lua_State *co = c->co;
   mcp_buf *b = mcp_scratch();
@@ -281,16 +331,8 @@ static void respond_result(mcp_call *c, int nres) {
   int base = lua_gettop(co) - nres + 1;
   if (nres >= 3 && lua_isnil(co, base) && lua_isinteger(co, base + 1)) {
     /* stack: nil code message [data] */
-    c->rpc_error = 1;
-    mcp_rpc_error(b, c->req.key, (int)lua_tointeger(co, base + 1), "%s",
-                  luaL_optstring(co, base + 2, "error"));
-    if (nres >= 4 && !lua_isnil(co, base + 3)) {
-      size_t len = b->len - 2;                    /* reopen the error object: drop "}}" */
-      b->len = len;
-      mcp_buf_adds(b, ",\"data\":");
-      if (mcp_json_encode(co, base + 3, b, err, sizeof err) != 0) b->len = len;
-      mcp_buf_adds(b, "}}");
-    }
+    rpc_error_out(b, c, (int)lua_tointeger(co, base + 1), luaL_optstring(co, base + 2, "error"), co,
+                  nres >= 4 ? base + 3 : 0);
   } else {
     mcp_rpc_result_open(b, c->req.key);
     if (nres == 0 || mcp_json_encode(co, base, b, err, sizeof err) != 0) {
@@ -314,18 +356,23 @@ static void tool_error_result(mcp_buf *b, mcp_call *c, const char *msg) {
   mcp_rpc_close(b);
 }
 
-/* The handler raised: a tool gets an isError result with the message, any
- * other method a JSON-RPC internal error. The error value is on co's top. */
+/* The handler raised: an mcp.rpc_error is that JSON-RPC error; anything else
+ * gives a tool an isError result with the message (without its position),
+ * any other method a JSON-RPC internal error. The error value is on co's top. */
 static void respond_error(mcp_call *c) {
   mcp_buf *b = mcp_scratch();
   char msg[1024];
+  int code = 0, top = lua_gettop(S.L);
   if (c == S.refusing) snprintf(msg, sizeof msg, "%s", S.refusal);
-  else error_message(c->co, msg, sizeof msg);
-  if (c->tool) {
+  else code = raised(c->co, msg, sizeof msg);
+  if (code != 0) {
+    rpc_error_out(b, c, code, msg, S.L, lua_gettop(S.L));
+  } else if (c->tool) {
     tool_error_result(b, c, msg);
   } else {
     mcp_rpc_error(b, c->req.key, MCP_RPC_INTERNAL, "Internal error: %s", msg);
   }
+  lua_settop(S.L, top);
   respond_send(c, b);
 }
 
@@ -468,6 +515,24 @@ static void call_finish(mcp_call *c) {
   if (S.live == 0 && mcp_sched_idle_cb) mcp_sched_idle_cb();
 }
 
+/* The handler raised: its position and traceback go to the log, at error
+ * level (a raised mcp.rpc_error at debug level). A string error keeps its
+ * position here; the client gets the message only (respond_error). */
+static void log_raised(mcp_call *c) {
+  char msg[1024];
+  int top = lua_gettop(S.L), code, level;
+  if (!mcp_log_enabled(MCP_LOG_ERROR)) return;
+  code = raised(c->co, msg, sizeof msg);
+  level = code != 0 ? MCP_LOG_DEBUG : MCP_LOG_ERROR;
+  if (mcp_log_enabled(level)) {
+    if (lua_type(c->co, -1) == LUA_TSTRING) error_message(c->co, msg, sizeof msg);
+    luaL_traceback(S.L, c->co, msg, 0);
+    mcp_log(level, "request %.64s (%s%s%s) failed: %s", c->req.key, c->method, c->tool ? " " : "",
+            c->tool ? c->tool : "", lua_tostring(S.L, -1));
+  }
+  lua_settop(S.L, top);
+}
+
 /* Resume the coroutine and turn what it did into an event. */
 static void call_resume(mcp_call *c, int nargs) {
   int nres, status;
@@ -506,14 +571,7 @@ static void call_resume(mcp_call *c, int nargs) {
     mcp_call_fire(c, MCP_EV_GRACE, NULL);
     return;
   }
-  if (c->req.state == MCP_REQ_RUNNING && mcp_log_enabled(MCP_LOG_ERROR)) {
-    char msg[1024];
-    error_message(c->co, msg, sizeof msg);
-    luaL_traceback(S.L, c->co, msg, 0);
-    mcp_error("request %.64s (%s%s%s) failed: %s", c->req.key, c->method, c->tool ? " " : "",
-              c->tool ? c->tool : "", lua_tostring(S.L, -1));
-    lua_pop(S.L, 1);
-  }
+  if (c->req.state == MCP_REQ_RUNNING) log_raised(c);
   mcp_call_fire(c, MCP_EV_RAISE, NULL);
 }
 

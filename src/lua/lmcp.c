@@ -287,8 +287,9 @@ static int l_client_supports(lua_State *L) {
   return 1;
 }
 
-/* finish(...): end the request now, its arguments being what the handler
- * returns (a result, or nil, code, message [, data]). The handler does not
+/* finish(...): end the request now, its arguments being what the dispatcher
+ * returns (a result, or nil, code, message [, data]: server.lua's protocol
+ * with the core, not a handler's). The handler does not
  * run on: the scheduler resets its coroutine, running its <close> variables.
  * A yield, so that no pcall of the handler can catch it. */
 static int l_finish(lua_State *L) {
