@@ -390,12 +390,13 @@ function Ctx.on_cancel(_, fn) return core.on_cancel(fn) end
 -- Over HTTP: close the connection under this request's SSE stream without
 -- ending the stream (SSE polling); the client resumes it with Last-Event-ID.
 function Ctx.close_connection() return core.close_connection() end
-function Ctx.spawn(_, cmd, args, opts) return core.spawn(cmd, args, opts) end
+-- ctx:spawn{ command = {"prog", "arg", ...}, cwd =, env =, stdin =, stdout =,
+-- stderr =, timeout =, max_bytes = } (src/lua/spawn.h).
+function Ctx.spawn(_, opts) return core.spawn(opts) end
 function Ctx.read_file(_, path, opts) return core.read_file(path, opts) end
 function Ctx.list_dir(_, path) return core.list_dir(path) end
 function Ctx.realpath(_, path) return core.realpath(path) end
 function Ctx.http(_, req) return mcp.http(req) end
-function Ctx.all(_, fns) return mcp.all(fns) end
 
 -- Input from the client (lua/mcp/input.lua): in a session, requests to the
 -- client that yield until the answer; for a 2026-07-28 request, input
@@ -466,12 +467,20 @@ coroutine.create = function(f)
   end
   return co
 end
+-- As lcorolib's auxwrap: a coroutine that fails is closed (its pending
+-- <close> variables run) and its error (or a <close> method's) raised again
+-- as it is (auxwrap's luaL_where names a C function: nothing is prepended).
 coroutine.wrap = function(f)
   local co = coroutine.create(f)
   return function(...)
     local r = table.pack(coroutine.resume(co, ...))
-    if not r[1] then error(r[2], 0) end
-    return table.unpack(r, 2, r.n)
+    if r[1] then return table.unpack(r, 2, r.n) end
+    local err = r[2]
+    if coroutine.status(co) == "dead" then
+      local ok, cerr = coroutine.close(co)
+      if not ok then err = cerr end
+    end
+    error(err, 0)
   end
 end
 

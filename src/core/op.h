@@ -65,11 +65,20 @@ void mcp_ops_stop(mcp_call *c, const char *why, int finished);
 /* A stopped request starts no new op: when c is cancelled (or timing
  * out), push nil, "cancelled: <reason>", "cancelled" and return 3; else 0. */
 int mcp_op_refuse(lua_State *L, mcp_call *c);
+/* The call whose handler may wait in L (its own coroutine, or a function
+ * of mcp.all); raises "<what>: why", naming the caller's line, elsewhere. */
+mcp_call *mcp_op_caller(lua_State *L, const char *what);
+/* Wait for the op whose handle is on top of the stack (L may wait: see
+ * mcp_op_caller) and return its outcome: op:result() once done, nil,
+ * "cancelled: <reason>", "cancelled" when a cancel ended it. A yield: a C
+ * function returns what this returns. */
+int mcp_op_wait(lua_State *L);
 /* Cancel every plugin-level op (shutdown). */
 void mcp_ops_shutdown(void);
 /* The op of a handle at index idx, or raises. */
 mcp_op *mcp_op_check(lua_State *L, int idx);
-/* core.await, core.future, core.timer and the op metatable into the table on top. */
+/* core.await, core.sleep, core.future, core.timer, core.AWAIT, core.all_children
+ * and the op metatable into the table on top. */
 void mcp_op_open(lua_State *L);
 
 #endif

@@ -351,7 +351,8 @@ static void call_free(mcp_call *c) {
 }
 
 /* A call's one deadline entry (deadline.c) serves its deadline (timeout,
- * then grace), the end of an mcp.sleep and its next progress heartbeat,
+ * then grace), the end of a wait for the client (a request, a task's input)
+ * and its next progress heartbeat,
  * whichever is earliest. */
 static void timer_arm(mcp_call *c) {
   uint64_t due = c->due_ns;
@@ -679,29 +680,6 @@ mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char 
   if (c->due_ns || c->beat_ns) timer_arm(c);
   queue_push(c);
   return c;
-}
-
-/* mcp.sleep: arm the wait timer and yield; woken by the timer or a cancel. */
-static int sleep_k(lua_State *L, int status, lua_KContext ctx) {
-  mcp_call *c = mcp_call_current(L);
-  (void)status; (void)ctx;
-  if (c != NULL && c->signalled) {
-    lua_pushboolean(L, 0);
-    lua_pushstring(L, c->req.reason ? c->req.reason : "cancelled");
-    return 2;
-  }
-  lua_pushboolean(L, 1);
-  return 1;
-}
-
-int mcp_call_sleep(lua_State *L, mcp_call *c, double seconds) {
-  if (c->signalled) return sleep_k(L, LUA_OK, 0);
-  if (seconds > 0) {
-    c->wake_ns = mcp_clock_ns() + (uint64_t)(seconds * 1e9);
-    c->waiting = 1;
-    timer_arm(c);
-  }
-  return lua_yieldk(L, 0, 0, sleep_k);
 }
 
 /* A request about to start: its tool's limits may queue it (it stays

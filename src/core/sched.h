@@ -57,7 +57,7 @@ struct mcp_call {
   int out_result_ref;        /* {ok, result or error message, error object} once answered */
   mcp_deadline dl;           /* the earliest of due_ns and wake_ns (deadline.c) */
   uint64_t due_ns;           /* hrtime of the timeout, then of the grace end; 0 = none */
-  uint64_t wake_ns;          /* hrtime an mcp.sleep ends; 0 = none */
+  uint64_t wake_ns;          /* when a wait for the client times out; 0 = none */
   long long out_id;          /* id of the request it waits on from the client; 0 = none */
   uint64_t out_timeout_ns;   /* that request's timeout; progress restarts it */
   uint64_t out_max_ns;       /* hrtime it may never wait past */
@@ -135,8 +135,6 @@ void mcp_call_tokens_open(lua_State *L);
 /* A coroutine the handler created: the count hook stays on it (time
  * slices and forced aborts reach it; the alarm only reaches the handler's own). */
 void mcp_call_watch(lua_State *co);
-/* Wait helpers for yielding bindings (lmcp.c). */
-int mcp_call_sleep(lua_State *L, mcp_call *c, double seconds);
 /* Fire CLOSE on every live call for which pred says yes (every call when
  * pred is NULL). */
 void mcp_sched_close_all(int (*pred)(const mcp_call *c, void *ud), void *ud, const char *reason);

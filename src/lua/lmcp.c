@@ -106,35 +106,10 @@ static int l_deadline(lua_State *L) {
   return 1;
 }
 
-static int l_sleep(lua_State *L) {
-  double s = luaL_checknumber(L, 1);
-  mcp_call *c = current(L);
-  if (c == NULL)
-    return luaL_error(L, "mcp.sleep: not inside a request (a plugin's top level cannot wait)");
-  if (L != c->co)
-    return luaL_error(L, "mcp.sleep: call it from the handler's coroutine, not one it created");
-  if (!lua_isyieldable(L) || c->closing)
-    return luaL_error(L, "mcp.sleep: cannot yield here (inside a non-yieldable C call "
-                         "such as a table.sort comparator, or a <close> after an abort)");
-  return mcp_call_sleep(L, c, s);
-}
-
-/* The running call, when the caller may wait in it; raises otherwise. */
-static mcp_call *waitable(lua_State *L, const char *what) {
-  mcp_call *c = current(L);
-  if (c == NULL)
-    luaL_error(L, "%s: not inside a request (a plugin's top level cannot wait)", what);
-  else if (L != c->co)
-    luaL_error(L, "%s: call it from the handler's coroutine, not one it created", what);
-  else if (!lua_isyieldable(L) || c->closing)
-    luaL_error(L, "%s: cannot yield here", what);
-  return c;
-}
-
-/* spawn(cmd [, args [, opts]]): see spawn.h. */
+/* spawn(opts): see spawn.h. */
 static int l_spawn(lua_State *L) {
-  luaL_checkstring(L, 1);
-  return mcp_spawn_start(L, waitable(L, "spawn"));
+  if (lua_type(L, 1) != LUA_TSTRING) luaL_checktype(L, 1, LUA_TTABLE);
+  return mcp_spawn_start(L, mcp_op_caller(L, "spawn"));
 }
 
 /* read_file(path [, opts]): opts.max_bytes (default 64 MiB). */
@@ -150,17 +125,17 @@ static int l_read_file(lua_State *L) {
     }
     lua_pop(L, 1);
   }
-  return mcp_fsread_file(L, waitable(L, "read_file"), path, (size_t)max);
+  return mcp_fsread_file(L, mcp_op_caller(L, "read_file"), path, (size_t)max);
 }
 
 static int l_list_dir(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
-  return mcp_fsread_dir(L, waitable(L, "list_dir"), path);
+  return mcp_fsread_dir(L, mcp_op_caller(L, "list_dir"), path);
 }
 
 static int l_realpath(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
-  return mcp_fsread_realpath(L, waitable(L, "realpath"), path);
+  return mcp_fsread_realpath(L, mcp_op_caller(L, "realpath"), path);
 }
 
 /* The client capability a request to the client needs, if any. */
@@ -386,8 +361,10 @@ static int l_progress(lua_State *L) {
   if (!lua_isnoneornil(L, 3)) luaL_checkstring(L, 3);
   if (c == NULL) return luaL_error(L, "progress: not inside a request");
   if (c->progress_token == NULL || c->req.state != MCP_REQ_RUNNING) return 0;
-  if (p <= c->last_progress)
-    return luaL_error(L, "progress must increase (was %f, got %f)", c->last_progress, p);
+  if (p <= c->last_progress) {            /* the spec wants it to increase: drop, never fail */
+    mcp_debug("request %.64s: progress %g dropped (not above %g)", c->req.key, p, c->last_progress);
+    return 0;
+  }
   c->last_progress = p;
   mcp_rpc_notification_open(&b, "notifications/progress");
   mcp_buf_adds(&b, "{\"progressToken\":");
@@ -754,7 +731,6 @@ static const luaL_Reg core_funcs[] = {
   {"auth", l_auth},
   {"now", l_now},
   {"deadline", l_deadline},
-  {"sleep", l_sleep},
   {"progress", l_progress},
   {"log", l_log},
   {"on_cancel", l_on_cancel},
