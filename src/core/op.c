@@ -387,7 +387,8 @@ static int l_timer(lua_State *L) {
 
 /* wait(op): its outcome, once done (see mcp_op_wait). */
 static int l_wait(lua_State *L) {
-  mcp_op_check(L, 1);
+  mcp_op *op = mcp_op_check(L, 1);
+  if (op->done) return push_outcome(L, op);      /* done already (at a plugin's top level, too) */
   mcp_op_caller(L, "wait");
   lua_settop(L, 1);
   return mcp_op_wait(L);
