@@ -422,8 +422,8 @@ end
 function Ctx.sample(self, params, opts) return self:request("sampling/createMessage", params, opts) end
 function Ctx.elicit(self, params, opts) return self:request("elicitation/create", params, opts) end
 function Ctx.roots(self, opts)
-  local result, err, obj = self:request("roots/list", {}, opts)
-  if not result then return nil, err, obj end
+  local result, err, code, obj = self:request("roots/list", {}, opts)
+  if not result then return nil, err, code, obj end
   return result.roots, result
 end
 -- Several inputs at once: { key = { method = ..., params = ... } } -> results, errors by key.

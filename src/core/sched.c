@@ -351,12 +351,10 @@ static void call_free(mcp_call *c) {
 }
 
 /* A call's one deadline entry (deadline.c) serves its deadline (timeout,
- * then grace), the end of a wait for the client (a request, a task's input)
- * and its next progress heartbeat,
- * whichever is earliest. */
+ * then grace) and its next progress heartbeat, whichever is earliest (its
+ * waits are ops, each with its own). */
 static void timer_arm(mcp_call *c) {
   uint64_t due = c->due_ns;
-  if (c->wake_ns && (due == 0 || c->wake_ns < due)) due = c->wake_ns;
   if (c->beat_ns && (due == 0 || c->beat_ns < due)) due = c->beat_ns;
   mcp_deadline_set(&c->dl, due);
 }
@@ -380,11 +378,6 @@ void mcp_call_beat(mcp_call *c) {
 static void on_deadline(mcp_deadline *d) {
   mcp_call *c = (mcp_call *)((char *)d - offsetof(mcp_call, dl));
   uint64_t now = mcp_clock_ns();
-  if (c->wake_ns && now >= c->wake_ns) {
-    c->wake_ns = 0;
-    c->waiting = 0;
-    queue_push(c);
-  }
   if (c->beat_ns && now >= c->beat_ns) heartbeat(c);
   if (c->due_ns && now >= c->due_ns) {
     c->due_ns = 0;
@@ -429,7 +422,7 @@ int mcp_call_pcall(mcp_call *c, int nargs, int nresults) {
 }
 
 static void wait_cancel(mcp_call *c) {
-  if (c->wait_cleanup) {           /* a child process, a file read: detach it */
+  if (c->wait_cleanup) {           /* a tasks/result wait: detach it */
     void (*cleanup)(mcp_call *) = c->wait_cleanup;
     c->wait_cleanup = NULL;
     cleanup(c);
@@ -437,7 +430,6 @@ static void wait_cancel(mcp_call *c) {
   if (!c->waiting) return;
   c->waiting = 0;
   c->awaiting = 0;
-  c->wake_ns = 0;
   timer_arm(c);
 }
 
@@ -453,10 +445,6 @@ static void call_finish(mcp_call *c) {
   }
   c->owner->stopping(c, "request finished");
   mcp_ops_stop(c, "request finished", 1);
-  if (c->out_result_ref != LUA_NOREF) {
-    luaL_unref(S.L, LUA_REGISTRYINDEX, c->out_result_ref);
-    c->out_result_ref = LUA_NOREF;
-  }
   co_release(c);
   call_token_drop(c);
   if (c->aprev) c->aprev->anext = c->anext; else S.all = c->anext;
@@ -626,7 +614,7 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
   if (act & MCP_ACT_ERROR) respond_error(c);
   if (act & MCP_ACT_TIMEOUT) respond_timeout(c);
   if (act & MCP_ACT_FINISH) {
-    c->due_ns = c->wake_ns = 0;
+    c->due_ns = 0;
     call_finish(c);
   }
 }
@@ -664,7 +652,7 @@ mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char 
   c->sid = sid;
   c->method = mcp_name_intern(method);
   c->params = json_incref(params);
-  c->co_ref = c->oncancel_ref = c->token_ref = c->out_result_ref = LUA_NOREF;
+  c->co_ref = c->oncancel_ref = c->token_ref = LUA_NOREF;
   c->last_progress = -1e308;
   c->arrive_ns = uv_hrtime();
   mcp_call_beat(c);

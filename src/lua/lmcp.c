@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "crypto.h"
+#include "fail.h"
 #include "fsread.h"
 #include "httpc.h"
 #include "identity.h"
@@ -146,37 +147,20 @@ static const char *needed_capability(const char *method) {
   return NULL;
 }
 
-/* Can c's handler send method to the client? 0 if so; else pushes nil and
- * why, and returns 2. A 2026-07-28 task asks through its inputRequests,
- * which carry sampling, elicitation and roots requests only. */
+/* Can c's handler send method to the client? 0 if so; else pushes nil,
+ * why, "unsupported" and returns 3. A 2026-07-28 task asks through its
+ * inputRequests, which carry sampling, elicitation and roots requests only. */
 static int cannot_ask(lua_State *L, mcp_call *c, const char *method) {
   const char *cap = needed_capability(method);
-  if (c->session->modern && !mcp_task_takes_input(c)) {   /* no requests to the client (MRTR instead) */
-    lua_pushnil(L);
-    lua_pushfstring(L, "%s cannot be sent to a 2026-07-28 client from this request", method);
-    return 2;
-  }
-  if (c->session->modern && cap == NULL) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "a task can ask the client for sampling/createMessage, elicitation/create "
-                       "or roots/list, not %s", method);
-    return 2;
-  }
-  if (cap != NULL && json_object_get(c->session->client_capabilities, cap) == NULL) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "the client does not offer %s (no %s capability)", cap, cap);
-    return 2;
-  }
+  if (c->session->modern && !mcp_task_takes_input(c))    /* no requests to the client (MRTR instead) */
+    return mcp_push_fail(L, "unsupported", "%s cannot be sent to a 2026-07-28 client from this request",
+                         method);
+  if (c->session->modern && cap == NULL)
+    return mcp_push_fail(L, "unsupported", "a task can ask the client for sampling/createMessage, "
+                         "elicitation/create or roots/list, not %s", method);
+  if (cap != NULL && json_object_get(c->session->client_capabilities, cap) == NULL)
+    return mcp_push_fail(L, "unsupported", "the client does not offer %s (no %s capability)", cap, cap);
   return 0;
-}
-
-/* The running handler's call, where it may wait for the client. */
-static mcp_call *asking(lua_State *L, const char *what) {
-  mcp_call *c = current(L);
-  if (c == NULL) luaL_error(L, "%s: not inside a request", what);
-  if (L != c->co) luaL_error(L, "%s: call it from the handler's coroutine, not one it created", what);
-  if (!lua_isyieldable(L) || c->closing) luaL_error(L, "%s: cannot yield here", what);
-  return c;
 }
 
 /* request(method [, params [, timeout [, max_total]]]): a request to the
@@ -190,7 +174,7 @@ static int l_request(lua_State *L) {
   int n;
   if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
   if (timeout <= 0) return luaL_argerror(L, 3, "timeout must be > 0");
-  c = asking(L, "request");
+  c = mcp_op_caller(L, "request");
   if ((n = cannot_ask(L, c, method)) != 0) return n;
   lua_settop(L, 2);
   if (mcp_task_takes_input(c)) {
@@ -218,7 +202,7 @@ static int l_request_all(lua_State *L) {
   int r;
   luaL_checktype(L, 1, LUA_TTABLE);
   if (timeout <= 0) return luaL_argerror(L, 2, "timeout must be > 0");
-  c = asking(L, "request_all");
+  c = mcp_op_caller(L, "request_all");
   if (!mcp_task_takes_input(c)) {
     lua_pushboolean(L, 0);
     return 1;
