@@ -383,19 +383,20 @@ function Ctx.cancelled() return core.cancelled() end
 function Ctx.check()
   if core.cancelled() then error(CANCELLED, 0) end
 end
-function Ctx.progress(_, progress, total, message) return core.progress(progress, total, message) end
+-- C functions called as methods: their errors name the plugin's line.
+Ctx.progress = core.progress       -- a value that does not increase is dropped (debug log)
 function Ctx.log(_, level, data) return core.log(level, data) end
-function Ctx.sleep(_, seconds) return await.sleep(seconds) end
+Ctx.sleep = core.sleep             -- true, or nil, "cancelled: <reason>", "cancelled"
 function Ctx.on_cancel(_, fn) return core.on_cancel(fn) end
 -- Over HTTP: close the connection under this request's SSE stream without
 -- ending the stream (SSE polling); the client resumes it with Last-Event-ID.
 function Ctx.close_connection() return core.close_connection() end
 -- ctx:spawn{ command = {"prog", "arg", ...}, cwd =, env =, stdin =, stdout =,
 -- stderr =, timeout =, max_bytes = } (src/lua/spawn.h).
-function Ctx.spawn(_, opts) return core.spawn(opts) end
-function Ctx.read_file(_, path, opts) return core.read_file(path, opts) end
-function Ctx.list_dir(_, path) return core.list_dir(path) end
-function Ctx.realpath(_, path) return core.realpath(path) end
+Ctx.spawn = core.spawn
+Ctx.read_file = core.read_file
+Ctx.list_dir = core.list_dir
+Ctx.realpath = core.realpath
 function Ctx.http(_, req) return mcp.http(req) end
 
 -- Input from the client (lua/mcp/input.lua): in a session, requests to the

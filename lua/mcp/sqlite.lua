@@ -3,7 +3,8 @@
 -- A statement runs on libuv's thread pool, one at a time per db, and the
 -- handler waits for it as an operation (mcp.await): so it works under
 -- mcp.all, and a cancel of the request interrupts it. SQL errors are
--- returned as nil, message, code ("SQLITE_CONSTRAINT"...), never raised.
+-- returned as nil, message, code ("constraint", with "(SQLITE_CONSTRAINT)" at
+-- the end of the message...), never raised.
 local core = require "mcp.core"
 local await = require "mcp.await"
 

@@ -419,14 +419,15 @@ static const mcp_op_type sleep_type = { "sleep", sleep_cancel, timer_push, sleep
 /* sleep(seconds): true once they passed, or nil, "cancelled: <reason>",
  * "cancelled" when a cancel of the request ended the wait. */
 static int l_sleep(lua_State *L) {
-  double sec = luaL_checknumber(L, 1);
+  int base = mcp_self(L);                        /* ctx:sleep(s) and mcp.sleep(s) */
+  double sec = luaL_checknumber(L, base);
   mcp_call *c = mcp_op_caller(L, "sleep");
   uint64_t now = mcp_clock_ns(), due;
   mcp_op **h;
   op_sleep *s;
   int n;
   if ((n = mcp_op_refuse(L, c)) != 0) return n;
-  lua_settop(L, 1);
+  lua_settop(L, base);
   h = mcp_op_reserve(L);
   s = calloc(1, sizeof *s);
   if (s == NULL) abort();

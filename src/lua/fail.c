@@ -9,6 +9,7 @@
 #include <uv.h>
 
 #include "fail.h"
+#include "libdir.h"
 #include "sched.h"
 
 int mcp_push_fail(lua_State *L, const char *code, const char *fmt, ...) {
@@ -23,13 +24,35 @@ int mcp_push_fail(lua_State *L, const char *code, const char *fmt, ...) {
   return 3;
 }
 
+/* Is ar a function of luamcp's own Lua library (lua/mcp/)? */
+static int in_library(const lua_Debug *ar) {
+  const char *dir = mcp_lua_dir();
+  size_t n = strlen(dir);
+  return ar->source[0] == '@' && strncmp(ar->source + 1, dir, n) == 0 &&
+         strncmp(ar->source + 1 + n, "/mcp/", 5) == 0;
+}
+
+void mcp_where(lua_State *L) {
+  lua_Debug ar;
+  for (int level = 1; lua_getstack(L, level, &ar); level++) {
+    lua_getinfo(L, "Sl", &ar);
+    if (ar.currentline > 0 && !in_library(&ar)) {
+      lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+      return;
+    }
+  }
+  lua_pushliteral(L, "");
+}
+
+int mcp_self(lua_State *L) { return lua_istable(L, 1) ? 2 : 1; }
+
 int mcp_raise(lua_State *L, const char *fmt, ...) {
   va_list ap;
   char msg[512];
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  luaL_where(L, 2);
+  mcp_where(L);
   lua_pushstring(L, msg);
   lua_concat(L, 2);
   return lua_error(L);

@@ -107,21 +107,23 @@ static int l_deadline(lua_State *L) {
   return 1;
 }
 
-/* spawn(opts): see spawn.h. */
+/* spawn(opts), ctx:spawn(opts): see spawn.h. */
 static int l_spawn(lua_State *L) {
-  if (lua_type(L, 1) != LUA_TSTRING) luaL_checktype(L, 1, LUA_TTABLE);
+  if (lua_istable(L, 1) && lua_istable(L, 2)) lua_remove(L, 1);     /* the ctx */
+  else if (lua_type(L, 1) != LUA_TSTRING) luaL_checktype(L, 1, LUA_TTABLE);
   return mcp_spawn_start(L, mcp_op_caller(L, "spawn"));
 }
 
-/* read_file(path [, opts]): opts.max_bytes (default 64 MiB). */
+/* read_file(path [, opts]), ctx:read_file too: opts.max_bytes (default 64 MiB). */
 static int l_read_file(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  int base = mcp_self(L);
+  const char *path = luaL_checkstring(L, base);
   lua_Integer max = (lua_Integer)MCP_FSREAD_MAX_BYTES;
-  if (!lua_isnoneornil(L, 2)) {
-    luaL_checktype(L, 2, LUA_TTABLE);
-    if (lua_getfield(L, 2, "max_bytes") != LUA_TNIL) {
+  if (!lua_isnoneornil(L, base + 1)) {
+    luaL_checktype(L, base + 1, LUA_TTABLE);
+    if (lua_getfield(L, base + 1, "max_bytes") != LUA_TNIL) {
       if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0)
-        return luaL_argerror(L, 2, "max_bytes must be an integer >= 0");
+        return luaL_argerror(L, base + 1, "max_bytes must be an integer >= 0");
       max = lua_tointeger(L, -1);
     }
     lua_pop(L, 1);
@@ -130,12 +132,12 @@ static int l_read_file(lua_State *L) {
 }
 
 static int l_list_dir(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = luaL_checkstring(L, mcp_self(L));
   return mcp_fsread_dir(L, mcp_op_caller(L, "list_dir"), path);
 }
 
 static int l_realpath(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = luaL_checkstring(L, mcp_self(L));
   return mcp_fsread_realpath(L, mcp_op_caller(L, "realpath"), path);
 }
 
@@ -211,11 +213,11 @@ static int l_request_all(lua_State *L) {
   if (n == 0) return luaL_argerror(L, 1, "no requests");
   for (lua_Integer i = 1; i <= n; i++) {
     /* stack: list timeout request method params */
-    if (lua_rawgeti(L, 1, i) != LUA_TTABLE) return luaL_error(L, "request_all: request %d is not a table", (int)i);
+    if (lua_rawgeti(L, 1, i) != LUA_TTABLE) return mcp_raise(L, "request_all: request %d is not a table", (int)i);
     if (lua_getfield(L, -1, "method") != LUA_TSTRING)
-      return luaL_error(L, "request_all: request %d: method must be a string", (int)i);
+      return mcp_raise(L, "request_all: request %d: method must be a string", (int)i);
     if (lua_getfield(L, -2, "params") != LUA_TNIL && !lua_istable(L, -1))
-      return luaL_error(L, "request_all: request %d: params must be a table", (int)i);
+      return mcp_raise(L, "request_all: request %d: params must be a table", (int)i);
     if ((r = cannot_ask(L, c, lua_tostring(L, -2))) != 0) return r;
     lua_pop(L, 3);
   }
@@ -252,9 +254,9 @@ static int l_client_supports(lua_State *L) {
  * A yield, so that no pcall of the handler can catch it. */
 static int l_finish(lua_State *L) {
   mcp_call *c = current(L);
-  if (c == NULL) return luaL_error(L, "finish: not inside a request");
-  if (L != c->co) return luaL_error(L, "finish: call it from the handler's coroutine, not one it created");
-  if (!lua_isyieldable(L) || c->closing) return luaL_error(L, "finish: cannot yield here");
+  if (c == NULL) return mcp_raise(L, "finish: not inside a request");
+  if (L != c->co) return mcp_raise(L, "finish: call it from the handler's coroutine, not one it created");
+  if (!lua_isyieldable(L) || c->closing) return mcp_raise(L, "finish: cannot yield here");
   c->finishing = 1;
   /* only a running call's return is sent as given; a timed-out one's is the timeout's */
   if (lua_type(L, 1) == LUA_TTABLE && c->req.state == MCP_REQ_RUNNING) {
@@ -336,14 +338,16 @@ static void progress_send(mcp_call *c, mcp_buf *b) {
   mcp_call_beat(c);
 }
 
+/* progress(p [, total [, message]]), ctx:progress too. */
 static int l_progress(lua_State *L) {
   mcp_call *c = current(L);
-  double p = luaL_checknumber(L, 1);
+  int base = mcp_self(L);
+  double p = luaL_checknumber(L, base);
   char err[128];
   mcp_buf b = MCP_BUF_INIT;
-  if (!lua_isnoneornil(L, 2)) luaL_checknumber(L, 2);
-  if (!lua_isnoneornil(L, 3)) luaL_checkstring(L, 3);
-  if (c == NULL) return luaL_error(L, "progress: not inside a request");
+  if (!lua_isnoneornil(L, base + 1)) luaL_checknumber(L, base + 1);
+  if (!lua_isnoneornil(L, base + 2)) luaL_checkstring(L, base + 2);
+  if (c == NULL) return mcp_raise(L, "progress: not inside a request");
   if (c->progress_token == NULL || c->req.state != MCP_REQ_RUNNING) return 0;
   if (p <= c->last_progress) {            /* the spec wants it to increase: drop, never fail */
     mcp_debug("request %.64s: progress %g dropped (not above %g)", c->req.key, p, c->last_progress);
@@ -354,14 +358,14 @@ static int l_progress(lua_State *L) {
   mcp_buf_adds(&b, "{\"progressToken\":");
   mcp_buf_add(&b, c->progress_token, strlen(c->progress_token));
   mcp_buf_adds(&b, ",\"progress\":");
-  mcp_json_encode(L, 1, &b, err, sizeof err);
-  if (!lua_isnoneornil(L, 2)) {
+  mcp_json_encode(L, base, &b, err, sizeof err);
+  if (!lua_isnoneornil(L, base + 1)) {
     mcp_buf_adds(&b, ",\"total\":");
-    mcp_json_encode(L, 2, &b, err, sizeof err);
+    mcp_json_encode(L, base + 1, &b, err, sizeof err);
   }
-  if (!lua_isnoneornil(L, 3)) {
+  if (!lua_isnoneornil(L, base + 2)) {
     mcp_buf_adds(&b, ",\"message\":");
-    mcp_json_encode(L, 3, &b, err, sizeof err);
+    mcp_json_encode(L, base + 2, &b, err, sizeof err);
   }
   progress_send(c, &b);
   return 0;
@@ -483,7 +487,7 @@ static int l_notify(lua_State *L) {
 static int l_on_cancel(lua_State *L) {
   mcp_call *c = current(L);
   luaL_checktype(L, 1, LUA_TFUNCTION);
-  if (c == NULL) return luaL_error(L, "on_cancel: not inside a request");
+  if (c == NULL) return mcp_raise(L, "on_cancel: not inside a request");
   if (c->oncancel_ref == LUA_NOREF) {
     lua_newtable(L);
     c->oncancel_ref = luaL_ref(L, LUA_REGISTRYINDEX);
