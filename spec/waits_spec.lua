@@ -125,3 +125,58 @@ describe("every wait", function()
     end
   end
 end)
+
+describe("around the waits", function()
+  after_each(H.cleanup)
+
+  local function json(c, tool, args, opts)
+    local resp = c:call(tool, args or {}, opts)
+    assert(resp.result and not resp.result.isError, H.cjson.encode(resp))
+    return H.cjson.decode(H.text(resp))
+  end
+
+  it("mcp.all returns one packed table per function, every value kept", function()
+    local c = session()
+    local out = json(c, "packed")
+    assert.are.same({ n = 3, v = { "1", "nil", "3" } }, out[1])
+    assert.are.same({ n = 3, v = { "nil", "read_file /nonexistent/file: no such file or directory (ENOENT)",
+                                   "not_found" } }, out[2])
+    assert.are.same({ n = 0, v = {} }, out[3])
+  end)
+
+  it("ctx:progress with a value that does not increase is dropped, the call goes on", function()
+    local c = session()
+    local resp, notes = c:request("tools/call", { name = "progress", arguments = {}, _meta = { progressToken = "p" } })
+    assert.is_nil(resp.result.isError, H.cjson.encode(resp))
+    assert.are.equal("done", H.text(resp))
+    local sent = {}
+    for _, n in ipairs(notes or c.notes) do
+      if n.method == "notifications/progress" then sent[#sent + 1] = n.params.progress end
+    end
+    assert.are.same({ 1, 2 }, sent)
+  end)
+
+  it("errors raised by luamcp's functions name the plugin's line", function()
+    local c = session()
+    local out = json(c, "mistakes")
+    local here = ".*/spec/fixtures/waits/waits%.lua:%d+: "
+    assert.matches("^" .. here .. "bad argument #1 to 'sleep' %(number expected, got string%)$", out.sleep)
+    assert.matches("^" .. here .. "bad argument #1 to 'read_file' %(string expected, got nil%)$", out.read_file)
+    assert.matches("^" .. here .. "spawn: opts.command must be a non%-empty list of strings$", out.spawn)
+    assert.matches("^" .. here .. "spawn: opts.env must map names", out.spawn_env)
+    assert.matches("^" .. here .. "bad argument #1 to 'progress' %(number expected, got string%)$", out.progress)
+    assert.matches("^" .. here .. "http: req.timeout must be a number >= 0$", out.http)
+    assert.matches("^" .. here .. "bad argument #1 to 'all' %(table expected, got number%)$", out.all)
+    assert.matches("^" .. here .. "sleep: call it from the handler's coroutine or a function of mcp.all", out.nested)
+  end)
+
+  it("coroutine.wrap closes a coroutine that fails (its <close> variables run) and raises its error", function()
+    local c = session()
+    local out = json(c, "wrap_close")
+    assert.is_true(out.closed)
+    assert.is_false(out.ok)
+    assert.matches("waits%.lua:%d+: boom$", out.err)
+    assert.is_false(out.dead_ok)
+    assert.are.equal("cannot resume dead coroutine", out.dead)
+  end)
+end)
