@@ -414,8 +414,8 @@ function Ctx.request(self, method, params, opts)
   opts = opts or {}
   if self._input then                 -- 2026-07-28: an input-required round, or a task's input
     local key = opts.key or input().key(self, method)
-    local results, errors = input().ask(self, { [key] = { method = method, params = params } }, opts)
-    if results[key] == nil then return nil, errors[key] end
+    local results, errors, codes = input().ask(self, { [key] = { method = method, params = params } }, opts)
+    if results[key] == nil then return nil, errors[key], codes[key] end
     return results[key]
   end
   return core.request(method, params or {}, opts.timeout, opts.max_total)
