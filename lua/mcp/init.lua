@@ -385,9 +385,9 @@ function Ctx.check()
 end
 -- C functions called as methods: their errors name the plugin's line.
 Ctx.progress = core.progress       -- a value that does not increase is dropped (debug log)
-function Ctx.log(_, level, data) return core.log(level, data) end
+Ctx.log = core.log
 Ctx.sleep = core.sleep             -- true, or nil, "cancelled: <reason>", "cancelled"
-function Ctx.on_cancel(_, fn) return core.on_cancel(fn) end
+Ctx.on_cancel = core.on_cancel
 -- Over HTTP: close the connection under this request's SSE stream without
 -- ending the stream (SSE polling); the client resumes it with Last-Event-ID.
 function Ctx.close_connection() return core.close_connection() end

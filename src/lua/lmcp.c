@@ -169,13 +169,22 @@ static int cannot_ask(lua_State *L, mcp_call *c, const char *method) {
  * client; yields until the answer. Returns result, or nil, message [, error].
  * A 2026-07-28 task's request becomes one of its inputRequests. */
 static int l_request(lua_State *L) {
-  const char *method = luaL_checkstring(L, 1);
-  double timeout = luaL_optnumber(L, 3, mcp_cfg.request_timeout);
-  double max_total = luaL_optnumber(L, 4, timeout * 10);
+  const char *method;
+  double timeout, max_total;
   mcp_call *c;
   int n;
-  if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
-  if (timeout <= 0) return luaL_argerror(L, 3, "timeout must be > 0");
+  /* Reached through ctx:request (lua/mcp/init.lua): mistakes name the plugin's line. */
+  if (lua_type(L, 1) != LUA_TSTRING)
+    return mcp_raise(L, "bad argument #1 to 'request' (string expected, got %s)", luaL_typename(L, 1));
+  if (!lua_isnoneornil(L, 2) && !lua_istable(L, 2))
+    return mcp_raise(L, "bad argument #2 to 'request' (table expected, got %s)", luaL_typename(L, 2));
+  for (int i = 3; i <= 4; i++)
+    if (!lua_isnoneornil(L, i) && !lua_isnumber(L, i))
+      return mcp_raise(L, "request: opts.%s must be a number of seconds", i == 3 ? "timeout" : "max_total");
+  method = lua_tostring(L, 1);
+  timeout = luaL_optnumber(L, 3, mcp_cfg.request_timeout);
+  max_total = luaL_optnumber(L, 4, timeout * 10);
+  if (timeout <= 0) return mcp_raise(L, "request: opts.timeout must be > 0");
   c = mcp_op_caller(L, "request");
   if ((n = cannot_ask(L, c, method)) != 0) return n;
   lua_settop(L, 2);
@@ -386,13 +395,14 @@ static void heartbeat(mcp_call *c) {
  * logger is the tool's plugin), or to every initialized session outside a
  * request. */
 static int l_log(lua_State *L) {
-  const char *name = luaL_checkstring(L, 1);
+  int base = mcp_self(L);                  /* ctx:log(level, data) too */
+  const char *name = luaL_checkstring(L, base);
   int level = mcp_log_level_parse(name);
   mcp_call *c = current(L);
   char err[128];
   mcp_buf b = MCP_BUF_INIT;
-  if (level < 0) return luaL_argerror(L, 1, "unknown log level");
-  luaL_checkany(L, 2);
+  if (level < 0) return luaL_argerror(L, base, "unknown log level");
+  luaL_checkany(L, base + 1);
   /* Nothing after a request's response, nor after its terminal state; the
    * <close> variables of an abort run before the terminal answer and may log. */
   if (c != NULL && ((c->responded && !c->tasked) || (mcp_req_state_terminal(c->req.state) && !c->closing))) return 0;
@@ -404,9 +414,9 @@ static int l_log(lua_State *L) {
     mcp_buf_addc(&b, ',');
   }
   mcp_buf_adds(&b, "\"data\":");
-  if (mcp_json_encode(L, 2, &b, err, sizeof err) != 0) {
+  if (mcp_json_encode(L, base + 1, &b, err, sizeof err) != 0) {
     mcp_buf_free(&b);
-    return luaL_argerror(L, 2, err);
+    return luaL_argerror(L, base + 1, err);
   }
   mcp_task_add_meta(&b, c);
   mcp_buf_adds(&b, "}}");
@@ -486,14 +496,15 @@ static int l_notify(lua_State *L) {
 /* on_cancel(fn): fn(reason) runs (on the main thread, protected) at the cancel. */
 static int l_on_cancel(lua_State *L) {
   mcp_call *c = current(L);
-  luaL_checktype(L, 1, LUA_TFUNCTION);
+  int base = mcp_self(L);                  /* ctx:on_cancel(fn) too */
+  luaL_checktype(L, base, LUA_TFUNCTION);
   if (c == NULL) return mcp_raise(L, "on_cancel: not inside a request");
   if (c->oncancel_ref == LUA_NOREF) {
     lua_newtable(L);
     c->oncancel_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   }
   lua_rawgeti(L, LUA_REGISTRYINDEX, c->oncancel_ref);
-  lua_pushvalue(L, 1);
+  lua_pushvalue(L, base);
   lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
   return 0;
 }
