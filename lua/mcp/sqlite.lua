@@ -7,6 +7,7 @@
 -- the end of the message...), never raised.
 local core = require "mcp.core"
 local await = require "mcp.await"
+local fail = require "mcp.fail"
 
 local C = core.sqlite
 
@@ -74,7 +75,7 @@ function Db:transaction(fn, mode)
   if not ok then
     wait(C.run(self, "ROLLBACK", nil, "transaction"))
     -- a cancel of the request has rolled it back already (src/lua/sqlite.c, tx_cancel)
-    if core.cancelled() then return nil, "cancelled: " .. (core.reason() or "request stopped"), "cancelled" end
+    if core.cancelled() then return fail.cancelled() end
     return nil, err, code
   end
   if r.n == 1 then return true end
