@@ -316,9 +316,39 @@ static int out_mode(lua_State *L, int opts, const char *name) {
   return mode;
 }
 
+extern char **environ;
+
+/* The old form's env replaced the environment: as the new one's, every name
+ * of the server's it does not set is removed (false). stack: new -> new */
+static void old_env(lua_State *L, int t) {
+  if (lua_getfield(L, t, "env") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_newtable(L);                                /* stack: new env copy */
+  for (lua_pushnil(L); lua_next(L, -3); ) {
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    lua_settable(L, -4);
+  }
+  for (char **e = environ; *e; e++) {
+    const char *eq = strchr(*e, '=');
+    if (eq == NULL) continue;
+    lua_pushlstring(L, *e, (size_t)(eq - *e));
+    if (lua_rawget(L, -2) == LUA_TNIL) {
+      lua_pushlstring(L, *e, (size_t)(eq - *e));
+      lua_pushboolean(L, 0);
+      lua_rawset(L, -4);
+    }
+    lua_pop(L, 1);
+  }
+  lua_setfield(L, t, "env");
+  lua_pop(L, 1);
+}
+
 /* The old form spawn(cmd, args, opts) as the new one's table: {command =
- * {cmd, args...}, max_bytes = opts.max_output, the rest of opts}.
- * stack: cmd args opts -> {...} */
+ * {cmd, args...}, max_bytes = opts.max_output, env replacing the
+ * environment, the rest of opts}. stack: cmd args opts -> {...} */
 static void old_form(lua_State *L) {
   lua_settop(L, 3);
   lua_newtable(L);                                /* stack: cmd args opts new */
@@ -328,8 +358,13 @@ static void old_form(lua_State *L) {
       lua_insert(L, -2);
       lua_settable(L, 4);
     }
-  if (lua_getfield(L, 4, "max_output") != LUA_TNIL) lua_setfield(L, 4, "max_bytes");
-  else lua_pop(L, 1);
+  if (lua_getfield(L, 4, "max_output") != LUA_TNIL) {
+    lua_setfield(L, 4, "max_bytes");
+    lua_pushnil(L);
+    lua_setfield(L, 4, "max_output");
+  } else {
+    lua_pop(L, 1);
+  }
   lua_newtable(L);                                /* stack: cmd args opts new command */
   lua_pushvalue(L, 1);
   lua_rawseti(L, -2, 1);
@@ -339,6 +374,7 @@ static void old_form(lua_State *L) {
       lua_rawseti(L, -2, i + 1);
     }
   lua_setfield(L, 4, "command");
+  old_env(L, 4);
   lua_replace(L, 1);
   lua_settop(L, 1);
 }
