@@ -1,5 +1,6 @@
-/* Operations a handler starts and waits on (see op.h), the two simple kinds
- * (a timer, a future completed from Lua), and core.await. */
+/* Operations a handler starts and waits on (see op.h), the simple kinds (a
+ * sleep on the server's clock, a timer on the loop's, a future completed
+ * from Lua), and the waits: mcp_op_wait, core.wait, core.await. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,6 @@
-/* Operations: I/O a handler starts and waits on (an HTTP transfer, an SQL
- * statement, a timer, a future that Lua completes), several at a time.
+/* Operations: every wait of a handler is one (a sleep, an HTTP transfer, an
+ * SQL statement, a child process, a file read, a request to the client, a
+ * task's input, a timer, a future that Lua completes), several at a time.
  *
  * An op belongs to the call that started it (mcp_call.ops), or, started
  * outside any call (a plugin's shared MCP client), to the plugin-level list.
@@ -7,8 +8,8 @@
  * session, shutdown) and the call's own end cancel every op it still has:
  * the engine stops the I/O at once (a transfer leaves curl's multi handle, a
  * statement is interrupted) and no plugin callback of that op runs
- * afterwards. A handler waiting in core.await then wakes with nil,
- * "cancelled: <reason>".
+ * afterwards. A handler waiting on it (mcp_op_wait, core.await) then wakes
+ * with nil, "cancelled: <reason>", "cancelled".
  *
  * Memory: the engine holds the op while its I/O runs, the Lua handle (a
  * userdata) while Lua can reach it; the op is freed (type->free) when both
@@ -22,7 +23,7 @@ typedef struct mcp_call mcp_call;
 typedef struct mcp_op mcp_op;
 
 typedef struct {
-  const char *name;                      /* "http", "sql", "timer", "future" */
+  const char *name;                      /* "http", "sql", "sleep", "spawn", "fs", ... */
   /* Stop the I/O now. The engine calls mcp_op_done (at once or later, e.g.
    * when a thread-pool job comes back) and mcp_op_release when it lets go. */
   void (*cancel)(mcp_op *op);
