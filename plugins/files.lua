@@ -35,7 +35,7 @@ local function resolve(ctx, rel)
   if rel:sub(1, 1) == "/" then return nil, rel .. ": absolute paths are refused; give a path relative to the root" end
   local real, _, code = ctx:realpath(rel == "" and base or base .. "/" .. rel)
   if not real then
-    return nil, rel .. ": " .. (code == "ENOENT" and "no such file or directory" or code or "cannot resolve")
+    return nil, rel .. ": " .. (code == "not_found" and "no such file or directory" or code or "cannot resolve")
   end
   if not inside(base, real) then return nil, rel .. ": outside the root" end
   return real

@@ -35,7 +35,8 @@ return mcp.plugin {
         local function keep(line)
           if #lines < MAX_LINES then lines[#lines + 1] = line else dropped = dropped + 1 end
         end
-        local result, err = ctx:spawn(args.command, args.args or {}, {
+        local result, err = ctx:spawn {
+          command = { args.command, table.unpack(args.args or {}) },
           stdin = args.stdin,
           timeout = args.timeout or 60,
           stdout = function(line)          -- runs as each line arrives
@@ -47,7 +48,7 @@ return mcp.plugin {
             keep(line)
             ctx:log("warning", line)
           end,
-        })
+        }
         if not result then return mcp.error(err) end   -- not found, timeout, cancelled
         if dropped > 0 then lines[#lines + 1] = ("(%d more lines)"):format(dropped) end
         local text = table.concat(lines, "\n")

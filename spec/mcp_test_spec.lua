@@ -41,7 +41,7 @@ describe("mcp.test", function()
     local r = assert(c:result(5))
     assert.is_true(r.isError)
     assert.truthy(T.text(r):find("timed out after 30 seconds", 1, true), T.text(r))
-    assert.truthy(c:wait_log("woke: timeout"))
+    assert.truthy(c:wait_log("woke: cancelled: timeout"))
   end)
 
   it("reads progress and logs, and a cancelled call gets no response", function()

@@ -15,12 +15,13 @@ local function session(opts)
   return H.session(opts)
 end
 
--- What the fixture's spawn returned: result, err, extra.
+-- What the fixture's spawn returned: result, err, code, partial, and how
+-- many values there were.
 local function outcome(resp)
   local text = assert(H.text(resp), cjson.encode(resp))
   local t = cjson.decode(text)
   local function v(x) if x == false then return nil end return x end
-  return v(t.result), v(t.err), v(t.extra)
+  return v(t.result), v(t.err), v(t.code), v(t.partial), t.n
 end
 
 local function run(c, tool, args) return outcome(c:call(tool, args)) end
@@ -91,23 +92,26 @@ describe("ctx:spawn", function()
     assert.are.equal("", r.stdout)
   end)
 
-  it("opts.env replaces the environment and opts.cwd sets the directory", function()
-    local c = session()
-    local r = run(c, "run", { cmd = "/usr/bin/env", env = { FOO = "bar", N = 5 } })
-    local lines = {}
-    for l in r.stdout:gmatch("[^\n]+") do lines[#lines + 1] = l end
-    table.sort(lines)
-    assert.are.same({ "FOO=bar", "N=5" }, lines)
+  it("opts.env adds to the server's environment (false removes a name); opts.cwd sets the directory", function()
+    local c = session { env = { LUAMCP_SPAWN_KEEP = "kept", LUAMCP_SPAWN_DROP = "dropped" } }
+    local r = run(c, "run", { cmd = "/usr/bin/env", env = { FOO = "bar", N = 5, LUAMCP_SPAWN_DROP = false } })
+    local vars = {}
+    for name, value in r.stdout:gmatch("([^\n=]+)=([^\n]*)") do vars[name] = value end
+    assert.are.equal("bar", vars.FOO)
+    assert.are.equal("5", vars.N)
+    assert.are.equal("kept", vars.LUAMCP_SPAWN_KEEP)
+    assert.is_nil(vars.LUAMCP_SPAWN_DROP)
+    assert.is_not_nil(vars.PATH)
     r = run(c, "run", { cmd = "/bin/pwd", cwd = "/tmp" })
     assert.are.equal("/tmp\n", r.stdout)
   end)
 
-  it("a program that does not exist: nil, a message and ENOENT", function()
+  it("a program that does not exist: nil, a message naming ENOENT, not_found", function()
     local c = session()
     local r, err, code = run(c, "run", { cmd = "/nonexistent/program" })
     assert.is_nil(r)
-    assert.are.equal("spawn /nonexistent/program: no such file or directory", err)
-    assert.are.equal("ENOENT", code)
+    assert.are.equal("spawn /nonexistent/program: no such file or directory (ENOENT)", err)
+    assert.are.equal("not_found", code)
     r, err = run(c, "run", { cmd = "/bin/true", cwd = "/nonexistent" })
     assert.is_nil(r)
     assert.matches("no such file", err)
@@ -128,33 +132,53 @@ describe("ctx:spawn", function()
     assert.are.equal(0, r.code)
   end)
 
-  it("output past max_output stops the child with an error", function()
+  it("output past max_bytes stops the child: nil, message, too_large, the partial result", function()
     local c = session()
     local t0 = H.now()
-    local r, err, extra = run(c, "run", { cmd = "/bin/sh", args = { "-c", "while :; do echo xxxxxxxxxxxxxxx; done" },
-                                          max_output = 1000 })
+    local r, err, code, partial, n = run(c, "run", { cmd = "/bin/sh", max_bytes = 1000,
+                                                    args = { "-c", "while :; do echo xxxxxxxxxxxxxxx; done" } })
     assert.is_nil(r)
-    assert.are.equal("stdout of /bin/sh exceeded 1000 bytes", err)
-    assert.are_not.equal(0, extra.signal)
-    assert.is_true(#extra.stdout <= 1000)
+    assert.are.equal("stdout of /bin/sh exceeded max_bytes (1000)", err)
+    assert.are.equal("too_large", code)
+    assert.are.equal(4, n)
+    assert.are_not.equal(0, partial.signal)
+    assert.is_true(#partial.stdout <= 1000)
     assert.is_true(H.now() - t0 < 3)
   end)
 
-  it("opts.timeout stops the child with SIGTERM and returns nil, timeout", function()
+  it("the old max_output is refused, naming max_bytes", function()
+    local c = session()
+    local resp = c:call("run", { cmd = "/bin/true", max_output = 10 })
+    assert.is_true(resp.result.isError)
+    assert.matches("max_output is now opts.max_bytes", H.text(resp), 1, true)
+  end)
+
+  it("opts.timeout stops the child with SIGTERM: nil, message, timeout, the partial result", function()
     local c = session()
     local t0 = H.now()
-    local r, err, extra = run(c, "run", { cmd = "sleep", args = { "30" }, timeout = 0.3 })
+    local r, err, code, partial, n = run(c, "run", { cmd = "sleep", args = { "30" }, timeout = 0.3 })
     assert.is_nil(r)
-    assert.are.equal("timeout: sleep ran longer than 0.3 s", err)
-    assert.are.equal(15, extra.signal)
+    assert.are.equal("sleep ran longer than 0.3 s (timeout)", err)
+    assert.are.equal("timeout", code)
+    assert.are.equal(4, n)
+    assert.are.equal(15, partial.signal)
     assert.is_true(H.now() - t0 < 3)
-    assert.is_false(alive(extra.pid))
+    assert.is_false(alive(partial.pid))
+  end)
+
+  it("the deprecated mcp.spawn(cmd, args, opts) runs as before: env replaces, max_output caps", function()
+    local c = session()
+    local t = cjson.decode(H.text(c:call("old_form", {})))
+    assert.are.equal("FOO=bar\n", t.env)
+    assert.is_true(t.big)
+    assert.are.equal("too_large", t.code)
+    assert.matches("exceeded max_bytes %(12%)", t.err)
   end)
 
   it("cannot be called from a coroutine the handler created", function()
     local c = session()
     local resp = c:call("nested", {})
-    assert.matches("false .*spawn: call it from the handler's coroutine", H.text(resp))
+    assert.matches("false .*spawn%.lua:%d+: spawn: call it from the handler's coroutine", H.text(resp))
   end)
 
   describe("cancellation", function()

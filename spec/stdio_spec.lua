@@ -178,7 +178,7 @@ describe("stdio", function()
     assert.is_true(took < 5, "exit took " .. took .. " s")
     assert.truthy(c:wait_stderr("fixture: closed sleep 1 ", 0, { plain = true }), c:stderr_text())
     assert.truthy(c:wait_stderr("fixture: closed sleep 2 ", 0, { plain = true }), c:stderr_text())
-    assert.truthy(c:wait_stderr("fixture: sleep stopped 1 ok=false why=shutdown", 0, { plain = true }),
+    assert.truthy(c:wait_stderr("fixture: sleep stopped 1 ok=nil why=cancelled: shutdown", 0, { plain = true }),
                   c:stderr_text())
   end)
 

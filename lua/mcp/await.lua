@@ -1,16 +1,21 @@
--- Waiting on operations (src/core/op.c: HTTP transfers, SQL statements, timers,
--- futures), one at a time or in several functions at once (mcp.all).
+-- Waiting on operations (src/core/op.c): every wait of a handler (ctx:sleep,
+-- ctx:http, ctx:spawn, ctx:read_file, SQL statements, client calls, input
+-- from the client) is an operation of its call, one at a time or in several
+-- functions at once (mcp.all).
 --
--- A handler's own coroutine waits in core.await. A function that mcp.all
--- runs is a coroutine of its own: its waits yield (AWAIT, ops) to the
--- mcp.all that runs it, which waits for the ops of all its functions at once
--- (itself, through its parent, when mcp.all is nested).
+-- A handler's own coroutine waits in the scheduler (core.await, core.wait).
+-- A function that mcp.all runs is a coroutine of its own: its waits yield
+-- (AWAIT, ops) to the mcp.all that runs it, C functions included
+-- (mcp_op_wait), which waits for the ops of all its functions at once
+-- (itself, through its parent, when mcp.all is nested). A cancel of the
+-- request cancels every op, so each wait returns nil, "cancelled: <reason>",
+-- "cancelled".
 local core = require "mcp.core"
 
 local M = {}
 
-local AWAIT = setmetatable({}, { __tostring = function() return "mcp.await" end })
-local children = setmetatable({}, { __mode = "k" })   -- coroutines mcp.all runs
+local AWAIT = core.AWAIT                 -- what a function of mcp.all yields to wait
+local children = core.all_children       -- the coroutines mcp.all runs (weak keys)
 
 -- Is the running code a function under mcp.all?
 function M.nested() return children[coroutine.running()] == true end
@@ -23,30 +28,10 @@ end
 M.any = any
 
 -- Wait for op; returns its outcome (op:result()).
-function M.wait(op)
-  local one = { op }
-  while not op:done() do any(one) end
-  return op:result()
-end
+M.wait = core.wait
 
--- Sleep that works under mcp.all too (a timer op there; core.sleep, which
--- follows the server's clock, elsewhere). Returns false when cancelled.
--- Its own errors name the caller's line (a C function called from here
--- would name this file).
-function M.sleep(seconds)
-  local co = coroutine.running()
-  if not children[co] then
-    if not core.in_request() then
-      error("mcp.sleep: not inside a request (a plugin's top level cannot wait)", 2)
-    elseif core.nested[co] then
-      error("mcp.sleep: call it from the handler's coroutine (or a function of mcp.all), not one it created", 2)
-    end
-    return core.sleep(seconds)
-  end
-  if core.cancelled() then return false end
-  local ok = M.wait(core.timer(seconds))
-  return ok == true
-end
+-- ctx:sleep(seconds): true, or nil, "cancelled: <reason>", "cancelled".
+M.sleep = core.sleep
 
 local function cancel_all(waits, why)
   for _, w in pairs(waits) do
@@ -54,9 +39,13 @@ local function cancel_all(waits, why)
   end
 end
 
--- Run each function of fns at once; returns the first value each returned,
--- in order. An error in one cancels the waits of the others and is raised.
+-- Run each function of fns at once; returns one table per function, in
+-- order, with every value it returned (table.pack: {n = k, ...}). An error
+-- in one cancels the waits of the others and is raised.
 function M.all(fns)
+  if type(fns) ~= "table" then
+    error(("bad argument #1 to 'all' (table expected, got %s)"):format(type(fns)), 2)
+  end
   local n = #fns
   local cos, results, waits, live = {}, {}, {}, 0
 
@@ -68,18 +57,20 @@ function M.all(fns)
       error(r[2], 0)
     end
     if coroutine.status(cos[i]) == "dead" then
-      results[i] = r[2]
+      results[i] = table.pack(table.unpack(r, 2, r.n))
       live = live - 1
     elseif r[2] == AWAIT then
       waits[i] = r[3]
     else
       cancel_all(waits, "another function of mcp.all failed")
-      error(("mcp.all: function %d yielded; only waits (ctx:http, mcp.sleep, db:query...) may"):format(i), 0)
+      error(("mcp.all: function %d yielded; only waits (ctx:http, ctx:sleep, db:query...) may"):format(i), 0)
     end
   end
 
   for i = 1, n do
-    if type(fns[i]) ~= "function" then error(("mcp.all: item %d is not a function"):format(i), 2) end
+    if type(fns[i]) ~= "function" then
+      error(("bad argument #1 to 'all' (item %d is not a function)"):format(i), 2)
+    end
     cos[i] = coroutine.create(fns[i])
     children[cos[i]] = true
     live = live + 1

@@ -430,17 +430,20 @@ function Ctx.cancelled() return core.cancelled() end
 function Ctx.check()
   if core.cancelled() then error(CANCELLED, 0) end
 end
-function Ctx.progress(_, progress, total, message) return core.progress(progress, total, message) end
-function Ctx.log(_, level, data) return core.log(level, data) end
-function Ctx.sleep(_, seconds) return await.sleep(seconds) end
-function Ctx.on_cancel(_, fn) return core.on_cancel(fn) end
+-- C functions called as methods: their errors name the plugin's line.
+Ctx.progress = core.progress       -- a value that does not increase is dropped (debug log)
+Ctx.log = core.log
+Ctx.sleep = core.sleep             -- true, or nil, "cancelled: <reason>", "cancelled"
+Ctx.on_cancel = core.on_cancel
 -- Over HTTP: close the connection under this request's SSE stream without
 -- ending the stream (SSE polling); the client resumes it with Last-Event-ID.
 function Ctx.close_connection() return core.close_connection() end
-function Ctx.spawn(_, cmd, args, opts) return core.spawn(cmd, args, opts) end
-function Ctx.read_file(_, path, opts) return core.read_file(path, opts) end
-function Ctx.list_dir(_, path) return core.list_dir(path) end
-function Ctx.realpath(_, path) return core.realpath(path) end
+-- ctx:spawn{ command = {"prog", "arg", ...}, cwd =, env =, stdin =, stdout =,
+-- stderr =, timeout =, max_bytes = } (src/lua/spawn.h).
+Ctx.spawn = core.spawn
+Ctx.read_file = core.read_file
+Ctx.list_dir = core.list_dir
+Ctx.realpath = core.realpath
 function Ctx.http(_, req) return http.request(req) end
 
 -- Input from the client (lua/mcp/input.lua): in a session, requests to the
@@ -458,8 +461,8 @@ function Ctx.request(self, method, params, opts)
   opts = opts or {}
   if decl.input_of[self] then         -- 2026-07-28: an input-required round, or a task's input
     local key = opts.key or input().key(self, method)
-    local results, errors = input().ask(self, { [key] = { method = method, params = params } }, opts)
-    if results[key] == nil then return nil, errors[key] end
+    local results, errors, codes = input().ask(self, { [key] = { method = method, params = params } }, opts)
+    if results[key] == nil then return nil, errors[key], codes[key] end
     return results[key]
   end
   return core.request(method, params or {}, opts.timeout, opts.max_total)
@@ -467,8 +470,8 @@ end
 function Ctx.sample(self, params, opts) return self:request("sampling/createMessage", params, opts) end
 function Ctx.elicit(self, params, opts) return self:request("elicitation/create", params, opts) end
 function Ctx.roots(self, opts)
-  local result, err, obj = self:request("roots/list", {}, opts)
-  if not result then return nil, err, obj end
+  local result, err, code, obj = self:request("roots/list", {}, opts)
+  if not result then return nil, err, code, obj end
   return result.roots, result
 end
 -- Several inputs at once: { key = { method = ..., params = ... } } -> results, errors by key.
@@ -512,12 +515,20 @@ coroutine.create = function(f)
   end
   return co
 end
+-- As lcorolib's auxwrap: a coroutine that fails is closed (its pending
+-- <close> variables run) and its error (or a <close> method's) raised again
+-- as it is (auxwrap's luaL_where names a C function: nothing is prepended).
 coroutine.wrap = function(f)
   local co = coroutine.create(f)
   return function(...)
     local r = table.pack(coroutine.resume(co, ...))
-    if not r[1] then error(r[2], 0) end
-    return table.unpack(r, 2, r.n)
+    if r[1] then return table.unpack(r, 2, r.n) end
+    local err = r[2]
+    if coroutine.status(co) == "dead" then
+      local ok, cerr = coroutine.close(co)
+      if not ok then err = cerr end
+    end
+    error(err, 0)
   end
 end
 

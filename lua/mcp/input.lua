@@ -139,14 +139,15 @@ end
 
 -- Inputs the handler waits for: one request after the other in a session;
 -- all outstanding at once (the task's inputRequests, answered by
--- tasks/update) in a task of the tasks extension.
+-- tasks/update) in a task of the tasks extension. Returns results, errors,
+-- codes: three tables by key (codes: each error's code, src/lua/fail.h).
 local function wait(requests, opts)
-  local results, errors, keys = {}, {}, {}
+  local results, errors, codes, keys = {}, {}, {}, {}
   opts = opts or {}
   for k, r in pairs(requests) do
     local cap = CAPABILITY[r.method]
     if cap and not core.client_supports(cap) then
-      errors[k] = unoffered(cap)
+      errors[k], codes[k] = unoffered(cap), "unsupported"
     else
       keys[#keys + 1] = k
     end
@@ -155,41 +156,41 @@ local function wait(requests, opts)
   if core.task_input() and #keys > 0 then
     local list = {}
     for i, k in ipairs(keys) do list[i] = { method = requests[k].method, params = requests[k].params or {} } end
-    local res, err = core.request_all(list, opts.timeout)
+    local res, err, code = core.request_all(list, opts.timeout)
     for i, k in ipairs(keys) do
       local bad = res and check_answer(list[i].method, res[i])
       if bad then                                  -- tasks/update took it as it came
-        errors[k] = "the client's answer " .. bad
+        errors[k], codes[k] = "the client's answer " .. bad, "protocol"
       elseif res then
         results[k] = res[i]
       else
-        errors[k] = err
+        errors[k], codes[k] = err, code
       end
     end
-    return results, errors
+    return results, errors, codes
   end
   for _, k in ipairs(keys) do
     local r = requests[k]
-    results[k], errors[k] = core.request(r.method, r.params or {}, opts.timeout, opts.max_total)
+    results[k], errors[k], codes[k] = core.request(r.method, r.params or {}, opts.timeout, opts.max_total)
   end
-  return results, errors
+  return results, errors, codes
 end
 
 -- requests: { key = { method = ..., params = ... }, ... }. Returns results,
--- errors: two tables by key (an answer, or why there is none). Under
+-- errors, codes: tables by key (an answer, or why there is none and its code). Under
 -- 2026-07-28, when an input the client can give has no answer yet, the
 -- request ends here with an input-required result asking for all of them.
 function M.ask(ctx, requests, opts)
   local st = decl.input_of[ctx]
   if not st or core.task_input() then return wait(requests, opts) end
-  local results, errors = {}, {}
+  local results, errors, codes = {}, {}, {}
   local missing
   for k, r in pairs(requests) do
     local cap = CAPABILITY[r.method]
     if cap == nil then
-      errors[k] = tostring(r.method) .. " cannot be an input request"
+      errors[k], codes[k] = tostring(r.method) .. " cannot be an input request", "unsupported"
     elseif not core.client_supports(cap) then
-      errors[k] = unoffered(cap)
+      errors[k], codes[k] = unoffered(cap), "unsupported"
     elseif st.answers[k] ~= nil then
       local bad = check_answer(r.method, st.answers[k])
       if bad then core.finish(nil, -32602, "Invalid params: inputResponses." .. k .. " " .. bad) end
@@ -203,7 +204,7 @@ function M.ask(ctx, requests, opts)
   if missing then
     core.finish({ resultType = "input_required", inputRequests = missing, requestState = seal(st) })
   end
-  return results, errors
+  return results, errors, codes
 end
 
 -- ctx:require(capability, ...): end the request with -32021 unless the

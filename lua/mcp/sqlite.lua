@@ -3,9 +3,11 @@
 -- A statement runs on libuv's thread pool, one at a time per db, and the
 -- handler waits for it as an operation (lua/mcp/await.lua): so it works under
 -- mcp.all, and a cancel of the request interrupts it. SQL errors are
--- returned as nil, message, code ("SQLITE_CONSTRAINT"...), never raised.
+-- returned as nil, message, code ("constraint", with "(SQLITE_CONSTRAINT)" at
+-- the end of the message...), never raised.
 local core = require "mcp.core"
 local await = require "mcp.await"
+local fail = require "mcp.fail"
 
 local C = core.sqlite
 
@@ -73,7 +75,7 @@ function Db:transaction(fn, mode)
   if not ok then
     wait(C.run(self, "ROLLBACK", nil, "transaction"))
     -- a cancel of the request has rolled it back already (src/lua/sqlite.c, tx_cancel)
-    if core.cancelled() then return nil, "cancelled: " .. (core.reason() or "request stopped"), "cancelled" end
+    if core.cancelled() then return fail.cancelled() end
     return nil, err, code
   end
   if r.n == 1 then return true end

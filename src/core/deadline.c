@@ -87,7 +87,8 @@ void mcp_deadlines_run(void) {
   while (D.n > 0 && D.heap[0]->due <= now) {
     mcp_deadline *d = D.heap[0];
     heap_remove(d);
-    D.cb(d);                 /* may set it, or others, again */
+    if (d->fire) d->fire(d);  /* may set it, or others, again */
+    else D.cb(d);
   }
   D.armed_for = 0;
   rearm();

@@ -8,15 +8,16 @@
 
 #include <uv.h>
 
-typedef struct {
+typedef struct mcp_deadline {
   uint64_t due;              /* on the clock given to mcp_deadlines_init; 0 = none */
   int index;                 /* in the heap, or -1 */
+  void (*fire)(struct mcp_deadline *d);  /* its own callback; NULL: mcp_deadlines_init's */
 } mcp_deadline;
 
-#define MCP_DEADLINE_INIT { 0, -1 }
+#define MCP_DEADLINE_INIT { 0, -1, NULL }
 
-/* cb runs for each entry that comes due, already out of the heap (it may
- * set it again). clock gives the time in ns. */
+/* cb runs for each entry that comes due (but one with its own fire), already
+ * out of the heap (it may set it again). clock gives the time in ns. */
 void mcp_deadlines_init(uv_loop_t *loop, uint64_t (*clock)(void), void (*cb)(mcp_deadline *d));
 /* Arm d for due (0: disarm). */
 void mcp_deadline_set(mcp_deadline *d, uint64_t due);

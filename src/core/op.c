@@ -1,5 +1,7 @@
-/* Operations a handler starts and waits on (see op.h), the two simple kinds
- * (a timer, a future completed from Lua), and core.await. */
+/* Operations a handler starts and waits on (see op.h), the simple kinds (a
+ * sleep on the server's clock, a timer on the loop's, a future completed
+ * from Lua), and the waits: mcp_op_wait, core.wait, core.await. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,11 +9,16 @@
 #include <lauxlib.h>
 #include <uv.h>
 
+#include "deadline.h"
+#include "fail.h"
 #include "log.h"
 #include "op.h"
 #include "sched.h"
 
 #define OP_MT "mcp.op"
+
+static char children_key;                /* registry: weak set of mcp.all's coroutines */
+static char await_key;                   /* registry: what they yield to wait (core.AWAIT) */
 
 static mcp_op *plugin_ops;               /* ops started outside any call */
 
@@ -83,10 +90,7 @@ void mcp_ops_stop(mcp_call *c, const char *why, int finished) {
 
 int mcp_op_refuse(lua_State *L, mcp_call *c) {
   if (c == NULL || !c->signalled) return 0;
-  lua_pushnil(L);
-  lua_pushfstring(L, "cancelled: %s", c->req.reason ? c->req.reason : "request stopped");
-  lua_pushliteral(L, "cancelled");
-  return 3;
+  return mcp_push_cancelled(L, c);
 }
 
 void mcp_ops_shutdown(void) {
@@ -140,16 +144,15 @@ static int op_done_l(lua_State *L) {
 
 /* op:result(): the outcome of a done op; a cancelled one's is nil,
  * "cancelled: <reason>", "cancelled". */
+static int push_outcome(lua_State *L, mcp_op *op) {
+  if (op->cancelled) return mcp_push_fail(L, "cancelled", "%s", op->reason);
+  return op->type->push(L, op);
+}
+
 static int op_result(lua_State *L) {
   mcp_op *op = mcp_op_check(L, 1);
   if (!op->done) return luaL_error(L, "%s: not done yet (wait for it first)", op->type->name);
-  if (op->cancelled) {
-    lua_pushnil(L);
-    lua_pushstring(L, op->reason);
-    lua_pushliteral(L, "cancelled");
-    return 3;
-  }
-  return op->type->push(L, op);
+  return push_outcome(L, op);
 }
 
 static int op_cancel_l(lua_State *L) {
@@ -161,6 +164,51 @@ static int op_tostring(lua_State *L) {
   mcp_op **p = luaL_checkudata(L, 1, OP_MT);
   lua_pushfstring(L, "mcp.op(%s)", *p ? (*p)->type->name : "released");
   return 1;
+}
+
+/* Is L a function that mcp.all runs (lua/mcp/await.lua)? */
+static int all_child(lua_State *L) {
+  int yes;
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &children_key);
+  lua_pushthread(L);
+  yes = lua_rawget(L, -2) != LUA_TNIL;
+  lua_pop(L, 2);
+  return yes;
+}
+
+/* The call whose handler may wait in L now; raises (naming the caller's
+ * line) where no wait is possible. */
+mcp_call *mcp_op_caller(lua_State *L, const char *what) {
+  mcp_call *c = mcp_call_current(L);
+  const char *why = NULL;
+  if (c == NULL) why = "not inside a request (a plugin's top level cannot wait)";
+  else if (L != c->co && !all_child(L))
+    why = "call it from the handler's coroutine or a function of mcp.all, not a coroutine it created";
+  else if (!lua_isyieldable(L) || c->closing)
+    why = "cannot yield here (inside a non-yieldable C call such as a table.sort comparator, "
+          "or a <close> after an abort)";
+  if (why != NULL) mcp_raise(L, "%s: %s", what, why);
+  return c;
+}
+
+/* Yield until one of the n ops from index from on may be done: the handler's own
+ * coroutine yields to the scheduler (an op's completion wakes it); a
+ * function of mcp.all yields AWAIT and the list of ops to mcp.all, which
+ * waits for the ops of all its functions at once. */
+static int wait_yield(lua_State *L, int from, int n, lua_KContext ctx, lua_KFunction k) {
+  mcp_call *c = mcp_call_current(L);
+  if (L == c->co) {
+    c->awaiting = 1;
+    c->waiting = 1;
+    return lua_yieldk(L, 0, ctx, k);
+  }
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &await_key);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushvalue(L, from + i);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return lua_yieldk(L, 2, ctx, k);
 }
 
 /* await(op, ...): the index of the first op that is done, waiting for one
@@ -177,22 +225,31 @@ static int await_k(lua_State *L, int status, lua_KContext ctx) {
       return 1;
     }
   }
-  c->awaiting = 1;
-  c->waiting = 1;
-  return lua_yieldk(L, 0, n, await_k);
+  return wait_yield(L, 1, n, n, await_k);
 }
 
 static int l_await(lua_State *L) {
   int n = lua_gettop(L);
-  mcp_call *c = mcp_call_current(L);
   if (n == 0) return luaL_error(L, "await: no operation to wait for");
   for (int i = 1; i <= n; i++) mcp_op_check(L, i);
-  if (c == NULL)
-    return luaL_error(L, "await: not inside a request (a plugin's top level cannot wait)");
-  if (L != c->co)
-    return luaL_error(L, "await: call it from the handler's coroutine (or under mcp.all)");
-  if (!lua_isyieldable(L) || c->closing) return luaL_error(L, "await: cannot yield here");
+  mcp_op_caller(L, "await");
   return await_k(L, LUA_OK, n);
+}
+
+/* The outcome of the op on top, once done. stack: ... handle -> outcome */
+static int wait_k(lua_State *L, int status, lua_KContext ctx) {
+  mcp_op *op = mcp_op_check(L, (int)ctx);
+  mcp_call *c = mcp_call_current(L);
+  (void)status;
+  lua_settop(L, (int)ctx);
+  if (L == c->co) c->awaiting = 0;
+  if (op->done) return push_outcome(L, op);
+  return wait_yield(L, (int)ctx, 1, ctx, wait_k);
+}
+
+int mcp_op_wait(lua_State *L) {
+  mcp_op_check(L, -1);
+  return wait_k(L, LUA_OK, lua_gettop(L));
 }
 
 /* A future: done when Lua completes it (f:complete(...)); its on_cancel
@@ -329,6 +386,61 @@ static int l_timer(lua_State *L) {
   return 1;
 }
 
+/* wait(op): its outcome, once done (see mcp_op_wait). */
+static int l_wait(lua_State *L) {
+  mcp_op *op = mcp_op_check(L, 1);
+  if (op->done) return push_outcome(L, op);      /* done already (at a plugin's top level, too) */
+  mcp_op_caller(L, "wait");
+  lua_settop(L, 1);
+  return mcp_op_wait(L);
+}
+
+/* A sleep: done after its seconds on the server's clock (mcp_clock_ns,
+ * which --test-clock moves), like the call's own deadlines. */
+typedef struct {
+  mcp_op op;
+  mcp_deadline dl;
+} op_sleep;
+
+static void sleep_fired(mcp_deadline *d) {
+  op_sleep *s = (op_sleep *)((char *)d - offsetof(op_sleep, dl));
+  mcp_op_done(&s->op);
+  mcp_op_release(&s->op);
+}
+
+static void sleep_cancel(mcp_op *op) {
+  mcp_deadline_set(&((op_sleep *)op)->dl, 0);
+  mcp_op_release(op);
+}
+
+static void sleep_free(mcp_op *op) { free(op); }
+
+static const mcp_op_type sleep_type = { "sleep", sleep_cancel, timer_push, sleep_free };
+
+/* sleep(seconds): true once they passed, or nil, "cancelled: <reason>",
+ * "cancelled" when a cancel of the request ended the wait. */
+static int l_sleep(lua_State *L) {
+  int base = mcp_self(L);                        /* ctx:sleep(s) and mcp.sleep(s) */
+  double sec = luaL_checknumber(L, base);
+  mcp_call *c = mcp_op_caller(L, "sleep");
+  uint64_t now = mcp_clock_ns(), due;
+  mcp_op **h;
+  op_sleep *s;
+  int n;
+  if ((n = mcp_op_refuse(L, c)) != 0) return n;
+  lua_settop(L, base);
+  h = mcp_op_reserve(L);
+  s = calloc(1, sizeof *s);
+  if (s == NULL) abort();
+  s->dl.index = -1;
+  s->dl.fire = sleep_fired;
+  mcp_op_init(&s->op, &sleep_type, c);
+  mcp_op_attach(h, &s->op);
+  due = now + (sec > 0 ? (uint64_t)(sec * 1e9) : 0);
+  mcp_deadline_set(&s->dl, due ? due : 1);
+  return mcp_op_wait(L);
+}
+
 static const luaL_Reg op_methods[] = {
   {"done", op_done_l},
   {"result", op_result},
@@ -338,6 +450,22 @@ static const luaL_Reg op_methods[] = {
 };
 
 void mcp_op_open(lua_State *L) {
+  lua_newtable(L);                               /* stack: core children */
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "k");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &children_key);
+  lua_setfield(L, -2, "all_children");
+  lua_newtable(L);                               /* stack: core AWAIT */
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &await_key);
+  lua_setfield(L, -2, "AWAIT");
+  lua_pushcfunction(L, l_sleep);
+  lua_setfield(L, -2, "sleep");
+  lua_pushcfunction(L, l_wait);
+  lua_setfield(L, -2, "wait");
   luaL_newmetatable(L, OP_MT);
   luaL_newlib(L, op_methods);
   lua_setfield(L, -2, "__index");

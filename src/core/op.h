@@ -1,5 +1,6 @@
-/* Operations: I/O a handler starts and waits on (an HTTP transfer, an SQL
- * statement, a timer, a future that Lua completes), several at a time.
+/* Operations: every wait of a handler is one (a sleep, an HTTP transfer, an
+ * SQL statement, a child process, a file read, a request to the client, a
+ * task's input, a timer, a future that Lua completes), several at a time.
  *
  * An op belongs to the call that started it (mcp_call.ops), or, started
  * outside any call (a plugin's shared MCP client), to the plugin-level list.
@@ -7,8 +8,8 @@
  * session, shutdown) and the call's own end cancel every op it still has:
  * the engine stops the I/O at once (a transfer leaves curl's multi handle, a
  * statement is interrupted) and no plugin callback of that op runs
- * afterwards. A handler waiting in core.await then wakes with nil,
- * "cancelled: <reason>".
+ * afterwards. A handler waiting on it (mcp_op_wait, core.await) then wakes
+ * with nil, "cancelled: <reason>", "cancelled".
  *
  * Memory: the engine holds the op while its I/O runs, the Lua handle (a
  * userdata) while Lua can reach it; the op is freed (type->free) when both
@@ -22,7 +23,7 @@ typedef struct mcp_call mcp_call;
 typedef struct mcp_op mcp_op;
 
 typedef struct {
-  const char *name;                      /* "http", "sql", "timer", "future" */
+  const char *name;                      /* "http", "sql", "sleep", "spawn", "fs", ... */
   /* Stop the I/O now. The engine calls mcp_op_done (at once or later, e.g.
    * when a thread-pool job comes back) and mcp_op_release when it lets go. */
   void (*cancel)(mcp_op *op);
@@ -65,11 +66,20 @@ void mcp_ops_stop(mcp_call *c, const char *why, int finished);
 /* A stopped request starts no new op: when c is cancelled (or timing
  * out), push nil, "cancelled: <reason>", "cancelled" and return 3; else 0. */
 int mcp_op_refuse(lua_State *L, mcp_call *c);
+/* The call whose handler may wait in L (its own coroutine, or a function
+ * of mcp.all); raises "<what>: why", naming the caller's line, elsewhere. */
+mcp_call *mcp_op_caller(lua_State *L, const char *what);
+/* Wait for the op whose handle is on top of the stack (L may wait: see
+ * mcp_op_caller) and return its outcome: op:result() once done, nil,
+ * "cancelled: <reason>", "cancelled" when a cancel ended it. A yield: a C
+ * function returns what this returns. */
+int mcp_op_wait(lua_State *L);
 /* Cancel every plugin-level op (shutdown). */
 void mcp_ops_shutdown(void);
 /* The op of a handle at index idx, or raises. */
 mcp_op *mcp_op_check(lua_State *L, int idx);
-/* core.await, core.future, core.timer and the op metatable into the table on top. */
+/* core.await, core.sleep, core.future, core.timer, core.AWAIT, core.all_children
+ * and the op metatable into the table on top. */
 void mcp_op_open(lua_State *L);
 
 #endif

@@ -398,11 +398,10 @@ static void call_free(mcp_call *c) {
 }
 
 /* A call's one deadline entry (deadline.c) serves its deadline (timeout,
- * then grace), the end of an mcp.sleep and its next progress heartbeat,
- * whichever is earliest. */
+ * then grace) and its next progress heartbeat, whichever is earliest (its
+ * waits are ops, each with its own). */
 static void timer_arm(mcp_call *c) {
   uint64_t due = c->due_ns;
-  if (c->wake_ns && (due == 0 || c->wake_ns < due)) due = c->wake_ns;
   if (c->beat_ns && (due == 0 || c->beat_ns < due)) due = c->beat_ns;
   mcp_deadline_set(&c->dl, due);
 }
@@ -426,11 +425,6 @@ void mcp_call_beat(mcp_call *c) {
 static void on_deadline(mcp_deadline *d) {
   mcp_call *c = (mcp_call *)((char *)d - offsetof(mcp_call, dl));
   uint64_t now = mcp_clock_ns();
-  if (c->wake_ns && now >= c->wake_ns) {
-    c->wake_ns = 0;
-    c->waiting = 0;
-    queue_push(c);
-  }
   if (c->beat_ns && now >= c->beat_ns) heartbeat(c);
   if (c->due_ns && now >= c->due_ns) {
     c->due_ns = 0;
@@ -475,7 +469,7 @@ int mcp_call_pcall(mcp_call *c, int nargs, int nresults) {
 }
 
 static void wait_cancel(mcp_call *c) {
-  if (c->wait_cleanup) {           /* a child process, a file read: detach it */
+  if (c->wait_cleanup) {           /* a tasks/result wait: detach it */
     void (*cleanup)(mcp_call *) = c->wait_cleanup;
     c->wait_cleanup = NULL;
     cleanup(c);
@@ -483,7 +477,6 @@ static void wait_cancel(mcp_call *c) {
   if (!c->waiting) return;
   c->waiting = 0;
   c->awaiting = 0;
-  c->wake_ns = 0;
   timer_arm(c);
 }
 
@@ -499,10 +492,6 @@ static void call_finish(mcp_call *c) {
   }
   c->owner->stopping(c, "request finished");
   mcp_ops_stop(c, "request finished", 1);
-  if (c->out_result_ref != LUA_NOREF) {
-    luaL_unref(S.L, LUA_REGISTRYINDEX, c->out_result_ref);
-    c->out_result_ref = LUA_NOREF;
-  }
   co_release(c);
   call_token_drop(c);
   if (c->aprev) c->aprev->anext = c->anext; else S.all = c->anext;
@@ -683,7 +672,7 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
   if (act & MCP_ACT_ERROR) respond_error(c);
   if (act & MCP_ACT_TIMEOUT) respond_timeout(c);
   if (act & MCP_ACT_FINISH) {
-    c->due_ns = c->wake_ns = 0;
+    c->due_ns = 0;
     call_finish(c);
   }
 }
@@ -721,7 +710,7 @@ mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char 
   c->sid = sid;
   c->method = mcp_name_intern(method);
   c->params = json_incref(params);
-  c->co_ref = c->oncancel_ref = c->token_ref = c->out_result_ref = LUA_NOREF;
+  c->co_ref = c->oncancel_ref = c->token_ref = LUA_NOREF;
   c->last_progress = -1e308;
   c->arrive_ns = uv_hrtime();
   mcp_call_beat(c);
@@ -737,29 +726,6 @@ mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char 
   if (c->due_ns || c->beat_ns) timer_arm(c);
   queue_push(c);
   return c;
-}
-
-/* mcp.sleep: arm the wait timer and yield; woken by the timer or a cancel. */
-static int sleep_k(lua_State *L, int status, lua_KContext ctx) {
-  mcp_call *c = mcp_call_current(L);
-  (void)status; (void)ctx;
-  if (c != NULL && c->signalled) {
-    lua_pushboolean(L, 0);
-    lua_pushstring(L, c->req.reason ? c->req.reason : "cancelled");
-    return 2;
-  }
-  lua_pushboolean(L, 1);
-  return 1;
-}
-
-int mcp_call_sleep(lua_State *L, mcp_call *c, double seconds) {
-  if (c->signalled) return sleep_k(L, LUA_OK, 0);
-  if (seconds > 0) {
-    c->wake_ns = mcp_clock_ns() + (uint64_t)(seconds * 1e9);
-    c->waiting = 1;
-    timer_arm(c);
-  }
-  return lua_yieldk(L, 0, 0, sleep_k);
 }
 
 /* A request about to start: its tool's limits may queue it (it stays

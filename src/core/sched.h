@@ -54,18 +54,12 @@ struct mcp_call {
   int co_ref;
   int oncancel_ref;          /* table of ctx:on_cancel functions, or LUA_NOREF */
   int token_ref;             /* userdata naming this call to coroutines it creates */
-  int out_result_ref;        /* {ok, result or error message, error object} once answered */
-  mcp_deadline dl;           /* the earliest of due_ns and wake_ns (deadline.c) */
+  mcp_deadline dl;           /* the earliest of due_ns and beat_ns (deadline.c) */
   uint64_t due_ns;           /* hrtime of the timeout, then of the grace end; 0 = none */
-  uint64_t wake_ns;          /* hrtime an mcp.sleep ends; 0 = none */
-  long long out_id;          /* id of the request it waits on from the client; 0 = none */
-  uint64_t out_timeout_ns;   /* that request's timeout; progress restarts it */
-  uint64_t out_max_ns;       /* hrtime it may never wait past */
-  mcp_call *out_next;        /* the session's list of calls waiting on the client */
   struct mcp_task *task;     /* a task-augmented tools/call: its task (task.c), until either ends */
-  /* A wait on something outside the call (a child process, a file read)
-   * registers its cleanup here; whatever ends the wait early (a cancel, an
-   * abort, the end of the call) runs it once, and it detaches wait_data. */
+  /* A tasks/result request waiting for its task registers its cleanup
+   * here; whatever ends the wait early (a cancel, an abort, the end of the
+   * call) runs it once, and it detaches wait_data. A handler's waits are ops. */
   void (*wait_cleanup)(mcp_call *c);
   void *wait_data;
   struct mcp_op *ops;        /* operations it started (op.c): cancelled when it stops or ends */
@@ -135,8 +129,6 @@ void mcp_call_tokens_open(lua_State *L);
 /* A coroutine the handler created: the count hook stays on it (time
  * slices and forced aborts reach it; the alarm only reaches the handler's own). */
 void mcp_call_watch(lua_State *co);
-/* Wait helpers for yielding bindings (lmcp.c). */
-int mcp_call_sleep(lua_State *L, mcp_call *c, double seconds);
 /* Fire CLOSE on every live call for which pred says yes (every call when
  * pred is NULL). */
 void mcp_sched_close_all(int (*pred)(const mcp_call *c, void *ud), void *ud, const char *reason);

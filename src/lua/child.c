@@ -4,15 +4,56 @@
 #include <lauxlib.h>
 
 #include "child.h"
+#include "fail.h"
+
+extern char **environ;
 
 const char *mcp_child_anchored(lua_State *L, int anchor, int idx, const char *who, const char *what) {
   const char *s;
   if (lua_type(L, idx) != LUA_TSTRING && lua_type(L, idx) != LUA_TNUMBER)
-    luaL_error(L, "%s: %s must be a string", who, what);
+    mcp_raise(L, "%s: %s must be a string", who, what);
   lua_pushvalue(L, idx);
   s = lua_tostring(L, -1);
   lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
   return s;
+}
+
+const char **mcp_child_env(lua_State *L, int opts, int anchor, const char *who) {
+  const char **envp;
+  size_t n = 0, k = 0;
+  int env;
+  if (lua_getfield(L, opts, "env") == LUA_TNIL) {
+    lua_pop(L, 1);
+    return NULL;                       /* inherit */
+  }
+  env = lua_gettop(L);
+  if (!lua_istable(L, env)) mcp_raise(L, "%s: opts.env must be a table", who);
+  for (lua_pushnil(L); lua_next(L, env); lua_pop(L, 1)) {
+    if (lua_type(L, -2) != LUA_TSTRING || strchr(lua_tostring(L, -2), '=') != NULL ||
+        (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER &&
+         !(lua_isboolean(L, -1) && !lua_toboolean(L, -1))))
+      mcp_raise(L, "%s: opts.env must map names (without '=') to strings (or false)", who);
+    n++;
+  }
+  for (char **e = environ; *e; e++) n++;
+  envp = lua_newuserdatauv(L, (n + 1) * sizeof *envp, 0);
+  lua_rawseti(L, anchor, 0);           /* anchor[0] = the array */
+  for (char **e = environ; *e; e++) {  /* the server's, where opts.env does not name it */
+    const char *eq = strchr(*e, '=');
+    if (eq == NULL) continue;
+    lua_pushlstring(L, *e, (size_t)(eq - *e));
+    if (lua_rawget(L, env) == LUA_TNIL) envp[k++] = *e;
+    lua_pop(L, 1);
+  }
+  for (lua_pushnil(L); lua_next(L, env); lua_pop(L, 1)) {
+    if (lua_isboolean(L, -1)) continue;
+    lua_pushfstring(L, "%s=%s", lua_tostring(L, -2), lua_tostring(L, -1));
+    envp[k++] = lua_tostring(L, -1);
+    lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
+  }
+  envp[k] = NULL;
+  lua_pop(L, 1);
+  return envp;
 }
 
 void mcp_child_options(uv_process_options_t *o, uv_stdio_container_t stdio[3], const char **argv,

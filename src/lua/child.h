@@ -13,6 +13,12 @@
  * string" for anything else. */
 const char *mcp_child_anchored(lua_State *L, int anchor, int idx, const char *who, const char *what);
 
+/* The environment of opts.env (opts at index opts): the server's, with the
+ * names it maps to a string set and those it maps to false removed; NULL
+ * (inherit) without opts.env. The array and its strings live in the anchor
+ * table. Raises "<who>: opts.env ..." for a bad table. */
+const char **mcp_child_env(lua_State *L, int opts, int anchor, const char *who);
+
 /* Options to run argv[0] with argv, envp (NULL: the server's) and cwd (NULL:
  * the server's) in a process group of its own, with the three stdio
  * containers in stdio (zeroed here: the caller sets them). */

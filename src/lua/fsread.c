@@ -1,8 +1,8 @@
-/* Non-blocking file system reads for handlers (mcp.read_file, mcp.list_dir,
- * mcp.realpath): libuv fs requests on the thread pool, one at a time per
+/* Non-blocking file system reads for handlers (ctx:read_file, ctx:list_dir,
+ * ctx:realpath): libuv fs requests on the thread pool, one at a time per
  * operation, chained by their callbacks (open -> fstat -> read... -> close for
- * a file). The call waits; the last callback wakes it, and the continuation
- * returns the outcome. */
+ * a file). Each is an operation of its call (op.h): the handler waits for it
+ * as for any other (under mcp.all too), and a cancel of the call wakes it. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,20 +13,20 @@
 #include <uv.h>
 
 #include "buf.h"
+#include "fail.h"
 #include "fsread.h"
 #include "log.h"
+#include "op.h"
 #include "sched.h"
 
 #define CHUNK ((size_t)1 << 20)   /* one read: a cancel waits for at most this much */
 
 enum { OP_READ, OP_LIST, OP_REALPATH };
 
-/* One operation. Owned by the waiting call while no request is in flight,
- * by its request chain otherwise; freed by op_free only, either by the
- * continuation (or the call's cleanup) once the chain is over, or by the last
- * callback of a chain whose call went away. */
+/* One operation: the engine (its request chain) holds it until the chain is
+ * over, the Lua handle while Lua can reach it (op.h); freed by fs_free. */
 typedef struct mcp_fsop {
-  mcp_call *call;            /* the waiting call; NULL once abandoned */
+  mcp_op op;                 /* first member */
   uv_fs_t req;
   int kind;                  /* OP_* */
   uv_file fd;                /* open file, or -1 */
@@ -36,10 +36,12 @@ typedef struct mcp_fsop {
   int err;                   /* libuv error, 0 = none */
   char msg[96];              /* a message of our own for err, or "" for uv_strerror */
   unsigned busy : 1;         /* a request is in flight */
-  unsigned done : 1;         /* the chain is over and the outcome is in */
 } mcp_fsop;
 
-static void op_free(mcp_fsop *op) {
+static const char *const verbs[] = { "read_file", "list_dir", "realpath" };
+
+static void fs_free(mcp_op *o) {
+  mcp_fsop *op = (mcp_fsop *)o;
   mcp_buf_free(&op->data);
   free(op->path);
   free(op);
@@ -52,11 +54,10 @@ static void op_close(mcp_fsop *op) {
   uv_fs_close(mcp_sched_loop(), &op->req, op->fd, on_fs);
 }
 
-/* The outcome is in: wake the call. */
+/* The chain is over: the outcome is in (wake the call), the engine lets go. */
 static void op_done(mcp_fsop *op) {
-  op->done = 1;
-  op->call->waiting = 0;
-  mcp_call_wake(op->call);
+  mcp_op_done(&op->op);
+  mcp_op_release(&op->op);
 }
 
 /* Fail with err (and a message of our own); the file is closed first. */
@@ -143,10 +144,10 @@ static void on_fs(uv_fs_t *req) {
   op->busy = 0;
   if (type == UV_FS_OPEN && r >= 0) op->fd = (uv_file)r;
   if (type == UV_FS_CLOSE && r != UV_ECANCELED) op->fd = -1;
-  if (op->call == NULL) {                         /* abandoned: close the file, then free */
+  if (op->op.cancelled) {                         /* close the file, then let go */
     uv_fs_req_cleanup(req);
     if (op->fd >= 0) op_close(op);
-    else op_free(op);
+    else mcp_op_release(&op->op);
     return;
   }
   if (type == UV_FS_SCANDIR && r >= 0) {
@@ -169,21 +170,17 @@ static void on_fs(uv_fs_t *req) {
 }
 
 /*
- * Ending a wait early. The call stops waiting at once (its cleanup runs on a
- * cancel, an abort or the end of the call), but a request may be in the
- * thread pool, where it cannot be stopped halfway: the chain then owns the
- * operation. uv_cancel takes the request back if no thread has picked it up
- * yet (its callback still comes, with UV_ECANCELED); otherwise it finishes
- * there. Either way the callback sees call == NULL, drops the result, closes
- * a file that is open (an open that completed after the cancel included), and
- * frees the operation. With nothing in flight, the operation is freed here.
+ * A cancel. The call stops waiting at once (mcp_op_cancel marked the op
+ * done), but a request may be in the thread pool, where it cannot be stopped
+ * halfway. uv_cancel takes it back if no thread has picked it up yet (its
+ * callback still comes, with UV_ECANCELED); otherwise it finishes there.
+ * Either way the callback sees the op cancelled, drops the result, closes a
+ * file that is open (an open that completed after the cancel included), and
+ * lets go of the op.
  */
-static void fs_cleanup(mcp_call *c) {
-  mcp_fsop *op = c->wait_data;
-  c->wait_data = NULL;
-  op->call = NULL;
+static void fs_cancel(mcp_op *o) {
+  mcp_fsop *op = (mcp_fsop *)o;
   if (op->busy) uv_cancel((uv_req_t *)&op->req);
-  else op_free(op);
 }
 
 static int push_entries(lua_State *L, mcp_fsop *op);
@@ -192,32 +189,18 @@ static int name_cmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a + 1, *(char *const *)b + 1);
 }
 
-/* The continuation: the outcome, or why there is none. */
-static int fs_k(lua_State *L, int status, lua_KContext ctx) {
-  mcp_call *c = mcp_call_current(L);
-  mcp_fsop *op = c->wait_cleanup == fs_cleanup ? c->wait_data : NULL;
-  int n = 1;
-  (void)status; (void)ctx;
-  if (op == NULL || !op->done) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "cancelled: %s", c->req.reason ? c->req.reason : "request stopped");
-    return 2;
-  }
-  if (op->err != 0) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "%s: %s", op->path, op->msg[0] ? op->msg : uv_strerror(op->err));
-    lua_pushstring(L, uv_err_name(op->err));
-    n = 3;
-  } else if (op->kind == OP_LIST) {
-    push_entries(L, op);
-  } else {
-    lua_pushlstring(L, op->data.data ? op->data.data : "", op->data.len);
-  }
-  c->wait_cleanup = NULL;
-  c->wait_data = NULL;
-  op_free(op);
-  return n;
+/* The outcome: the value, or nil, message, code. */
+static int fs_push(lua_State *L, mcp_op *o) {
+  mcp_fsop *op = (mcp_fsop *)o;
+  if (op->err != 0)
+    return mcp_push_fail(L, mcp_code_uv(op->err), "%s %s: %s (%s)", verbs[op->kind], op->path,
+                         op->msg[0] ? op->msg : uv_strerror(op->err), uv_err_name(op->err));
+  if (op->kind == OP_LIST) return push_entries(L, op);
+  lua_pushlstring(L, op->data.data ? op->data.data : "", op->data.len);
+  return 1;
 }
+
+static const mcp_op_type fs_type = { "fs", fs_cancel, fs_push, fs_free };
 
 /* stack: -> {{name=, type=}, ...} sorted by name */
 static int push_entries(lua_State *L, mcp_fsop *op) {
@@ -243,35 +226,29 @@ static int push_entries(lua_State *L, mcp_fsop *op) {
 
 static int op_start(lua_State *L, mcp_call *c, int kind, const char *path, size_t max) {
   mcp_fsop *op;
+  mcp_op **h;
   int r;
-  if (c->signalled) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "cancelled: %s", c->req.reason ? c->req.reason : "request stopped");
-    return 2;
-  }
+  if ((r = mcp_op_refuse(L, c)) != 0) return r;
+  h = mcp_op_reserve(L);                          /* may raise: first */
   op = calloc(1, sizeof *op);
   if (op == NULL || (op->path = strdup(path)) == NULL) abort();
   op->kind = kind;
   op->fd = -1;
   op->max = max;
   op->req.data = op;
+  mcp_op_init(&op->op, &fs_type, c);
+  mcp_op_attach(h, &op->op);
   if (kind == OP_READ) r = uv_fs_open(mcp_sched_loop(), &op->req, path, O_RDONLY | O_NONBLOCK, 0, on_fs);
   else if (kind == OP_LIST) r = uv_fs_scandir(mcp_sched_loop(), &op->req, path, 0, on_fs);
   else r = uv_fs_realpath(mcp_sched_loop(), &op->req, path, on_fs);
   if (r < 0) {                                    /* refused before it was queued */
     uv_fs_req_cleanup(&op->req);
-    lua_pushnil(L);
-    lua_pushfstring(L, "%s: %s", path, uv_strerror(r));
-    lua_pushstring(L, uv_err_name(r));
-    op_free(op);
-    return 3;
+    op->err = r;
+    op_done(op);
+  } else {
+    op->busy = 1;
   }
-  op->busy = 1;
-  op->call = c;
-  c->wait_data = op;
-  c->wait_cleanup = fs_cleanup;
-  c->waiting = 1;
-  return lua_yieldk(L, 0, 0, fs_k);
+  return mcp_op_wait(L);
 }
 
 int mcp_fsread_file(lua_State *L, mcp_call *c, const char *path, size_t max_bytes) {

@@ -1,9 +1,11 @@
-/* Non-blocking file system reads for handlers: mcp.read_file, mcp.list_dir,
- * mcp.realpath. Each runs on libuv's thread pool and yields the call until
- * done; the continuation returns the value, or nil, message, code (the libuv
- * error name, e.g. "ENOENT"). A cancel wakes the call at once with nil,
- * "cancelled: <reason>"; the request still in the thread pool is cancelled
- * where libuv can, and otherwise finishes there and its result is dropped. */
+/* Non-blocking file system reads for handlers: ctx:read_file, ctx:list_dir,
+ * ctx:realpath. Each runs on libuv's thread pool as an operation of the call
+ * (op.h) and waits until done (mcp_op_wait: under mcp.all too); it returns
+ * the value, or nil, message, code (fail.h: "not_found", with the libuv name
+ * in the message, e.g. "read_file x: no such file or directory (ENOENT)").
+ * A cancel wakes the wait at once with nil, "cancelled: <reason>",
+ * "cancelled"; the request still in the thread pool is cancelled where libuv
+ * can, and otherwise finishes there and its result is dropped. */
 #ifndef MCP_FSREAD_H
 #define MCP_FSREAD_H
 

@@ -25,6 +25,7 @@
 
 #include "allow.h"
 #include "buf.h"
+#include "fail.h"
 #include "httpc.h"
 #include "json.h"
 #include "log.h"
@@ -53,7 +54,7 @@ typedef struct transfer {
   long status;
   CURLcode rc;
   char *url;                     /* the request's URL, then the effective one */
-  char code[24];                 /* our own failure: too_large, blocked, callback */
+  char code[24];                 /* our own failure: too_large, denied (http_allow), io (a callback raised) */
   char msg[400];
   char errbuf[CURL_ERROR_SIZE];
   unsigned in_multi : 1;
@@ -125,7 +126,7 @@ static curl_socket_t on_opensocket(void *ud, curlsocktype purpose, struct curl_s
   transfer *t = ud;
   (void)purpose;
   if (!allowed(t, &a->addr)) {
-    snprintf(t->code, sizeof t->code, "blocked");
+    snprintf(t->code, sizeof t->code, "denied");
     mcp_info("http: %s", t->msg);
     return CURL_SOCKET_BAD;
   }
@@ -141,7 +142,7 @@ static int run_callback(transfer *t, int ref, int nargs) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
   lua_insert(L, -1 - nargs);
   if (mcp_call_pcall(t->op.call, nargs, 1) != LUA_OK) {
-    snprintf(t->code, sizeof t->code, "callback");
+    snprintf(t->code, sizeof t->code, "io");
     snprintf(t->msg, sizeof t->msg, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "callback failed");
     lua_pop(L, 1);
     return -1;
@@ -364,28 +365,29 @@ static void t_cancel(mcp_op *op) {
   transfer_end(t);
 }
 
-static const char *rc_code(CURLcode rc) {
+/* The name of a CURLcode, for messages. */
+static const char *rc_name(CURLcode rc) {
   switch (rc) {
-    case CURLE_OPERATION_TIMEDOUT: return "timeout";
-    case CURLE_COULDNT_RESOLVE_HOST: return "couldnt_resolve_host";
-    case CURLE_COULDNT_RESOLVE_PROXY: return "couldnt_resolve_proxy";
-    case CURLE_COULDNT_CONNECT: return "couldnt_connect";
-    case CURLE_UNSUPPORTED_PROTOCOL: return "unsupported_protocol";
-    case CURLE_URL_MALFORMAT: return "url_malformat";
-    case CURLE_TOO_MANY_REDIRECTS: return "too_many_redirects";
-    case CURLE_GOT_NOTHING: return "got_nothing";
-    case CURLE_SEND_ERROR: return "send_error";
-    case CURLE_RECV_ERROR: return "recv_error";
-    case CURLE_PARTIAL_FILE: return "partial_file";
-    case CURLE_PEER_FAILED_VERIFICATION: return "peer_failed_verification";
-    case CURLE_SSL_CONNECT_ERROR: return "ssl_connect_error";
-    case CURLE_SSL_CACERT_BADFILE: return "ssl_cacert_badfile";
-    case CURLE_WRITE_ERROR: return "write_error";
-    case CURLE_BAD_CONTENT_ENCODING: return "bad_content_encoding";
-    case CURLE_HTTP2: return "http2";
-    case CURLE_HTTP2_STREAM: return "http2_stream";
-    case CURLE_WEIRD_SERVER_REPLY: return "weird_server_reply";
-    default: return "curl_error";
+    case CURLE_OPERATION_TIMEDOUT: return "CURLE_OPERATION_TIMEDOUT";
+    case CURLE_COULDNT_RESOLVE_HOST: return "CURLE_COULDNT_RESOLVE_HOST";
+    case CURLE_COULDNT_RESOLVE_PROXY: return "CURLE_COULDNT_RESOLVE_PROXY";
+    case CURLE_COULDNT_CONNECT: return "CURLE_COULDNT_CONNECT";
+    case CURLE_UNSUPPORTED_PROTOCOL: return "CURLE_UNSUPPORTED_PROTOCOL";
+    case CURLE_URL_MALFORMAT: return "CURLE_URL_MALFORMAT";
+    case CURLE_TOO_MANY_REDIRECTS: return "CURLE_TOO_MANY_REDIRECTS";
+    case CURLE_GOT_NOTHING: return "CURLE_GOT_NOTHING";
+    case CURLE_SEND_ERROR: return "CURLE_SEND_ERROR";
+    case CURLE_RECV_ERROR: return "CURLE_RECV_ERROR";
+    case CURLE_PARTIAL_FILE: return "CURLE_PARTIAL_FILE";
+    case CURLE_PEER_FAILED_VERIFICATION: return "CURLE_PEER_FAILED_VERIFICATION";
+    case CURLE_SSL_CONNECT_ERROR: return "CURLE_SSL_CONNECT_ERROR";
+    case CURLE_SSL_CACERT_BADFILE: return "CURLE_SSL_CACERT_BADFILE";
+    case CURLE_WRITE_ERROR: return "CURLE_WRITE_ERROR";
+    case CURLE_BAD_CONTENT_ENCODING: return "CURLE_BAD_CONTENT_ENCODING";
+    case CURLE_HTTP2: return "CURLE_HTTP2";
+    case CURLE_HTTP2_STREAM: return "CURLE_HTTP2_STREAM";
+    case CURLE_WEIRD_SERVER_REPLY: return "CURLE_WEIRD_SERVER_REPLY";
+    default: return "curl error";
   }
 }
 
@@ -393,17 +395,10 @@ static const char *rc_code(CURLcode rc) {
 static int t_push(lua_State *L, mcp_op *op) {
   transfer *t = (transfer *)op;
   const char *p, *end;
-  if (t->code[0] != '\0' || (t->rc != CURLE_OK && !t->stopped)) {
-    lua_pushnil(L);
-    if (t->code[0] != '\0') {
-      lua_pushstring(L, t->msg[0] ? t->msg : t->code);
-      lua_pushstring(L, t->code);
-    } else {
-      lua_pushstring(L, t->errbuf);
-      lua_pushstring(L, rc_code(t->rc));
-    }
-    return 3;
-  }
+  if (t->code[0] != '\0')
+    return mcp_push_fail(L, t->code, "%s", t->msg[0] ? t->msg : t->code);
+  if (t->rc != CURLE_OK && !t->stopped)
+    return mcp_push_fail(L, mcp_code_curl(t->rc), "%s (%s %d)", t->errbuf, rc_name(t->rc), (int)t->rc);
   lua_createtable(L, 0, 5);
   lua_pushinteger(L, t->status);
   lua_setfield(L, -2, "status");
@@ -485,7 +480,7 @@ static double opt_number(lua_State *L, const char *field, double dflt) {
   double v = dflt;
   if (lua_getfield(L, 1, field) != LUA_TNIL) {
     if (!lua_isnumber(L, -1) || lua_tonumber(L, -1) < 0)
-      luaL_error(L, "http: req.%s must be a number >= 0", field);
+      mcp_raise(L, "http: req.%s must be a number >= 0", field);
     v = lua_tonumber(L, -1);
   }
   lua_pop(L, 1);
@@ -499,7 +494,7 @@ static void add_query(lua_State *L, mcp_buf *url) {
   lua_newtable(L);
   keys = lua_gettop(L);
   for (lua_pushnil(L); lua_next(L, q); lua_pop(L, 1)) {
-    if (lua_type(L, -2) != LUA_TSTRING) luaL_error(L, "http: req.query keys must be strings");
+    if (lua_type(L, -2) != LUA_TSTRING) mcp_raise(L, "http: req.query keys must be strings");
     lua_pushvalue(L, -2);
     lua_rawseti(L, keys, ++n);
   }
@@ -523,7 +518,7 @@ static void add_query(lua_State *L, mcp_buf *url) {
         lua_replace(L, -2);
       }
       if (!lua_isstring(L, -1))
-        luaL_error(L, "http: req.query.%s must be a string, a number or a boolean", lua_tostring(L, -3));
+        mcp_raise(L, "http: req.query.%s must be a string, a number or a boolean", lua_tostring(L, -3));
       k = curl_easy_escape(NULL, lua_tostring(L, -3), 0);
       v = curl_easy_escape(NULL, lua_tostring(L, -1), (int)lua_rawlen(L, -1));
       mcp_buf_addc(url, memchr(url->data, '?', url->len) ? '&' : '?');
@@ -586,7 +581,7 @@ static int fn_ref(lua_State *L, const char *field) {
     lua_pop(L, 1);
     return LUA_NOREF;
   }
-  if (!lua_isfunction(L, -1)) luaL_error(L, "http: req.%s must be a function", field);
+  if (!lua_isfunction(L, -1)) mcp_raise(L, "http: req.%s must be a function", field);
   return luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
@@ -614,7 +609,7 @@ static void read_allow(lua_State *L, mcp_allow *a, const char *what) {
   mcp_allow_clear(a);
   for (int i = 1; lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
     if (!lua_isstring(L, -1) || mcp_allow_add(a, lua_tostring(L, -1)) != 0)
-      luaL_error(L, "%s[%d] must be HOST or HOST:PORT", what, i);
+      mcp_raise(L, "%s[%d] must be HOST or HOST:PORT", what, i);
     lua_pop(L, 1);
   }
   lua_pop(L, 2);                                     /* the nil that ended it, the list */
@@ -702,7 +697,7 @@ static int l_http(lua_State *L) {
   mcp_op_init(&t->op, &transfer_type, background ? NULL : c);
   mcp_op_attach(h, &t->op);                          /* stack: req handle */
 
-  if (lua_getfield(L, 1, "url") != LUA_TSTRING) return luaL_error(L, "http: req.url must be a string");
+  if (lua_getfield(L, 1, "url") != LUA_TSTRING) return mcp_raise(L, "http: req.url must be a string");
   s = lua_tostring(L, -1);
   if (strncasecmp(s, "http://", 7) != 0 && strncasecmp(s, "https://", 8) != 0)
     return invalid(L, t, "http: %s: only http and https URLs", s);

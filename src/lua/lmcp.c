@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "crypto.h"
+#include "fail.h"
 #include "fsread.h"
 #include "httpc.h"
 #include "identity.h"
@@ -106,61 +107,38 @@ static int l_deadline(lua_State *L) {
   return 1;
 }
 
-static int l_sleep(lua_State *L) {
-  double s = luaL_checknumber(L, 1);
-  mcp_call *c = current(L);
-  if (c == NULL)
-    return luaL_error(L, "mcp.sleep: not inside a request (a plugin's top level cannot wait)");
-  if (L != c->co)
-    return luaL_error(L, "mcp.sleep: call it from the handler's coroutine, not one it created");
-  if (!lua_isyieldable(L) || c->closing)
-    return luaL_error(L, "mcp.sleep: cannot yield here (inside a non-yieldable C call "
-                         "such as a table.sort comparator, or a <close> after an abort)");
-  return mcp_call_sleep(L, c, s);
-}
-
-/* The running call, when the caller may wait in it; raises otherwise. */
-static mcp_call *waitable(lua_State *L, const char *what) {
-  mcp_call *c = current(L);
-  if (c == NULL)
-    luaL_error(L, "%s: not inside a request (a plugin's top level cannot wait)", what);
-  else if (L != c->co)
-    luaL_error(L, "%s: call it from the handler's coroutine, not one it created", what);
-  else if (!lua_isyieldable(L) || c->closing)
-    luaL_error(L, "%s: cannot yield here", what);
-  return c;
-}
-
-/* spawn(cmd [, args [, opts]]): see spawn.h. */
+/* spawn(opts), ctx:spawn(opts): see spawn.h. */
 static int l_spawn(lua_State *L) {
-  luaL_checkstring(L, 1);
-  return mcp_spawn_start(L, waitable(L, "spawn"));
+  if (lua_istable(L, 1) && lua_istable(L, 2)) lua_remove(L, 1);     /* the ctx */
+  else if (lua_type(L, 1) != LUA_TSTRING) luaL_checktype(L, 1, LUA_TTABLE);
+  return mcp_spawn_start(L, mcp_op_caller(L, "spawn"));
 }
 
-/* read_file(path [, opts]): opts.max_bytes (default 64 MiB). */
+/* read_file(path [, opts]), ctx:read_file too: opts.max_bytes (default 64 MiB). */
 static int l_read_file(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  int base = mcp_self(L);
+  const char *path = luaL_checkstring(L, base);
   lua_Integer max = (lua_Integer)MCP_FSREAD_MAX_BYTES;
-  if (!lua_isnoneornil(L, 2)) {
-    luaL_checktype(L, 2, LUA_TTABLE);
-    if (lua_getfield(L, 2, "max_bytes") != LUA_TNIL) {
+  if (!lua_isnoneornil(L, base + 1)) {
+    luaL_checktype(L, base + 1, LUA_TTABLE);
+    if (lua_getfield(L, base + 1, "max_bytes") != LUA_TNIL) {
       if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0)
-        return luaL_argerror(L, 2, "max_bytes must be an integer >= 0");
+        return luaL_argerror(L, base + 1, "max_bytes must be an integer >= 0");
       max = lua_tointeger(L, -1);
     }
     lua_pop(L, 1);
   }
-  return mcp_fsread_file(L, waitable(L, "read_file"), path, (size_t)max);
+  return mcp_fsread_file(L, mcp_op_caller(L, "read_file"), path, (size_t)max);
 }
 
 static int l_list_dir(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
-  return mcp_fsread_dir(L, waitable(L, "list_dir"), path);
+  const char *path = luaL_checkstring(L, mcp_self(L));
+  return mcp_fsread_dir(L, mcp_op_caller(L, "list_dir"), path);
 }
 
 static int l_realpath(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
-  return mcp_fsread_realpath(L, waitable(L, "realpath"), path);
+  const char *path = luaL_checkstring(L, mcp_self(L));
+  return mcp_fsread_realpath(L, mcp_op_caller(L, "realpath"), path);
 }
 
 /* The client capability a request to the client needs, if any. */
@@ -171,51 +149,43 @@ static const char *needed_capability(const char *method) {
   return NULL;
 }
 
-/* Can c's handler send method to the client? 0 if so; else pushes nil and
- * why, and returns 2. A 2026-07-28 task asks through its inputRequests,
- * which carry sampling, elicitation and roots requests only. */
+/* Can c's handler send method to the client? 0 if so; else pushes nil,
+ * why, "unsupported" and returns 3. A 2026-07-28 task asks through its
+ * inputRequests, which carry sampling, elicitation and roots requests only. */
 static int cannot_ask(lua_State *L, mcp_call *c, const char *method) {
   const char *cap = needed_capability(method);
-  if (c->session->modern && !mcp_task_takes_input(c)) {   /* no requests to the client (MRTR instead) */
-    lua_pushnil(L);
-    lua_pushfstring(L, "%s cannot be sent to a 2026-07-28 client from this request", method);
-    return 2;
-  }
-  if (c->session->modern && cap == NULL) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "a task can ask the client for sampling/createMessage, elicitation/create "
-                       "or roots/list, not %s", method);
-    return 2;
-  }
-  if (cap != NULL && json_object_get(c->session->client_capabilities, cap) == NULL) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "the client does not offer %s (no %s capability)", cap, cap);
-    return 2;
-  }
+  if (c->session->modern && !mcp_task_takes_input(c))    /* no requests to the client (MRTR instead) */
+    return mcp_push_fail(L, "unsupported", "%s cannot be sent to a 2026-07-28 client from this request",
+                         method);
+  if (c->session->modern && cap == NULL)
+    return mcp_push_fail(L, "unsupported", "a task can ask the client for sampling/createMessage, "
+                         "elicitation/create or roots/list, not %s", method);
+  if (cap != NULL && json_object_get(c->session->client_capabilities, cap) == NULL)
+    return mcp_push_fail(L, "unsupported", "the client does not offer %s (no %s capability)", cap, cap);
   return 0;
-}
-
-/* The running handler's call, where it may wait for the client. */
-static mcp_call *asking(lua_State *L, const char *what) {
-  mcp_call *c = current(L);
-  if (c == NULL) luaL_error(L, "%s: not inside a request", what);
-  if (L != c->co) luaL_error(L, "%s: call it from the handler's coroutine, not one it created", what);
-  if (!lua_isyieldable(L) || c->closing) luaL_error(L, "%s: cannot yield here", what);
-  return c;
 }
 
 /* request(method [, params [, timeout [, max_total]]]): a request to the
  * client; yields until the answer. Returns result, or nil, message [, error].
  * A 2026-07-28 task's request becomes one of its inputRequests. */
 static int l_request(lua_State *L) {
-  const char *method = luaL_checkstring(L, 1);
-  double timeout = luaL_optnumber(L, 3, mcp_cfg.request_timeout);
-  double max_total = luaL_optnumber(L, 4, timeout * 10);
+  const char *method;
+  double timeout, max_total;
   mcp_call *c;
   int n;
-  if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
-  if (timeout <= 0) return luaL_argerror(L, 3, "timeout must be > 0");
-  c = asking(L, "request");
+  /* Reached through ctx:request (lua/mcp/init.lua): mistakes name the plugin's line. */
+  if (lua_type(L, 1) != LUA_TSTRING)
+    return mcp_raise(L, "bad argument #1 to 'request' (string expected, got %s)", luaL_typename(L, 1));
+  if (!lua_isnoneornil(L, 2) && !lua_istable(L, 2))
+    return mcp_raise(L, "bad argument #2 to 'request' (table expected, got %s)", luaL_typename(L, 2));
+  for (int i = 3; i <= 4; i++)
+    if (!lua_isnoneornil(L, i) && !lua_isnumber(L, i))
+      return mcp_raise(L, "request: opts.%s must be a number of seconds", i == 3 ? "timeout" : "max_total");
+  method = lua_tostring(L, 1);
+  timeout = luaL_optnumber(L, 3, mcp_cfg.request_timeout);
+  max_total = luaL_optnumber(L, 4, timeout * 10);
+  if (timeout <= 0) return mcp_raise(L, "request: opts.timeout must be > 0");
+  c = mcp_op_caller(L, "request");
   if ((n = cannot_ask(L, c, method)) != 0) return n;
   lua_settop(L, 2);
   if (mcp_task_takes_input(c)) {
@@ -243,7 +213,7 @@ static int l_request_all(lua_State *L) {
   int r;
   luaL_checktype(L, 1, LUA_TTABLE);
   if (timeout <= 0) return luaL_argerror(L, 2, "timeout must be > 0");
-  c = asking(L, "request_all");
+  c = mcp_op_caller(L, "request_all");
   if (!mcp_task_takes_input(c)) {
     lua_pushboolean(L, 0);
     return 1;
@@ -252,11 +222,11 @@ static int l_request_all(lua_State *L) {
   if (n == 0) return luaL_argerror(L, 1, "no requests");
   for (lua_Integer i = 1; i <= n; i++) {
     /* stack: list timeout request method params */
-    if (lua_rawgeti(L, 1, i) != LUA_TTABLE) return luaL_error(L, "request_all: request %d is not a table", (int)i);
+    if (lua_rawgeti(L, 1, i) != LUA_TTABLE) return mcp_raise(L, "request_all: request %d is not a table", (int)i);
     if (lua_getfield(L, -1, "method") != LUA_TSTRING)
-      return luaL_error(L, "request_all: request %d: method must be a string", (int)i);
+      return mcp_raise(L, "request_all: request %d: method must be a string", (int)i);
     if (lua_getfield(L, -2, "params") != LUA_TNIL && !lua_istable(L, -1))
-      return luaL_error(L, "request_all: request %d: params must be a table", (int)i);
+      return mcp_raise(L, "request_all: request %d: params must be a table", (int)i);
     if ((r = cannot_ask(L, c, lua_tostring(L, -2))) != 0) return r;
     lua_pop(L, 3);
   }
@@ -294,9 +264,9 @@ static int l_client_supports(lua_State *L) {
  * A yield, so that no pcall of the handler can catch it. */
 static int l_finish(lua_State *L) {
   mcp_call *c = current(L);
-  if (c == NULL) return luaL_error(L, "finish: not inside a request");
-  if (L != c->co) return luaL_error(L, "finish: call it from the handler's coroutine, not one it created");
-  if (!lua_isyieldable(L) || c->closing) return luaL_error(L, "finish: cannot yield here");
+  if (c == NULL) return mcp_raise(L, "finish: not inside a request");
+  if (L != c->co) return mcp_raise(L, "finish: call it from the handler's coroutine, not one it created");
+  if (!lua_isyieldable(L) || c->closing) return mcp_raise(L, "finish: cannot yield here");
   c->finishing = 1;
   /* only a running call's return is sent as given; a timed-out one's is the timeout's */
   if (lua_type(L, 1) == LUA_TTABLE && c->req.state == MCP_REQ_RUNNING) {
@@ -378,30 +348,34 @@ static void progress_send(mcp_call *c, mcp_buf *b) {
   mcp_call_beat(c);
 }
 
+/* progress(p [, total [, message]]), ctx:progress too. */
 static int l_progress(lua_State *L) {
   mcp_call *c = current(L);
-  double p = luaL_checknumber(L, 1);
+  int base = mcp_self(L);
+  double p = luaL_checknumber(L, base);
   char err[128];
   mcp_buf b = MCP_BUF_INIT;
-  if (!lua_isnoneornil(L, 2)) luaL_checknumber(L, 2);
-  if (!lua_isnoneornil(L, 3)) luaL_checkstring(L, 3);
-  if (c == NULL) return luaL_error(L, "progress: not inside a request");
+  if (!lua_isnoneornil(L, base + 1)) luaL_checknumber(L, base + 1);
+  if (!lua_isnoneornil(L, base + 2)) luaL_checkstring(L, base + 2);
+  if (c == NULL) return mcp_raise(L, "progress: not inside a request");
   if (c->progress_token == NULL || c->req.state != MCP_REQ_RUNNING) return 0;
-  if (p <= c->last_progress)
-    return luaL_error(L, "progress must increase (was %f, got %f)", c->last_progress, p);
+  if (p <= c->last_progress) {            /* the spec wants it to increase: drop, never fail */
+    mcp_debug("request %.64s: progress %g dropped (not above %g)", c->req.key, p, c->last_progress);
+    return 0;
+  }
   c->last_progress = p;
   mcp_rpc_notification_open(&b, "notifications/progress");
   mcp_buf_adds(&b, "{\"progressToken\":");
   mcp_buf_add(&b, c->progress_token, strlen(c->progress_token));
   mcp_buf_adds(&b, ",\"progress\":");
-  mcp_json_encode(L, 1, &b, err, sizeof err);
-  if (!lua_isnoneornil(L, 2)) {
+  mcp_json_encode(L, base, &b, err, sizeof err);
+  if (!lua_isnoneornil(L, base + 1)) {
     mcp_buf_adds(&b, ",\"total\":");
-    mcp_json_encode(L, 2, &b, err, sizeof err);
+    mcp_json_encode(L, base + 1, &b, err, sizeof err);
   }
-  if (!lua_isnoneornil(L, 3)) {
+  if (!lua_isnoneornil(L, base + 2)) {
     mcp_buf_adds(&b, ",\"message\":");
-    mcp_json_encode(L, 3, &b, err, sizeof err);
+    mcp_json_encode(L, base + 2, &b, err, sizeof err);
   }
   progress_send(c, &b);
   return 0;
@@ -422,13 +396,14 @@ static void heartbeat(mcp_call *c) {
  * logger is the tool's plugin), or to every initialized session outside a
  * request. */
 static int l_log(lua_State *L) {
-  const char *name = luaL_checkstring(L, 1);
+  int base = mcp_self(L);                  /* ctx:log(level, data) too */
+  const char *name = luaL_checkstring(L, base);
   int level = mcp_log_level_parse(name);
   mcp_call *c = current(L);
   char err[128];
   mcp_buf b = MCP_BUF_INIT;
-  if (level < 0) return luaL_argerror(L, 1, "unknown log level");
-  luaL_checkany(L, 2);
+  if (level < 0) return luaL_argerror(L, base, "unknown log level");
+  luaL_checkany(L, base + 1);
   /* Nothing after a request's response, nor after its terminal state; the
    * <close> variables of an abort run before the terminal answer and may log. */
   if (c != NULL && ((c->responded && !c->tasked) || (mcp_req_state_terminal(c->req.state) && !c->closing))) return 0;
@@ -440,9 +415,9 @@ static int l_log(lua_State *L) {
     mcp_buf_addc(&b, ',');
   }
   mcp_buf_adds(&b, "\"data\":");
-  if (mcp_json_encode(L, 2, &b, err, sizeof err) != 0) {
+  if (mcp_json_encode(L, base + 1, &b, err, sizeof err) != 0) {
     mcp_buf_free(&b);
-    return luaL_argerror(L, 2, err);
+    return luaL_argerror(L, base + 1, err);
   }
   mcp_task_add_meta(&b, c);
   mcp_buf_adds(&b, "}}");
@@ -522,14 +497,15 @@ static int l_notify(lua_State *L) {
 /* on_cancel(fn): fn(reason) runs (on the main thread, protected) at the cancel. */
 static int l_on_cancel(lua_State *L) {
   mcp_call *c = current(L);
-  luaL_checktype(L, 1, LUA_TFUNCTION);
-  if (c == NULL) return luaL_error(L, "on_cancel: not inside a request");
+  int base = mcp_self(L);                  /* ctx:on_cancel(fn) too */
+  luaL_checktype(L, base, LUA_TFUNCTION);
+  if (c == NULL) return mcp_raise(L, "on_cancel: not inside a request");
   if (c->oncancel_ref == LUA_NOREF) {
     lua_newtable(L);
     c->oncancel_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   }
   lua_rawgeti(L, LUA_REGISTRYINDEX, c->oncancel_ref);
-  lua_pushvalue(L, 1);
+  lua_pushvalue(L, base);
   lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
   return 0;
 }
@@ -755,7 +731,6 @@ static const luaL_Reg core_funcs[] = {
   {"auth", l_auth},
   {"now", l_now},
   {"deadline", l_deadline},
-  {"sleep", l_sleep},
   {"progress", l_progress},
   {"log", l_log},
   {"on_cancel", l_on_cancel},

@@ -28,6 +28,7 @@
 
 #include "buf.h"
 #include "child.h"
+#include "fail.h"
 #include "log.h"
 #include "proc.h"
 #include "sched.h"
@@ -37,7 +38,6 @@
 #define DRAIN_MS 250                   /* after the exit, how long its pipes may stay open */
 #define SHUTDOWN_GRACE 2.0             /* seconds between SIGTERM and SIGKILL at shutdown */
 
-extern char **environ;
 
 typedef struct mcp_proc mcp_proc;
 
@@ -396,46 +396,6 @@ static int h_tostring(lua_State *L) {
 
 /* core.proc{...} */
 
-/* A string kept alive in the anchor table at index anchor. */
-/* The environment: the server's, with opts.env's names set (false: unset).
- * stack: opts anchor -> opts anchor */
-static const char **make_env(lua_State *L, int opts, int anchor) {
-  const char **envp;
-  size_t n = 0, k = 0;
-  int env;
-  if (lua_getfield(L, opts, "env") == LUA_TNIL) {
-    lua_pop(L, 1);
-    return NULL;                       /* inherit */
-  }
-  env = lua_gettop(L);
-  luaL_checktype(L, env, LUA_TTABLE);
-  for (lua_pushnil(L); lua_next(L, env); lua_pop(L, 1)) {
-    if (lua_type(L, -2) != LUA_TSTRING || strchr(lua_tostring(L, -2), '=') != NULL ||
-        (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER && !(lua_isboolean(L, -1) && !lua_toboolean(L, -1))))
-      luaL_error(L, "proc: opts.env must map names (without '=') to strings (or false)");
-    n++;
-  }
-  for (char **e = environ; *e; e++) n++;
-  envp = lua_newuserdatauv(L, (n + 1) * sizeof *envp, 0);
-  lua_rawseti(L, anchor, 0);           /* anchor[0] = the array */
-  for (char **e = environ; *e; e++) {  /* the server's, where opts.env does not name it */
-    const char *eq = strchr(*e, '=');
-    if (eq == NULL) continue;
-    lua_pushlstring(L, *e, (size_t)(eq - *e));
-    if (lua_rawget(L, env) == LUA_TNIL) envp[k++] = *e;
-    lua_pop(L, 1);
-  }
-  for (lua_pushnil(L); lua_next(L, env); lua_pop(L, 1)) {
-    if (lua_isboolean(L, -1)) continue;
-    lua_pushfstring(L, "%s=%s", lua_tostring(L, -2), lua_tostring(L, -1));
-    envp[k++] = lua_tostring(L, -1);
-    lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
-  }
-  envp[k] = NULL;
-  lua_pop(L, 1);
-  return envp;
-}
-
 static void init_pipe(mcp_proc *p, uv_pipe_t *pipe) {
   uv_pipe_init(mcp_sched_loop(), pipe, 0);
   pipe->data = p;
@@ -453,11 +413,9 @@ static int l_proc(lua_State *L) {
 
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
-  if (P.shutting || mcp_sched_loop() == NULL) {
-    lua_pushnil(L);
-    lua_pushstring(L, P.shutting ? "the server is shutting down" : "no event loop here");
-    return 2;
-  }
+  if (P.shutting || mcp_sched_loop() == NULL)
+    return mcp_push_fail(L, P.shutting ? "closed" : "unsupported", "%s",
+                         P.shutting ? "the server is shutting down" : "no event loop here");
   lua_newtable(L);                     /* stack: opts anchor */
   anchor = 2;
   if (lua_getfield(L, 1, "argv") != LUA_TTABLE || (nargs = lua_rawlen(L, -1)) == 0)
@@ -481,7 +439,7 @@ static int l_proc(lua_State *L) {
     max_line = (size_t)lua_tointeger(L, -1);
   }
   lua_pop(L, 1);
-  envp = make_env(L, 1, anchor);
+  envp = mcp_child_env(L, 1, anchor, "proc");
 
   /* The handle, its callbacks as its user value. stack: opts anchor handle */
   h = lua_newuserdatauv(L, sizeof *h, 1);
@@ -536,10 +494,8 @@ static int l_proc(lua_State *L) {
     close_out(p, 1);
     close_handle((uv_handle_t *)&p->timer);
     close_handle((uv_handle_t *)&p->proc);
-    lua_pushnil(L);
-    lua_pushfstring(L, "cannot start %s: %s", argv[0], uv_strerror(r));
-    lua_pushstring(L, uv_err_name(r));
-    return 3;
+    return mcp_push_fail(L, mcp_code_uv(r), "cannot start %s: %s (%s)", argv[0], uv_strerror(r),
+                         uv_err_name(r));
   }
   p->pid = h->pid = p->proc.pid;
   h->p = p;

@@ -1,13 +1,14 @@
 /* Child processes for handlers (ctx:spawn).
  *
- * A call starts a child with uv_spawn (an argv, no shell) and waits; the
- * child's exit, once its stdout and stderr are closed, resumes it with
- * {code, signal, stdout, stderr, pid}. Output is captured (up to a limit),
+ * A call starts a child with uv_spawn (an argv, no shell) as an operation of
+ * the call (op.h) and waits for it (under mcp.all too); the child's exit,
+ * once its stdout and stderr are closed, completes the op with {code,
+ * signal, stdout, stderr, pid}. Output is captured (up to max_bytes),
  * ignored, or handed line by line to a Lua function on the main thread.
- * Whatever stops the wait early (a cancel, an abort, the end of the call)
- * runs the cleanup the wait registered: the child is detached from the call,
- * gets SIGTERM, then SIGKILL after the call's grace, and is reaped by the
- * loop. The child runs in its own process group, and signals go to the group. */
+ * Whatever cancels the op (a cancel of the call, an abort, the end of the
+ * call) detaches the child: it gets SIGTERM, then SIGKILL after the call's
+ * grace, and is reaped by the loop. The child runs in its own process group,
+ * and signals go to the group. */
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,7 +20,9 @@
 
 #include "buf.h"
 #include "child.h"
+#include "fail.h"
 #include "log.h"
+#include "op.h"
 #include "sched.h"
 #include "spawn.h"
 
@@ -27,13 +30,12 @@ enum { OUT_CAPTURE, OUT_IGNORE, OUT_LINES };
 
 typedef struct mcp_spawn mcp_spawn;
 
-/* One child. It owns itself: created by mcp_spawn_start, freed in the close
- * callback of its last handle. The process handle is closed only once the
- * child is reaped *and* detached from its call, so the memory is never freed
- * under a caller, and a call that ends first leaves the child to the loop for
- * at most its grace. */
+/* One child, an op: the engine holds it until the close callback of its
+ * last handle, the Lua handle while Lua can reach it; freed by sp_free. The
+ * process handle is closed only once the child is reaped *and* detached, so
+ * a call that ends first leaves the child to the loop for at most its grace. */
 struct mcp_spawn {
-  mcp_call *call;            /* the waiting call; NULL once detached */
+  mcp_op op;                 /* first member */
   uv_process_t proc;
   uv_timer_t timer;          /* opts.timeout, then SIGKILL after the grace */
   uv_pipe_t in;              /* the child's stdin, when opts.stdin was given */
@@ -46,20 +48,23 @@ struct mcp_spawn {
     unsigned on : 1;         /* the pipe is open */
   } out[2];                  /* stdout, stderr */
   char *input;               /* opts.stdin */
-  size_t input_len, max_output;
+  size_t input_len, max_bytes;
   double grace, timeout;
   char *error;               /* why the child was stopped while the call waited */
+  const char *why;           /* error's code: "timeout", "too_large" */
+  int spawn_err;             /* uv_spawn's error, 0 = none */
   int64_t code;
   int signal, pid;
   int open;                  /* handles not closed yet */
   char name[64];             /* the command, for logs */
   char key[72];              /* the request's id, for logs after the call is gone */
-  unsigned in_on : 1, exited : 1, done : 1, terminating : 1;
+  unsigned in_on : 1, exited : 1, detached : 1, terminating : 1;
 };
 
 static const char *const out_names[2] = { "stdout", "stderr" };
 
-static void sp_free(mcp_spawn *sp) {
+static void sp_free(mcp_op *op) {
+  mcp_spawn *sp = (mcp_spawn *)op;
   mcp_buf_free(&sp->out[0].buf);
   mcp_buf_free(&sp->out[1].buf);
   free(sp->input);
@@ -69,7 +74,7 @@ static void sp_free(mcp_spawn *sp) {
 
 static void on_closed(uv_handle_t *h) {
   mcp_spawn *sp = h->data;
-  if (--sp->open == 0) sp_free(sp);
+  if (--sp->open == 0) mcp_op_release(&sp->op);
 }
 
 static void close_handle(mcp_spawn *sp, uv_handle_t *h) {
@@ -89,8 +94,9 @@ static void close_in(mcp_spawn *sp) {
   close_handle(sp, (uv_handle_t *)&sp->in);       /* cancels a pending write */
 }
 
-static void set_error(mcp_spawn *sp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_error(mcp_spawn *sp, const char *fmt, ...) {
+static void set_error(mcp_spawn *sp, const char *code, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+static void set_error(mcp_spawn *sp, const char *code, const char *fmt, ...) {
   mcp_buf b = MCP_BUF_INIT;
   va_list ap;
   char msg[256];
@@ -101,6 +107,7 @@ static void set_error(mcp_spawn *sp, const char *fmt, ...) {
   mcp_buf_printf(&b, "%s", msg);
   mcp_buf_addc(&b, '\0');
   sp->error = b.data;
+  sp->why = code;
 }
 
 /* Signal the child's process group (the child itself if that fails). Never
@@ -136,11 +143,11 @@ static void unref_fns(mcp_spawn *sp) {
 }
 
 /*
- * Detach the child from its call. This is the one way a wait ends: either
- * the continuation has read the outcome (the child is reaped, done is set),
- * or the wait's cleanup runs because the call stops waiting early (a
- * cooperative cancel wakes it, an abort resets the coroutine, shutdown or the
- * end of a session closes the call). From here on nothing reaches the call:
+ * Detach the child from its call. This is the one way the op ends: either
+ * its outcome is in (the child is reaped and its output closed), or it is
+ * cancelled (a cooperative cancel, an abort, shutdown or the end of a
+ * session stop the call; a function of mcp.all fails). From here on nothing
+ * reaches the call:
  * output is no longer read (the pipes close; a child that still writes gets
  * SIGPIPE), line functions are released, and the child is stopped if it still
  * runs. The handles stay open until the child is reaped, since closing a
@@ -150,7 +157,7 @@ static void unref_fns(mcp_spawn *sp) {
  * (and shutdown) waits at most that long for it.
  */
 static void sp_detach(mcp_spawn *sp, const char *why) {
-  sp->call = NULL;
+  sp->detached = 1;
   unref_fns(sp);
   close_out(sp, 0);
   close_out(sp, 1);
@@ -163,24 +170,17 @@ static void sp_detach(mcp_spawn *sp, const char *why) {
   }
 }
 
-/* The cleanup a waiting call runs when its wait ends early. */
-static void spawn_cleanup(mcp_call *c) {
-  mcp_spawn *sp = c->wait_data;
-  char why[200];
-  c->wait_data = NULL;
-  snprintf(why, sizeof why, "cancelled: %s", c->req.reason ? c->req.reason : "request stopped");
-  sp_detach(sp, why);
+static void spawn_cancel(mcp_op *op) {
+  mcp_spawn *sp = (mcp_spawn *)op;
+  if (!sp->detached) sp_detach(sp, op->reason);
 }
 
 /* The outcome is complete when the child was reaped and its output pipes are
- * closed: wake the call. */
+ * closed: the op is done, and the child's handles close. */
 static void sp_check(mcp_spawn *sp) {
-  mcp_call *c = sp->call;
-  if (c == NULL || sp->done || !sp->exited || sp->out[0].on || sp->out[1].on) return;
-  sp->done = 1;
-  close_in(sp);
-  c->waiting = 0;
-  mcp_call_wake(c);
+  if (sp->detached || !sp->exited || sp->out[0].on || sp->out[1].on) return;
+  mcp_op_done(&sp->op);
+  sp_detach(sp, NULL);                /* reaped: this only closes the handles */
 }
 
 static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal) {
@@ -191,7 +191,7 @@ static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal) {
   uv_timer_stop(&sp->timer);
   mcp_debug("request %s: %s (pid %d) exited: code %lld, signal %d", sp->key, sp->name, sp->pid,
             (long long)status, term_signal);
-  if (sp->call == NULL) {                         /* detached: nothing waits for output */
+  if (sp->detached) {                             /* nothing waits for output */
     close_handle(sp, (uv_handle_t *)&sp->timer);
     close_handle(sp, (uv_handle_t *)&sp->proc);
     return;
@@ -205,7 +205,7 @@ static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal) {
 
 static void on_timeout(uv_timer_t *t) {
   mcp_spawn *sp = t->data;
-  set_error(sp, "timeout: %s ran longer than %g s", sp->name, sp->timeout);
+  set_error(sp, "timeout", "%s ran longer than %g s (timeout)", sp->name, sp->timeout);
   sp_terminate(sp, "timeout");
 }
 
@@ -215,12 +215,12 @@ static int emit_line(mcp_spawn *sp, int i, const char *line, size_t len) {
   lua_State *L = mcp_sched_lua();
   lua_rawgeti(L, LUA_REGISTRYINDEX, sp->out[i].fn_ref);
   lua_pushlstring(L, line, len);
-  if (mcp_call_pcall(sp->call, 1, 0) != LUA_OK) {
+  if (mcp_call_pcall(sp->op.call, 1, 0) != LUA_OK) {
     mcp_warn("request %s: the %s function of %s failed: %s", sp->key, out_names[i], sp->name,
              lua_tostring(L, -1));
     lua_pop(L, 1);
   }
-  return sp->call != NULL;            /* a function may end the call (its session closes) */
+  return !sp->detached;               /* a function may end the call (its session closes) */
 }
 
 static void emit_lines(mcp_spawn *sp, int i) {
@@ -238,7 +238,7 @@ static void emit_lines(mcp_spawn *sp, int i) {
 
 /* Past the limit: stop reading that stream and stop the child. */
 static void overflow(mcp_spawn *sp, int i) {
-  set_error(sp, "%s of %s exceeded %zu bytes%s", out_names[i], sp->name, sp->max_output,
+  set_error(sp, "too_large", "%s of %s exceeded max_bytes (%zu)%s", out_names[i], sp->name, sp->max_bytes,
             sp->out[i].mode == OUT_LINES ? " in one line" : "");
   close_out(sp, i);
   sp_terminate(sp, "too much output");
@@ -250,7 +250,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   mcp_buf *b = &sp->out[i].buf;
   if (n == 0) return;
   if (n < 0) {                                    /* EOF, or the pipe broke */
-    if (sp->call && sp->out[i].mode == OUT_LINES && b->len > 0) {
+    if (!sp->detached && sp->out[i].mode == OUT_LINES && b->len > 0) {
       size_t len = b->len;
       b->len = 0;
       if (!emit_line(sp, i, b->data, len)) return;
@@ -259,15 +259,15 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     sp_check(sp);
     return;
   }
-  if (sp->call == NULL) return;
-  if (sp->out[i].mode == OUT_CAPTURE && b->len + (size_t)n > sp->max_output) {
+  if (sp->detached) return;
+  if (sp->out[i].mode == OUT_CAPTURE && b->len + (size_t)n > sp->max_bytes) {
     overflow(sp, i);
     return;
   }
   mcp_buf_add(b, buf->base, (size_t)n);
   if (sp->out[i].mode != OUT_LINES) return;
   emit_lines(sp, i);
-  if (sp->call && b->len > sp->max_output) overflow(sp, i);
+  if (!sp->detached && b->len > sp->max_bytes) overflow(sp, i);
 }
 
 static void on_written(uv_write_t *w, int status) {
@@ -276,21 +276,15 @@ static void on_written(uv_write_t *w, int status) {
   close_in(sp);
 }
 
-/* The continuation: the outcome, or why there is none. */
-static int spawn_k(lua_State *L, int status, lua_KContext ctx) {
-  mcp_call *c = mcp_call_current(L);
-  mcp_spawn *sp = c->wait_cleanup == spawn_cleanup ? c->wait_data : NULL;
-  (void)status; (void)ctx;
-  if (sp == NULL || !sp->done) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "cancelled: %s", c->req.reason ? c->req.reason : "request stopped");
-    return 2;
-  }
-  /* stack: -> [nil error] result */
-  if (sp->error) {
-    lua_pushnil(L);
-    lua_pushstring(L, sp->error);
-  }
+/* The outcome: {code=, signal=, pid=, stdout=, stderr=}; stopped by its
+ * timeout or max_bytes, nil, message, code and that table; not started,
+ * nil, message, code. */
+static int spawn_push(lua_State *L, mcp_op *op) {
+  mcp_spawn *sp = (mcp_spawn *)op;
+  if (sp->spawn_err != 0)
+    return mcp_push_fail(L, mcp_code_uv(sp->spawn_err), "spawn %s: %s (%s)", sp->name,
+                         uv_strerror(sp->spawn_err), uv_err_name(sp->spawn_err));
+  if (sp->error) mcp_push_fail(L, sp->why, "%s", sp->error);
   lua_createtable(L, 0, 5);
   lua_pushinteger(L, (lua_Integer)sp->code);
   lua_setfield(L, -2, "code");
@@ -303,11 +297,10 @@ static int spawn_k(lua_State *L, int status, lua_KContext ctx) {
       lua_pushlstring(L, sp->out[i].buf.data ? sp->out[i].buf.data : "", sp->out[i].buf.len);
       lua_setfield(L, -2, out_names[i]);
     }
-  c->wait_cleanup = NULL;
-  c->wait_data = NULL;
-  sp_detach(sp, NULL);                /* reaped: this only closes the handles */
-  return sp->error ? 3 : 1;
+  return sp->error ? 4 : 1;
 }
+
+static const mcp_op_type spawn_type = { "spawn", spawn_cancel, spawn_push, sp_free };
 
 /* Options. */
 
@@ -318,100 +311,141 @@ static int out_mode(lua_State *L, int opts, const char *name) {
   else if (t == LUA_TSTRING && strcmp(lua_tostring(L, -1), "capture") == 0) mode = OUT_CAPTURE;
   else if (t == LUA_TSTRING && strcmp(lua_tostring(L, -1), "ignore") == 0) mode = OUT_IGNORE;
   if (mode < 0)
-    return luaL_error(L, "spawn: opts.%s must be \"capture\", \"ignore\" or a function", name);
+    return mcp_raise(L, "spawn: opts.%s must be \"capture\", \"ignore\" or a function", name);
   if (mode != OUT_LINES) lua_pop(L, 1);           /* a function stays for luaL_ref */
   return mode;
 }
 
-/* A string (numbers are converted) kept alive in the anchor table at index
- * anchor for as long as the stack lives. */
+extern char **environ;
+
+/* The old form's env replaced the environment: as the new one's, every name
+ * of the server's it does not set is removed (false). stack: new -> new */
+static void old_env(lua_State *L, int t) {
+  if (lua_getfield(L, t, "env") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_newtable(L);                                /* stack: new env copy */
+  for (lua_pushnil(L); lua_next(L, -3); ) {
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    lua_settable(L, -4);
+  }
+  for (char **e = environ; *e; e++) {
+    const char *eq = strchr(*e, '=');
+    if (eq == NULL) continue;
+    lua_pushlstring(L, *e, (size_t)(eq - *e));
+    if (lua_rawget(L, -2) == LUA_TNIL) {
+      lua_pushlstring(L, *e, (size_t)(eq - *e));
+      lua_pushboolean(L, 0);
+      lua_rawset(L, -4);
+    }
+    lua_pop(L, 1);
+  }
+  lua_setfield(L, t, "env");
+  lua_pop(L, 1);
+}
+
+/* The old form spawn(cmd, args, opts) as the new one's table: {command =
+ * {cmd, args...}, max_bytes = opts.max_output, env replacing the
+ * environment, the rest of opts}. stack: cmd args opts -> {...} */
+static void old_form(lua_State *L) {
+  lua_settop(L, 3);
+  lua_newtable(L);                                /* stack: cmd args opts new */
+  if (lua_istable(L, 3))
+    for (lua_pushnil(L); lua_next(L, 3); ) {
+      lua_pushvalue(L, -2);
+      lua_insert(L, -2);
+      lua_settable(L, 4);
+    }
+  if (lua_getfield(L, 4, "max_output") != LUA_TNIL) {
+    lua_setfield(L, 4, "max_bytes");
+    lua_pushnil(L);
+    lua_setfield(L, 4, "max_output");
+  } else {
+    lua_pop(L, 1);
+  }
+  lua_newtable(L);                                /* stack: cmd args opts new command */
+  lua_pushvalue(L, 1);
+  lua_rawseti(L, -2, 1);
+  if (lua_istable(L, 2))
+    for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, 2); i++) {
+      lua_rawgeti(L, 2, i);
+      lua_rawseti(L, -2, i + 1);
+    }
+  lua_setfield(L, 4, "command");
+  old_env(L, 4);
+  lua_replace(L, 1);
+  lua_settop(L, 1);
+}
+
+/* Strings are kept alive in the anchor table for as long as the stack lives. */
 int mcp_spawn_start(lua_State *L, mcp_call *c) {
-  const char *file = luaL_checkstring(L, 1);
   const char *cwd = NULL, **argv, **envp = NULL, *input = NULL;
-  size_t nargs = 0, input_len = 0, max_output = MCP_SPAWN_MAX_OUTPUT;
+  size_t nargs = 0, input_len = 0, max_bytes = MCP_SPAWN_MAX_BYTES;
   double timeout = 0;
   int modes[2], refs[2], anchor, r;
   uv_process_options_t o;
   uv_stdio_container_t stdio[3];
+  mcp_op **h;
   mcp_spawn *sp;
 
-  if (!lua_isnoneornil(L, 2)) {
-    luaL_checktype(L, 2, LUA_TTABLE);
-    nargs = lua_rawlen(L, 2);
-  }
-  if (!lua_isnoneornil(L, 3)) luaL_checktype(L, 3, LUA_TTABLE);
-  else {
-    lua_settop(L, 2);
-    lua_newtable(L);
-  }
-  lua_settop(L, 3);
-  if (c->signalled) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "cancelled: %s", c->req.reason ? c->req.reason : "request stopped");
-    return 2;
-  }
-  lua_newtable(L);                                /* stack: cmd args opts anchor */
-  anchor = lua_gettop(L);
+  if (lua_type(L, 1) == LUA_TSTRING) old_form(L);   /* the deprecated mcp.spawn(cmd, args, opts) */
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  if ((r = mcp_op_refuse(L, c)) != 0) return r;
+  lua_newtable(L);                                /* stack: opts anchor */
+  anchor = 2;
 
-  argv = lua_newuserdatauv(L, (nargs + 2) * sizeof *argv, 0);
-  argv[0] = file;
+  if (lua_getfield(L, 1, "command") != LUA_TTABLE || (nargs = lua_rawlen(L, -1)) == 0)
+    return mcp_raise(L, "spawn: opts.command must be a non-empty list of strings");
+  argv = lua_newuserdatauv(L, (nargs + 1) * sizeof *argv, 0);
+  lua_rawseti(L, anchor, -1);
   for (size_t i = 1; i <= nargs; i++) {
-    char what[32];
-    snprintf(what, sizeof what, "args[%zu]", i);
-    lua_rawgeti(L, 2, (lua_Integer)i);
-    argv[i] = mcp_child_anchored(L, anchor, -1, "spawn", what);
+    char what[40];
+    snprintf(what, sizeof what, "opts.command[%zu]", i);
+    lua_rawgeti(L, -1, (lua_Integer)i);
+    argv[i - 1] = mcp_child_anchored(L, anchor, -1, "spawn", what);
     lua_pop(L, 1);
   }
-  argv[nargs + 1] = NULL;
-
-  if (lua_getfield(L, 3, "cwd") != LUA_TNIL) cwd = mcp_child_anchored(L, anchor, -1, "spawn", "opts.cwd");
+  argv[nargs] = NULL;
   lua_pop(L, 1);
-  if (lua_getfield(L, 3, "stdin") != LUA_TNIL) {
-    if (lua_type(L, -1) != LUA_TSTRING) return luaL_error(L, "spawn: opts.stdin must be a string");
+
+  if (lua_getfield(L, 1, "cwd") != LUA_TNIL) cwd = mcp_child_anchored(L, anchor, -1, "spawn", "opts.cwd");
+  lua_pop(L, 1);
+  if (lua_getfield(L, 1, "stdin") != LUA_TNIL) {
+    if (lua_type(L, -1) != LUA_TSTRING) return mcp_raise(L, "spawn: opts.stdin must be a string");
     input = lua_tolstring(L, -1, &input_len);
   }
   lua_pop(L, 1);                                  /* input stays alive in opts */
-  if (lua_getfield(L, 3, "timeout") != LUA_TNIL) {
+  if (lua_getfield(L, 1, "timeout") != LUA_TNIL) {
     if (!lua_isnumber(L, -1) || (timeout = lua_tonumber(L, -1)) < 0)
-      return luaL_error(L, "spawn: opts.timeout must be a number of seconds >= 0");
+      return mcp_raise(L, "spawn: opts.timeout must be a number of seconds >= 0");
   }
   lua_pop(L, 1);
-  if (lua_getfield(L, 3, "max_output") != LUA_TNIL) {
+  if (lua_getfield(L, 1, "max_bytes") != LUA_TNIL) {
     if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1)
-      return luaL_error(L, "spawn: opts.max_output must be an integer >= 1");
-    max_output = (size_t)lua_tointeger(L, -1);
+      return mcp_raise(L, "spawn: opts.max_bytes must be an integer >= 1");
+    max_bytes = (size_t)lua_tointeger(L, -1);
   }
   lua_pop(L, 1);
-  if (lua_getfield(L, 3, "env") != LUA_TNIL) {
-    size_t n = 0, k = 0;
-    int env = lua_gettop(L);
-    luaL_checktype(L, env, LUA_TTABLE);
-    for (lua_pushnil(L); lua_next(L, env); lua_pop(L, 1)) n++;
-    envp = lua_newuserdatauv(L, (n + 1) * sizeof *envp, 0);
-    lua_rawseti(L, anchor, 0);                    /* anchor[0] = the array */
-    for (lua_pushnil(L); lua_next(L, env); lua_pop(L, 1)) {
-      if (lua_type(L, -2) != LUA_TSTRING || strchr(lua_tostring(L, -2), '=') != NULL ||
-          (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER))
-        return luaL_error(L, "spawn: opts.env must map names (without '=') to strings");
-      lua_pushfstring(L, "%s=%s", lua_tostring(L, -2), lua_tostring(L, -1));
-      envp[k++] = lua_tostring(L, -1);
-      lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
-    }
-    envp[k] = NULL;
-  }
+  if (lua_getfield(L, 1, "max_output") != LUA_TNIL)
+    return mcp_raise(L, "spawn: opts.max_output is now opts.max_bytes");
   lua_pop(L, 1);
-  modes[0] = out_mode(L, 3, "stdout");            /* a function is left on the stack */
-  modes[1] = out_mode(L, 3, "stderr");
+  envp = mcp_child_env(L, 1, anchor, "spawn");
+  modes[0] = out_mode(L, 1, "stdout");            /* a function is left on the stack */
+  modes[1] = out_mode(L, 1, "stderr");
   for (int i = 1; i >= 0; i--)                    /* stderr's function is on top */
     refs[i] = modes[i] == OUT_LINES ? luaL_ref(L, LUA_REGISTRYINDEX) : LUA_NOREF;
 
-  /* Nothing below raises until the child is attached. */
+  h = mcp_op_reserve(L);                          /* may raise: before the child exists */
+  /* Nothing below raises. */
   sp = calloc(1, sizeof *sp);
   if (sp == NULL) abort();
-  sp->max_output = max_output;
+  sp->max_bytes = max_bytes;
   sp->grace = c->grace;
   sp->timeout = timeout;
-  snprintf(sp->name, sizeof sp->name, "%s", file);
+  snprintf(sp->name, sizeof sp->name, "%s", argv[0]);
   snprintf(sp->key, sizeof sp->key, "%.64s", c->req.key);
   for (int i = 0; i < 2; i++) {
     sp->out[i].mode = modes[i];
@@ -424,7 +458,7 @@ int mcp_spawn_start(lua_State *L, mcp_call *c) {
     sp->input_len = input_len;
   }
 
-  mcp_child_options(&o, stdio, argv, envp, cwd, on_exit_cb);   /* argv[0] is file */
+  mcp_child_options(&o, stdio, argv, envp, cwd, on_exit_cb);
   stdio[0].flags = UV_IGNORE;                     /* /dev/null, never the protocol's stdin */
   if (input != NULL) {
     uv_pipe_init(mcp_sched_loop(), &sp->in, 0);
@@ -448,14 +482,15 @@ int mcp_spawn_start(lua_State *L, mcp_call *c) {
   sp->timer.data = sp;
   sp->proc.data = sp;
   sp->open += 2;                                  /* timer and process */
+  mcp_op_init(&sp->op, &spawn_type, c);
+  mcp_op_attach(h, &sp->op);
   r = uv_spawn(mcp_sched_loop(), &sp->proc, &o);
   if (r != 0) {
     sp->exited = 1;                               /* nothing to reap */
+    sp->spawn_err = r;
+    mcp_op_done(&sp->op);
     sp_detach(sp, NULL);
-    lua_pushnil(L);
-    lua_pushfstring(L, "spawn %s: %s", file, uv_strerror(r));
-    lua_pushstring(L, uv_err_name(r));
-    return 3;
+    return mcp_op_wait(L);
   }
   sp->pid = sp->proc.pid;
   mcp_debug("request %s: spawned %s (pid %d)", sp->key, sp->name, sp->pid);
@@ -468,9 +503,5 @@ int mcp_spawn_start(lua_State *L, mcp_call *c) {
       close_in(sp);
   }
   if (timeout > 0) uv_timer_start(&sp->timer, on_timeout, (uint64_t)(timeout * 1000.0), 0);
-  sp->call = c;
-  c->wait_data = sp;
-  c->wait_cleanup = spawn_cleanup;
-  c->waiting = 1;
-  return lua_yieldk(L, 0, 0, spawn_k);
+  return mcp_op_wait(L);
 }

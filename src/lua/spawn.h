@@ -6,13 +6,16 @@
 
 #include "sched.h"
 
-#define MCP_SPAWN_MAX_OUTPUT (16u << 20)   /* default cap of captured stdout, stderr, a line */
+#define MCP_SPAWN_MAX_BYTES (16u << 20)   /* default cap of captured stdout, stderr, a line */
 
-/* stack: cmd args opts. Starts the child and yields until it exits (and its
- * stdout and stderr are closed); the continuation returns
- * {code, signal, stdout, stderr, pid}, or nil and why (with that table as a
- * third value when the child ran). A cancel of c detaches the child: it gets
- * SIGTERM, then SIGKILL after c's grace, and is reaped by the loop. */
+/* stack: opts ({command = {...}, cwd, env, stdin, stdout, stderr, timeout,
+ * max_bytes}; the deprecated cmd, args, opts too). Starts the child as an op
+ * of c and waits until it exits (and its stdout and stderr are closed):
+ * returns {code, signal, stdout, stderr, pid}; stopped by its timeout or
+ * max_bytes, nil, message, "timeout" or "too_large" and that table; not
+ * started, nil, message, code. A cancel of c detaches the child (nil,
+ * "cancelled: <reason>", "cancelled"): it gets SIGTERM, then SIGKILL after
+ * c's grace, and is reaped by the loop. */
 int mcp_spawn_start(lua_State *L, mcp_call *c);
 
 #endif

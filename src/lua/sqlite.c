@@ -18,6 +18,7 @@
 #include "buf.h"
 #include "op.h"
 #include "sched.h"
+#include "fail.h"
 #include "sqlite.h"
 
 #define DB_MT "mcp.sqlite.db"
@@ -564,12 +565,7 @@ static int job_push(lua_State *L, mcp_op *op) {
   sql_job *j = (sql_job *)op;
   const sql_val *v;
   int base;
-  if (j->rc != SQLITE_OK) {
-    lua_pushnil(L);
-    lua_pushstring(L, j->errmsg);
-    lua_pushstring(L, rc_name(j->rc));
-    return 3;
-  }
+  if (j->rc != SQLITE_OK) return mcp_push_fail(L, mcp_code_sqlite(j->rc), "%s (%s)", j->errmsg, rc_name(j->rc));
   if (j->kind == KIND_EXEC) {
     lua_createtable(L, 0, 2);
     lua_pushinteger(L, j->changes);
@@ -880,9 +876,8 @@ static int l_open(lua_State *L) {
   luaL_setmetatable(L, DB_MT);
   rc = sqlite3_open_v2(path, &conn, flags, NULL);
   if (rc != SQLITE_OK) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "%s: %s", path, conn ? sqlite3_errmsg(conn) : sqlite3_errstr(rc));
-    lua_pushstring(L, rc_name(rc));
+    mcp_push_fail(L, mcp_code_sqlite(rc), "%s: %s (%s)", path, conn ? sqlite3_errmsg(conn) : sqlite3_errstr(rc),
+                  rc_name(rc));
     sqlite3_close_v2(conn);
     return 3;
   }

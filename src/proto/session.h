@@ -36,7 +36,7 @@ struct mcp_session {
   mcp_session *next;             /* all sessions */
   int ncalls;                    /* live calls */
   long long out_last;            /* last id of a request sent to the client */
-  mcp_call *out_waiters;         /* calls waiting on the client (outgoing.c) */
+  struct mcp_out *out_waiters;   /* requests to the client waiting for answers (outgoing.c) */
   void (*on_drained)(mcp_session *s);   /* the last live call ended (optional) */
   /* Close the connection under a stream without ending the stream, so that
    * the client resumes it (SSE polling); optional: NULL where meaningless. */

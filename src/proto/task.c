@@ -4,6 +4,7 @@
  * the outcome or the inputRequests inline, tasks/update, tasks/cancel as an
  * ack, notifications/tasks to subscriptions/listen); ttl expiry. See task.h. */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +15,13 @@
 
 #include "config.h"
 #include "crypto.h"
+#include "deadline.h"
+#include "fail.h"
 #include "identity.h"
 #include "json.h"
 #include "log.h"
 #include "metrics.h"
+#include "op.h"
 #include "rev2026.h"
 #include "rpc.h"
 #include "sched.h"
@@ -62,6 +66,7 @@ struct mcp_task {
   task_input *inputs;          /* the extension: what the handler waits for */
   int ninputs;
   unsigned input_seq;
+  struct input_op *input_op;   /* the handler's wait for them, or NULL */
 };
 
 static struct {
@@ -248,26 +253,71 @@ static int inputs_answered(const mcp_task *t) {
   return t->ninputs > 0;
 }
 
-/* The handler's wait for input ends early (a cancel, an abort, the end of
- * the call): its requests go. */
-static void input_cleanup(mcp_call *c) {
-  mcp_task *t = c->wait_data;
-  c->wait_data = NULL;
-  if (t != NULL) inputs_clear(t);
+/* The handler's wait for its inputs: an op of its call. The engine holds it
+ * while it waits (until the answers, its timeout, the end of the task, or a
+ * cancel), the Lua handle while Lua can reach it. */
+typedef struct input_op {
+  mcp_op op;                   /* first member */
+  mcp_task *task;              /* NULL once it stopped waiting */
+  mcp_deadline dl;             /* its timeout */
+  json_t *answers;             /* an array, once all are answered */
+  const char *why, *code;      /* why there are none */
+  int single;                  /* one request: its answer, not a list */
+} input_op;
+
+/* Stop waiting (the inputs go), the outcome in; the engine lets go. */
+static void input_end(input_op *in, const char *why, const char *code) {
+  mcp_task *t = in->task;
+  in->task = NULL;
+  mcp_deadline_set(&in->dl, 0);
+  if (t != NULL) {
+    t->input_op = NULL;
+    inputs_clear(t);
+    if (t->status == ST_INPUT_REQUIRED) set_status(t, ST_WORKING, NULL, 1);
+  }
+  in->why = why;
+  in->code = code;
+  mcp_op_done(&in->op);
+  mcp_op_release(&in->op);
 }
 
+static void input_cancel(mcp_op *op) { input_end((input_op *)op, NULL, NULL); }
+
+static void input_timeout(mcp_deadline *d) {
+  input_op *in = (input_op *)((char *)d - offsetof(input_op, dl));
+  input_end(in, "the client gave no input in time (timeout)", "timeout");
+}
+
+static int input_push(lua_State *L, mcp_op *op) {
+  input_op *in = (input_op *)op;
+  size_t n;
+  if (in->answers == NULL) return mcp_push_fail(L, in->code, "%s", in->why);
+  n = json_array_size(in->answers);
+  if (in->single) {
+    mcp_json_push(L, json_array_get(in->answers, 0));
+    return 1;
+  }
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    mcp_json_push(L, json_array_get(in->answers, i));
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
+static void input_free(mcp_op *op) {
+  input_op *in = (input_op *)op;
+  if (in->answers) json_decref(in->answers);
+  free(in);
+}
+
+static const mcp_op_type input_type = { "input", input_cancel, input_push, input_free };
+
 /* Nobody can answer any more (the task is cancelled or freed): end the
- * handler's wait for input, if it waits; it resumes with nil, a message.
- * A cooperative handler's cancel did this already. */
+ * handler's wait for input, if it waits. */
 static void input_abandon(mcp_task *t) {
-  mcp_call *c = t->call;
-  if (c == NULL || c->wait_cleanup != input_cleanup) return;
-  c->wait_cleanup = NULL;
-  input_cleanup(c);
-  c->waiting = 0;
-  c->wake_ns = 0;
-  mcp_call_rearm(c);
-  mcp_call_wake(c);
+  if (t->input_op == NULL) return;
+  input_end(t->input_op, terminal(t->status) ? "the task was cancelled" : "the task expired", "closed");
 }
 
 /* Free a task. A handler still running is cancelled: call it only where the
@@ -613,51 +663,21 @@ int mcp_task_l_result(lua_State *L) {
  * call still takes input as a task, and mcp_task_input_wait answers nil. */
 int mcp_task_takes_input(const mcp_call *c) { return c->tasked && c->session->modern; }
 
-/* The continuation: the answers in order, or nil and why there are none. */
-static int input_k(lua_State *L, int status, lua_KContext ctx) {
-  mcp_call *c = mcp_call_current(L);
-  mcp_task *t = c->task;
-  const char *why;
-  (void)status;
-  c->wait_cleanup = NULL;
-  c->wait_data = NULL;
-  if (t != NULL && !c->signalled && inputs_answered(t)) {
-    int n = t->ninputs;
-    if (!ctx) lua_createtable(L, n, 0);
-    for (int i = 0; i < n; i++) {
-      mcp_json_push(L, t->inputs[i].response);
-      if (!ctx) lua_rawseti(L, -2, i + 1);
-    }
-    inputs_clear(t);                 /* the task is working again (tasks/update) */
-    return 1;
-  }
-  if (c->signalled) why = c->req.reason ? c->req.reason : "cancelled";
-  else if (t == NULL) why = "the task expired";
-  else if (terminal(t->status)) why = "the task was cancelled";
-  else why = "timeout";
-  if (t != NULL) {
-    inputs_clear(t);
-    if (t->status == ST_INPUT_REQUIRED) set_status(t, ST_WORKING, NULL, 1);
-  }
-  lua_pushnil(L);
-  lua_pushstring(L, why);
-  return 2;
-}
-
 int mcp_task_input_wait(lua_State *L, mcp_call *c, int idx, double timeout, int single) {
   mcp_task *t = c->task;
   task_input *in;
   mcp_buf b = MCP_BUF_INIT;
   char err[128], msg[200];
   int n;
+  input_op *op;
+  mcp_op **h;
   idx = lua_absindex(L, idx);
   n = (int)lua_rawlen(L, idx);
   if (n == 0) return luaL_argerror(L, 1, "no requests");
-  if (c->signalled || t == NULL || terminal(t->status)) {
-    lua_pushnil(L);
-    lua_pushstring(L, c->signalled && c->req.reason ? c->req.reason : "the task has ended");
-    return 2;
-  }
+  if (c->signalled) return mcp_push_cancelled(L, c);
+  if (t == NULL || terminal(t->status)) return mcp_push_fail(L, "closed", "the task has ended");
+  if (t->input_op != NULL)
+    return mcp_push_fail(L, "busy", "the task waits for other input already (ask for all at once: ctx:input)");
   in = calloc((size_t)n, sizeof *in);
   if (in == NULL) abort();
   for (int i = 0; i < n; i++) {
@@ -685,9 +705,19 @@ int mcp_task_input_wait(lua_State *L, mcp_call *c, int idx, double timeout, int 
     snprintf(in[i].key, sizeof in[i].key, "input-%u", ++t->input_seq);
   }
   mcp_buf_free(&b);
+  h = mcp_op_reserve(L);                 /* may raise: before the task changes */
+  op = calloc(1, sizeof *op);
+  if (op == NULL) abort();
+  op->task = t;
+  op->single = single;
+  op->dl.index = -1;
+  op->dl.fire = input_timeout;
+  mcp_op_init(&op->op, &input_type, c);
+  mcp_op_attach(h, &op->op);
   inputs_clear(t);
   t->inputs = in;
   t->ninputs = n;
+  t->input_op = op;
   lua_rawgeti(L, idx, 1);
   lua_getfield(L, -1, "method");
   snprintf(msg, sizeof msg, "Waiting for input: %.100s%s", lua_tostring(L, -1),
@@ -695,12 +725,8 @@ int mcp_task_input_wait(lua_State *L, mcp_call *c, int idx, double timeout, int 
   lua_pop(L, 2);
   mcp_debug("request %.64s: task %s waits for %d input request(s)", c->req.key, t->id, n);
   set_status(t, ST_INPUT_REQUIRED, msg, 1);
-  c->wait_cleanup = input_cleanup;
-  c->wait_data = t;
-  c->waiting = 1;
-  c->wake_ns = mcp_clock_ns() + (uint64_t)(timeout * 1e9);
-  mcp_call_rearm(c);
-  return lua_yieldk(L, 0, (lua_KContext)single, input_k);
+  mcp_deadline_set(&op->dl, mcp_clock_ns() + (uint64_t)(timeout * 1e9));
+  return mcp_op_wait(L);
 }
 
 /* Requests about tasks, answered at once. */
@@ -839,13 +865,13 @@ int mcp__task_answer(mcp_task *t, json_t *responses) {
     taken++;
   }
   if (taken > 0 && inputs_answered(t)) {
-    mcp_call *c = t->call;
+    input_op *in = t->input_op;
     set_status(t, ST_WORKING, NULL, 1);
-    if (c != NULL && c->wait_cleanup == input_cleanup) {   /* resume the handler */
-      c->waiting = 0;
-      c->wake_ns = 0;
-      mcp_call_rearm(c);
-      mcp_call_wake(c);
+    if (in != NULL) {                    /* the handler's wait is over */
+      in->answers = json_array();
+      if (in->answers == NULL) abort();
+      for (int i = 0; i < t->ninputs; i++) json_array_append(in->answers, t->inputs[i].response);
+      input_end(in, NULL, NULL);
     }
   }
   return taken;
