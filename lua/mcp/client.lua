@@ -13,6 +13,7 @@
 -- request the way its revision says (Conn:cancel).
 local core = require "mcp.core"
 local await = require "mcp.await"
+local fail = require "mcp.fail"
 
 local M = {}
 
@@ -509,7 +510,7 @@ function Client:_request(method, params, o)
     if not conn then return nil, msg, kind end
     local res, emsg, code, obj = conn:request(method, params, o)
     if code == "session" and attempt == 2 then code = "closed" end
-    if res ~= nil or code ~= "session" then return res, emsg, code, obj end
+    if res ~= nil or code ~= "session" then return fail.pass(res, emsg, code, obj) end
   end
 end
 
@@ -526,7 +527,7 @@ function Client:_list(method, field, o)
   local items, cursor = array(), nil
   for _ = 1, 1000 do
     local res, msg, code, obj = self:_request(method, { cursor = cursor }, o)
-    if not res then return nil, msg, code, obj end
+    if not res then return fail.pass(nil, msg, code, obj) end
     for _, item in ipairs(type(res[field]) == "table" and res[field] or {}) do items[#items + 1] = item end
     cursor = res.nextCursor
     if cursor == nil or cursor == core.null then return items end

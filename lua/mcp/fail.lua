@@ -17,6 +17,14 @@ function M.fail(code, message)
   return nil, message, code
 end
 
+-- An outcome passed on as it came: res on success; a failure as nil,
+-- message, code, and the error object only when there is one (so that a
+-- cancelled wait stays exactly three values).
+function M.pass(res, message, code, obj)
+  if res ~= nil or obj == nil then return res, message, code end
+  return nil, message, code, obj
+end
+
 -- The triple of a wait a cancel of the running request ended.
 function M.cancelled()
   return nil, "cancelled: " .. (core.reason() or "request stopped"), "cancelled"
