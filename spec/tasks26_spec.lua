@@ -128,7 +128,7 @@ describe("tasks extension over stdio", function()
     local r = call(c, "never").result
     assert.are.equal("never done", r.content[1].text)
     assert.is_nil(r.taskId)
-    assert.are.equal("task=false", call(c, "no_task").result.content[1].text)   -- ctx:task() cannot either
+    assert.are.equal("task=unsupported", call(c, "no_task").result.content[1].text)   -- ctx:task() cannot either
   end)
 
   it("a task-only tool called without the extension is -32021 with requiredCapabilities", function()
@@ -421,18 +421,18 @@ describe("tasks extension over stdio", function()
     c:expect_stderr("fixture: deferred again=true", nil, { plain = true })
     advance(c, 2)
     assert.are.equal("deferred done", until_status(c, t.taskId, "completed").result.content[1].text)
-    -- without the extension ctx:task() is false and the call answers itself
+    -- without the extension ctx:task() is nil, message, "unsupported" and the call answers itself
     local r = call(c, "deferred", {}, NONE).result
     assert.are.equal("deferred done", r.content[1].text)
-    c:expect_stderr("fixture: deferred task=false", nil, { plain = true })
+    c:expect_stderr("fixture: deferred task=unsupported", nil, { plain = true })
   end)
 
-  it("ctx:task() once the request is cancelled is false, and nothing is sent", function()
+  it("ctx:task() once the request is cancelled is nil, message, "unsupported", and nothing is sent", function()
     local c = server()
     c:send { jsonrpc = "2.0", id = 77, method = "tools/call", params = params { name = "deferred_late", arguments = {} } }
     c:expect_stderr("fixture: late started", nil, { plain = true })
     c:send(H.cancel_msg(77, "no thanks"))
-    c:expect_stderr("fixture: late task=false", nil, { plain = true })
+    c:expect_stderr("fixture: late task=unsupported", nil, { plain = true })
     c:no_response(0.3)
   end)
 

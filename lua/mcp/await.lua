@@ -11,6 +11,7 @@
 -- request cancels every op, so each wait returns nil, "cancelled: <reason>",
 -- "cancelled".
 local core = require "mcp.core"
+local fail = require "mcp.fail"
 
 local M = {}
 
@@ -44,7 +45,7 @@ end
 -- in one cancels the waits of the others and is raised.
 function M.all(fns)
   if type(fns) ~= "table" then
-    error(("bad argument #1 to 'all' (table expected, got %s)"):format(type(fns)), 2)
+    fail.raise(("bad argument #1 to 'all' (table expected, got %s)"):format(type(fns)))
   end
   local n = #fns
   local cos, results, waits, live = {}, {}, {}, 0
@@ -69,7 +70,7 @@ function M.all(fns)
 
   for i = 1, n do
     if type(fns[i]) ~= "function" then
-      error(("bad argument #1 to 'all' (item %d is not a function)"):format(i), 2)
+      fail.raise(("bad argument #1 to 'all' (item %d is not a function)"):format(i))
     end
     cos[i] = coroutine.create(fns[i])
     children[cos[i]] = true

@@ -554,8 +554,8 @@ function Client:list_tools(o)
 end
 
 function Client:call(name, args, o)
-  if type(name) ~= "string" then error("client:call: name must be a string", 2) end
-  if args ~= nil and type(args) ~= "table" then error("client:call: args must be a table", 2) end
+  if type(name) ~= "string" then fail.raise("client:call: name must be a string") end
+  if args ~= nil and type(args) ~= "table" then fail.raise("client:call: args must be a table") end
   return self:_request("tools/call", { name = name, arguments = args or {} },
                        req_opts(self, o, "tools/call " .. name))
 end
@@ -569,7 +569,7 @@ function Client:list_resource_templates(o)
 end
 
 function Client:read(uri, o)
-  if type(uri) ~= "string" then error("client:read: uri must be a string", 2) end
+  if type(uri) ~= "string" then fail.raise("client:read: uri must be a string") end
   return self:_request("resources/read", { uri = uri }, req_opts(self, o, "resources/read " .. uri))
 end
 
@@ -578,7 +578,7 @@ function Client:list_prompts(o)
 end
 
 function Client:get_prompt(name, args, o)
-  if type(name) ~= "string" then error("client:get_prompt: name must be a string", 2) end
+  if type(name) ~= "string" then fail.raise("client:get_prompt: name must be a string") end
   return self:_request("prompts/get", { name = name, arguments = args },
                        req_opts(self, o, "prompts/get " .. name))
 end
@@ -613,29 +613,29 @@ function M.collect(list)
 end
 
 local function check(opts)
-  if type(opts) ~= "table" then error("mcp.connect: expects a table", 3) end
+  if type(opts) ~= "table" then fail.raise("mcp.connect: expects a table") end
   local cmd, url = opts.command, opts.url
-  if (cmd == nil) == (url == nil) then error("mcp.connect: give command = {...} or url = \"...\"", 3) end
+  if (cmd == nil) == (url == nil) then fail.raise("mcp.connect: give command = {...} or url = \"...\"") end
   if cmd ~= nil then
     if type(cmd) == "string" then cmd = { cmd } end
-    if type(cmd) ~= "table" or #cmd == 0 then error("mcp.connect: command must be a list {\"prog\", \"arg\", ...}", 3) end
+    if type(cmd) ~= "table" or #cmd == 0 then fail.raise("mcp.connect: command must be a list {\"prog\", \"arg\", ...}") end
     for i, a in ipairs(cmd) do
-      if type(a) ~= "string" and type(a) ~= "number" then error("mcp.connect: command[" .. i .. "] must be a string", 3) end
+      if type(a) ~= "string" and type(a) ~= "number" then fail.raise("mcp.connect: command[" .. i .. "] must be a string") end
     end
   elseif type(url) ~= "string" or not url:find("^https?://") then
-    error("mcp.connect: url must be an http:// or https:// URL", 3)
+    fail.raise("mcp.connect: url must be an http:// or https:// URL")
   end
   local proto = opts.protocol or "auto"
   if proto ~= "auto" and proto ~= MODERN and not SESSION[proto] then
-    error("mcp.connect: protocol must be \"auto\" or one of " .. table.concat(M.REVISIONS, ", "), 3)
+    fail.raise("mcp.connect: protocol must be \"auto\" or one of " .. table.concat(M.REVISIONS, ", "))
   end
   for _, k in ipairs { "timeout", "connect_timeout" } do
     if opts[k] ~= nil and (type(opts[k]) ~= "number" or opts[k] < 0) then
-      error("mcp.connect: " .. k .. " must be a number of seconds", 3)
+      fail.raise("mcp.connect: " .. k .. " must be a number of seconds")
     end
   end
   for _, k in ipairs { "env", "headers", "capabilities" } do
-    if opts[k] ~= nil and type(opts[k]) ~= "table" then error("mcp.connect: " .. k .. " must be a table", 3) end
+    if opts[k] ~= nil and type(opts[k]) ~= "table" then fail.raise("mcp.connect: " .. k .. " must be a table") end
   end
   return cmd, proto
 end

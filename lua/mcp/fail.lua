@@ -25,6 +25,10 @@ function M.pass(res, message, code, obj)
   return nil, message, code, obj
 end
 
+-- Raise message as a programming mistake of the plugin: at the line of the
+-- first frame outside luamcp's library (none when a tail call replaced it).
+M.raise = core.raise
+
 -- The triple of a wait a cancel of the running request ended.
 function M.cancelled()
   return nil, "cancelled: " .. (core.reason() or "request stopped"), "cancelled"

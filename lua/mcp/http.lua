@@ -2,6 +2,7 @@
 -- libcurl), each an operation of the running call: a cancel, a timeout, an
 -- abort or the end of the call closes its connection at once.
 local core = require "mcp.core"
+local fail = require "mcp.fail"
 local await = require "mcp.await"
 
 local M = {}
@@ -18,7 +19,7 @@ end
 -- body=, url=} with res:json(), or nil, message, code. A background request
 -- belongs to no call: its op (op:cancel(), op:done()) is returned at once.
 function M.request(req)
-  if type(req) ~= "table" then error("http: expects a request table", 2) end
+  if type(req) ~= "table" then fail.raise("http: expects a request table") end
   local op, msg, code = core.http(req)
   if not op then return nil, msg, code end
   if req.background then return op end

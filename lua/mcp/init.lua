@@ -437,7 +437,10 @@ Ctx.sleep = core.sleep             -- true, or nil, "cancelled: <reason>", "canc
 Ctx.on_cancel = core.on_cancel
 -- Over HTTP: close the connection under this request's SSE stream without
 -- ending the stream (SSE polling); the client resumes it with Last-Event-ID.
-function Ctx.close_connection() return core.close_connection() end
+function Ctx.close_connection()
+  if core.close_connection() then return true end
+  return nil, "close_connection: no HTTP connection under an SSE stream to close", "unsupported"
+end
 -- ctx:spawn{ command = {"prog", "arg", ...}, cwd =, env =, stdin =, stdout =,
 -- stderr =, timeout =, max_bytes = } (src/lua/spawn.h).
 Ctx.spawn = core.spawn
@@ -484,12 +487,17 @@ function Ctx.require(self, ...) return input().require(self, ...) end
 -- The tasks extension: the rest of this call runs as a task; the request is
 -- answered now with the task (CreateTaskResult). For a tool with
 -- defer_task = true, once it has what it needs to go on alone (input
--- gathered synchronously, say). Returns the task id, or false where there
--- can be no task (not a 2026-07-28 request that declares the extension, or
--- a tool without task support).
+-- gathered synchronously, say). Returns the task id; or nil, message,
+-- "unsupported" where there can be no task (not a 2026-07-28 request that
+-- declares the extension, a tool without task support, a request already
+-- cancelled), "busy" when the scope holds too many tasks.
 function Ctx.task()
-  if not core.modern() then return false end
-  return core.task_create()
+  local id, err = false, nil
+  if core.modern() then id, err = core.task_create() end
+  if id then return id end
+  if id == nil then return nil, "task: " .. err, "busy" end
+  return nil, "task: no task here (a 2026-07-28 request declaring the tasks extension, to a tool " ..
+              "with task support, still running)", "unsupported"
 end
 function Ctx.remaining()
   local d = core.deadline()

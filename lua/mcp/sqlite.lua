@@ -53,12 +53,12 @@ local BEGIN = { deferred = "BEGIN DEFERRED", immediate = "BEGIN IMMEDIATE", excl
 -- statements on this db wait.
 function Db:transaction(fn, mode)
   if type(fn) ~= "function" then
-    error(("bad argument #1 to 'transaction' (function expected, got %s)"):format(type(fn)), 2)
+    fail.raise(("bad argument #1 to 'transaction' (function expected, got %s)"):format(type(fn)))
   end
   local begin = BEGIN[mode or "deferred"]
   if not begin then
-    error(("bad argument #2 to 'transaction' (deferred, immediate or exclusive expected, got %s)")
-          :format(tostring(mode)), 2)
+    fail.raise(("bad argument #2 to 'transaction' (deferred, immediate or exclusive expected, got %s)")
+          :format(tostring(mode)))
   end
   local ok, err, code = wait(C.run(self, begin, nil, "transaction"))
   if not ok then return nil, err, code end

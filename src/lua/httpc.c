@@ -537,12 +537,12 @@ static void add_query(lua_State *L, mcp_buf *url) {
 static void check_path(lua_State *L) {
   int n;
   if (!lua_istable(L, -1))
-    luaL_error(L, "http: req.path must be a list of segments (got %s)", luaL_typename(L, -1));
+    mcp_raise(L, "http: req.path must be a list of segments (got %s)", luaL_typename(L, -1));
   n = (int)lua_rawlen(L, -1);
   for (int i = 1; i <= n; i++) {
     int type = lua_rawgeti(L, -1, i);
     if (type != LUA_TSTRING && type != LUA_TNUMBER)
-      luaL_error(L, "http: req.path[%d] must be a string or a number (got %s)", i, luaL_typename(L, -1));
+      mcp_raise(L, "http: req.path[%d] must be a string or a number (got %s)", i, luaL_typename(L, -1));
     lua_pop(L, 1);
   }
 }

@@ -565,6 +565,12 @@ static int l_close_connection(lua_State *L) {
   return 1;
 }
 
+/* raise(message): an error naming the plugin's line (fail.c's mcp_raise),
+ * for the Lua side of the library's argument checks. */
+static int l_raise(lua_State *L) {
+  return mcp_raise(L, "%s", luaL_checkstring(L, 1));
+}
+
 /* set_logger(name): log messages of the running call name this plugin. */
 static int l_set_logger(lua_State *L) {
   mcp_call *c = current(L);
@@ -759,6 +765,7 @@ static const luaL_Reg core_funcs[] = {
   {"log_stderr", l_log_stderr},
   {"set_logger", l_set_logger},
   {"close_connection", l_close_connection},
+  {"raise", l_raise},
   {"set_policy", l_set_policy},
   {"set_limits", l_set_limits},
   {"count", l_count},
