@@ -57,6 +57,11 @@ describe("install", function()
                          "share/doc/luamcp/docs/development/ARCHITECTURE.md" } do
       assert.is_true(exists(root .. "/" .. f), f .. " not installed:\n" .. out)
     end
+    local lib = assert(io.popen("cd lua && find . -name '*.lua'"))    -- every file of the library, subfolders too
+    for f in lib:lines() do
+      assert.is_true(exists(root .. "/share/luamcp/lua/" .. f:sub(3)), "lua/" .. f:sub(3) .. " not installed")
+    end
+    lib:close()
     assert.is_false(exists(root .. "/bin/luamcp-asan"))
     assert.is_false(exists(root .. "/share/luamcp/plugins/conformance"))
   end)

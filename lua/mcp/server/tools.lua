@@ -1,0 +1,157 @@
+-- The tools family: tools/list, tools/call (its checks and its ctx), the
+-- tasks/result of a task-augmented call, and what the transport asks of a
+-- tool (its scopes, its Mcp-Param headers).
+local core = require "mcp.core"
+local mcp = require "mcp"
+local outcome = require "mcp.result"
+local input = require "mcp.input"
+local decl = require "mcp.decl"
+local reg = require "mcp.server.registry"
+
+local M = {}
+local methods = reg.methods
+local tools, tool_list = reg.tools, reg.tool_list
+
+function methods.tools_list(params)
+  local start = 1
+  if params.cursor ~= nil then
+    start = type(params.cursor) == "string" and tonumber(params.cursor:match("^%d+$") or "")
+    if not start or start < 1 or start > #tool_list + 1 then
+      return nil, -32602, "Invalid params: invalid cursor"
+    end
+  end
+  local page, stop = mcp.array(), math.min(#tool_list, start + core.config.page_size - 1)
+  for i = start, stop do
+    local t = tool_list[i]
+    page[#page + 1] = {
+      name = t.name, title = t.title, description = t.description,
+      inputSchema = t.inputSchema, outputSchema = t.outputSchema, annotations = t.annotations,
+      execution = t.task and { taskSupport = t.task } or nil, icons = t.icons, _meta = t._meta,
+    }
+  end
+  return { tools = page, nextCursor = stop < #tool_list and tostring(stop + 1) or nil }
+end
+
+-- The checks before a handler runs: tool, args; or nil, code, message for a
+-- JSON-RPC error; or false, result for an isError result. A frame of its own,
+-- so that the handler's coroutine stack stays small (10,000 may be waiting).
+-- A call that becomes a task is answered here with its task (core.task_create);
+-- what follows, the handler's result included, goes to the task. In a
+-- session (2025-11-25) the client asks with params.task; for a 2026-07-28
+-- request the server decides (the tasks extension): a tool with task support
+-- runs as a task when the request declares the extension (a task-only tool
+-- without it was refused with -32021 before the call started; one with
+-- defer_task starts its task itself, ctx:task()), and params.task is ignored.
+local function prepare(params)
+  local name = params.name
+  if type(name) ~= "string" then return nil, -32602, "Invalid params: name must be a string" end
+  local tool = tools[name]
+  if not tool then return nil, -32602, "Unknown tool: " .. name end
+  local args = params.arguments
+  if args == nil then args = {} end
+  if type(args) ~= "table" or mcp.is_array(args) then
+    return nil, -32602, "Invalid params: arguments must be an object"
+  end
+  local task, support = params.task, tool.task or "forbidden"
+  -- without the tasks capability (no tool offers tasks), params.task is ignored
+  if not methods["tasks/result"] then task = nil end
+  if core.modern() then                     -- the tasks extension: params.task means nothing
+    if not tool.defer_task then
+      local ok, err = core.task_create()       -- false: no task support, or the extension is not declared
+      if ok == nil then return nil, -32603, "Internal error: " .. err end
+    end
+  elseif task ~= nil then
+    if type(task) ~= "table" or mcp.is_array(task) then
+      return nil, -32602, "Invalid params: task must be an object"
+    end
+    if support == "forbidden" then
+      return nil, -32601, "Method not found: tool " .. name .. " does not support task-augmented calls"
+    end
+    local ok, err = core.task_create(task.ttl)
+    if ok == nil then return nil, -32603, "Internal error: " .. err end
+  elseif support == "required" then
+    return nil, -32601, "Method not found: tool " .. name .. " must be called as a task (params.task)"
+  end
+  if tool.mounted then return tool, args end    -- the upstream checks its arguments
+  local ok, err = core.validate(tool.inputSchema, args)   -- compiled once per schema (schema.c)
+  if not ok then return false, mcp.error("Invalid arguments: " .. err) end
+  return tool, args
+end
+
+-- The handler runs unprotected: an error (or ctx:check()'s cancellation)
+-- ends the coroutine, and the C core turns it into an isError result (or no
+-- response, once cancelled). No pcall here, so that <close> variables of an
+-- aborted handler run when the core resets the coroutine, under its limits.
+--
+-- The setup (open_call: argument checks, the ctx) runs on the main thread
+-- (core.on_main): it goes deeper than the handler's waits, and on the
+-- coroutine it would double the stack every waiting call keeps (Lua grows a
+-- stack past its first 40 slots to 80 and keeps it while in use).
+local function open_call(params, id, session)
+  local tool, args, msg = prepare(params)
+  if not tool then
+    if tool == nil then return nil, args, msg end
+    return false, args
+  end
+  local ctx = decl.ctx(id)
+  if tool.scopes then                -- the transport answered 403 already; this is for any other way in
+    local auth = ctx.auth
+    if auth then
+      local have = {}
+      for _, sc in ipairs(auth.scopes) do have[sc] = true end
+      for _, sc in ipairs(tool.scopes) do
+        if not have[sc] then return nil, -32600, "Forbidden: insufficient scope (needs " .. sc .. ")" end
+      end
+    end
+  end
+  local ok, code, emsg = input.open(ctx, "tools/call", params, tool.name, args)
+  if not ok then return nil, code, emsg end
+  return tool, args, ctx
+end
+
+function methods.tools_call(params, id, session)
+  local tool, args, ctx = core.on_main(open_call, params, id, session)
+  if not tool then
+    if tool == nil then return nil, args, ctx end
+    return args                      -- an isError result
+  end
+  params = nil                       -- not kept alive while the handler waits
+  return outcome.tool(tool, tool.handler(args, ctx))
+end
+
+-- The Mcp-Param headers (x-mcp-header) of a tool, for the HTTP transport's
+-- check of a 2026-07-28 tools/call: a list of {name =, path =}, or nil.
+-- The scopes a tool asks for (--auth-*), space-separated, or nil; with no
+-- name, every tool's (scopes_supported), or nil.
+function M.tool_scopes(name)
+  if name == nil then
+    local seen, all = {}, {}
+    for _, t in ipairs(tool_list) do
+      for _, sc in ipairs(t.scopes or {}) do
+        if not seen[sc] then seen[sc], all[#all + 1] = true, sc end
+      end
+    end
+    table.sort(all)
+    return #all > 0 and table.concat(all, " ") or nil
+  end
+  local tool = tools[name]
+  return tool and tool.scopes and table.concat(tool.scopes, " ")
+end
+
+function M.param_headers(name)
+  local tool = tools[name]
+  return tool and decl.param_headers[tool]
+end
+
+-- tasks/result (2025-11-25) waits until the task is terminal; tasks/get,
+-- tasks/list, tasks/cancel and the extension's tasks/update are answered by
+-- the C core (task.c).
+methods["tasks/result"] = function(params)
+  if type(params.taskId) ~= "string" then return nil, -32602, "Invalid params: taskId must be a string" end
+  return core.task_result(params.taskId)
+end
+
+methods["tools/list"], methods["tools/call"] = methods.tools_list, methods.tools_call
+methods.tools_list, methods.tools_call = nil, nil
+
+return M
