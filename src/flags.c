@@ -34,7 +34,8 @@ static const char *const redis[] = { "redis", NULL };
 #define BOOL(name, key, scope, var, help) ROW(name, key, MCP_KIND_BOOL, scope, NULL, 0, 0, 0, 1, NULL, var, help)
 #define STRING(name, key, scope, arg, minlen, var, help) \
   ROW(name, key, MCP_KIND_STRING, scope, arg, minlen, 0, 0, 1, NULL, var, help)
-#define LIST(name, key, scope, arg, var, help) ROW(name, key, MCP_KIND_LIST, scope, arg, 0, 0, 0, 1, NULL, var, help)
+#define LIST(name, key, scope, arg, var, help) \
+  ROW(name, key, MCP_KIND_LIST, (scope) | MCP_FLAG_REPEAT, arg, 0, 0, 0, 1, NULL, var, help)
 #define SECONDS(name, key, scope, lo, def, var, help) \
   ROW(name, key, MCP_KIND_SECONDS, scope, "SECONDS", lo, 1e9, def, 1, NULL, var, help)
 #define BYTES(name, key, scope, arg, lo, def, unit, var, help) \
@@ -65,7 +66,7 @@ static const mcp_flag table[] = {
   ROW("state-ttl", "state_ttl", MCP_KIND_SECONDS, S | T | MCP_FLAG_ABOVE, "SECONDS", 0, 1e9, 3600, 1, NULL,
       &mcp_cfg.state_ttl,
       "how long an input-required result's requestState is accepted back (2026-07-28 clients)"),
-  ROW("http-allow", "http_allow", MCP_KIND_HOSTS, S | T, "HOST[:PORT]", 0, 0, 0, 1, NULL, NULL,
+  ROW("http-allow", "http_allow", MCP_KIND_HOSTS, S | T | MCP_FLAG_REPEAT, "HOST[:PORT]", 0, 0, 0, 1, NULL, NULL,
       "handlers' HTTP requests (ctx:http) may reach only these hosts; a name resolving to a loopback, "
       "private or link-local address is refused unless named as such"),
   HOSTPORT("http", "http", S, &mcp_flags.http, "serve Streamable HTTP instead of stdio (port 0: any)"),
@@ -362,7 +363,7 @@ static void add_synopsis(mcp_buf *b, unsigned scope) {
     char item[80];
     if (!(f->flags & scope)) continue;
     int n = snprintf(item, sizeof item, "[--%s%s%s]%s", f->name, f->arg ? " " : "", f->arg ? f->arg : "",
-                     f->kind == MCP_KIND_LIST || f->kind == MCP_KIND_HOSTS ? "..." : "");
+                     (f->flags & MCP_FLAG_REPEAT) ? "..." : "");
     if (col + 1 + n > WIDTH + 20) {
       addf(b, "\n%14s", "");
       col = 14;
@@ -402,9 +403,9 @@ void mcp_flags_free(void) {
 
 /* The type of a key's value in the configuration file. */
 static const char *file_type(const mcp_flag *f) {
+  if (f->flags & MCP_FLAG_REPEAT) return "list";
   switch (f->kind) {
   case MCP_KIND_BOOL: return "boolean";
-  case MCP_KIND_LIST: case MCP_KIND_HOSTS: return "list";
   case MCP_KIND_SECONDS: case MCP_KIND_BYTES: case MCP_KIND_COUNT: return "number";
   default: return "string";
   }

@@ -16,7 +16,7 @@ typedef enum {
   MCP_KIND_ACTION,     /* --help, --version: no value, the caller acts */
   MCP_KIND_BOOL,       /* int: 1, or 0 with --no-FLAG */
   MCP_KIND_STRING,     /* const char *, at least lo bytes long */
-  MCP_KIND_LIST,       /* mcp_flag_list: a repeatable string */
+  MCP_KIND_LIST,       /* mcp_flag_list: each string given */
   MCP_KIND_HOSTS,      /* an entry of the --http-allow list: HOST[:PORT] */
   MCP_KIND_SECONDS,    /* double, in [lo, hi] */
   MCP_KIND_BYTES,      /* size_t: a whole number of units (bytes, MB) in [lo, hi] */
@@ -30,7 +30,8 @@ typedef enum {
 enum {
   MCP_FLAG_SERVER = 1,     /* luamcp (the server) */
   MCP_FLAG_TOOLS = 2,      /* luamcp list, call, check, new, path */
-  MCP_FLAG_ABOVE = 4       /* a number must be above lo, not at it */
+  MCP_FLAG_ABOVE = 4,      /* a number must be above lo, not at it */
+  MCP_FLAG_REPEAT = 8      /* may be given again, each value kept (a list in the file) */
 };
 
 /* One row per flag (Redis's standardConfig). */
