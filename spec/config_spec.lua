@@ -222,7 +222,7 @@ return { plugins = { "@PLUGINS@", gamma = { key = env("SPEC_SECRET"), fail = %q 
       { "-- a comment with timeout = 1\nreturn {\n  grace = \"2\",\n}", ":3: grace must be a number (got string)" },
       { "return {\n  watch = 1,\n}", ":2: watch must be true or false (got number)" },
       { "return {\n  http_allow = { \"a.example\", 5 },\n}", ":2: http_allow[2] must be a string (got number)" },
-      { "return {\n  max_line = 10,\n}", ":2: bad value for max_line" },
+      { "return {\n  max_line = 10,\n}", ":2: bad value for max_line (want BYTES, a whole number >= 64)" },
       { "return {\n\n  http = \"nope\",\n}", ":3: bad value for http (want HOST:PORT)", server_only = true },
       { "return {\n  plugins = {\n    alpha = {\n      ok = 1,\n      f = function() end,\n    },\n  },\n}",
         ":5: plugins.alpha.f must be a string, number, boolean, secret or table (got function)" },

@@ -19,6 +19,7 @@
 
 #include "conffile.h"
 #include "config.h"
+#include "flags.h"
 #include "httpc.h"
 #include "op.h"
 #include "json.h"
@@ -33,7 +34,8 @@
 #define CALL_KEY "1"                 /* the id of the tools/call */
 #define BAR_WIDTH 30
 
-static const char usage[] =
+/* The usage's lines before the flags' (flags.c's table, those of MCP_FLAG_TOOLS). */
+static const char usage_head[] =
   "usage: luamcp list [--config FILE] [--plugins DIR]... [--json]\n"
   "       luamcp call TOOL ['JSON arguments'] [--plugins DIR]... [--json] [--timeout SECONDS]\n"
   "                  [--grace SECONDS] [--log-level LEVEL] [--memory-limit MB]\n"
@@ -49,20 +51,18 @@ static const char usage[] =
   "         and .luarc.json (the LuaLS annotations of the API) unless it exists\n"
   "  path   the directory of luamcp's Lua library (mcp.test is there), of its LuaLS\n"
   "         annotations, or of its example plugins\n"
-  "The server flags (--timeout, --grace, --log-level, --memory-limit, --page-size,\n"
-  "--max-line) apply as they do to the server; DIR defaults to ./plugins.\n"
-  "--config FILE: the server's configuration file; its plugins' settings, directories\n"
-  "and the flags above apply (a flag given here wins).\n";
+  "The server's flags below apply as they do to the server; --config FILE: the server's\n"
+  "configuration file: its plugins' settings, directories and these flags apply (a flag\n"
+  "given here wins).\n";
+static const char *usage;
 
+/* The command and its arguments; the flags are in mcp_flags (flags.h). */
 typedef struct {
   const char *cmd;
   const char **dirs;
   int ndirs;
   const char *pos[2];            /* TOOL and ARGS, or NAME */
   int npos;
-  const char *dir, *spec_dir;    /* new */
-  const char *config;            /* --config */
-  int json;
   int log_level;                 /* -1: not given */
 } cli_opts;
 
@@ -70,71 +70,35 @@ static int fail_usage(const char *fmt, const char *arg) {
   return mcp_usage_error(usage, fmt, arg);
 }
 
-static int takes_value(const char *a) {
-  static const char *const with_value[] = {
-    "--config", "--plugins", "--timeout", "--grace", "--log-level", "--max-line", "--memory-limit",
-    "--page-size", "--state-ttl", "--http-allow", "--dir", "--spec-dir", NULL
-  };
-  for (int i = 0; with_value[i] != NULL; i++)
-    if (strcmp(a, with_value[i]) == 0) return 1;
-  return 0;
-}
-
 /* --config FILE, or NULL. */
 static const char *config_arg(int argc, char **argv) {
   const char *path = NULL;
-  for (int i = 2; i < argc; i += 1 + takes_value(argv[i]))
+  for (int i = 2; i < argc; i += 1 + mcp_flag_takes_value(argv[i]))
     if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) path = argv[i + 1];
   return path;
 }
 
-/* The configuration file's plugin directories and the flags of
- * mcp_config_option, unless the command line gives them (the others are
- * the server's). 0, or the exit status. */
-static int apply_config(int argc, char **argv, const mcp_conffile *conf, cli_opts *o) {
-  for (int k = 0; k < conf->n; k++) {
-    const mcp_conffile_opt *c = &conf->opt[k];
-    int given = 0;
-    for (int i = 2; i < argc && !given; i += 1 + takes_value(argv[i])) given = strcmp(argv[i], c->flag) == 0;
-    if (given) continue;
-    if (strcmp(c->flag, "--plugins") == 0) o->dirs[o->ndirs++] = c->value;
-    else if (mcp_config_option(c->flag, c->value) < 0) return mcp_conffile_bad(c->where, c->flag, "");
-  }
-  return 0;
-}
-
 /* -1 when the command may run, else the exit status. */
 static int parse_args(int argc, char **argv, const mcp_conffile *conf, cli_opts *o) {
-  int r;
+  static const char *default_dirs[] = { "plugins", NULL };
+  const mcp_flag *f;
+  int r, no;
   int min = 0, max = 0;                 /* positional arguments */
   o->cmd = argv[1];
   o->log_level = -1;
-  if ((r = apply_config(argc, argv, conf, o)) != 0) return r;
+  if ((r = mcp_flags_apply_file(conf, MCP_FLAG_TOOLS, argc, argv, 2)) != 0) return r;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int takes = takes_value(a);
-    if (takes && v == NULL) return fail_usage("%s needs a value", a);
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+    int takes = mcp_flag_takes_value(a);
+    f = mcp_flag_find(a, &no);
+    if (f != NULL && !(f->flags & MCP_FLAG_TOOLS)) f = NULL;
+    if (f != NULL && takes && v == NULL) return fail_usage("%s needs a value", a);
+    if (f != NULL && strcmp(f->name, "help") == 0) {
       fputs(usage, stdout);
       return 0;
-    } else if (strcmp(a, "--plugins") == 0) {
-      o->dirs[o->ndirs++] = v;
-    } else if (strcmp(a, "--json") == 0) {
-      o->json = 1;
-    } else if (strcmp(a, "--dir") == 0) {
-      o->dir = v;
-    } else if (strcmp(a, "--spec-dir") == 0) {
-      o->spec_dir = v;
-    } else if (strcmp(a, "--config") == 0) {
-      o->config = v;                    /* read before: apply_config */
-    } else if ((r = mcp_config_option(a, v)) != 0) {
-      if (r < 0) {
-        char what[300];
-        snprintf(what, sizeof what, "bad %s: %.200s", a, v);
-        return fail_usage("%s", what);
-      }
-    } else if (strcmp(a, "--log-level") == 0) {
-      if ((o->log_level = mcp_log_level_parse(v)) < 0) return fail_usage("bad --log-level: %s", v);
+    } else if (f != NULL) {
+      if ((r = mcp_flag_apply(f, no, v, NULL, usage)) != 0) return r;
+      if (takes) i++;
     } else if (a[0] == '-' && a[1] != '\0' && !(a[1] == '-' && a[2] == '\0')) {
       return fail_usage("unknown option: %s", a);
     } else if (o->npos < 2) {
@@ -142,9 +106,10 @@ static int parse_args(int argc, char **argv, const mcp_conffile *conf, cli_opts 
     } else {
       return fail_usage("unexpected argument: %s", a);
     }
-    if (takes) i++;
   }
-  if (o->ndirs == 0) o->dirs[o->ndirs++] = "plugins";
+  o->dirs = mcp_flags.plugins.n > 0 ? mcp_flags.plugins.v : default_dirs;
+  o->ndirs = mcp_flags.plugins.n > 0 ? mcp_flags.plugins.n : 1;
+  if (mcp_flag_was_set(mcp_flag_find("--log-level", &no))) o->log_level = mcp_flags.log_level;
   if (strcmp(o->cmd, "call") == 0) min = 1, max = 2;
   else if (strcmp(o->cmd, "new") == 0) min = max = 1;
   else if (strcmp(o->cmd, "path") == 0) max = 1;
@@ -204,6 +169,8 @@ static int l_share_dir(lua_State *L) {
 /* stack: -> mcp.cli module */
 static int open_cli(lua_State *L) {
   mcp_lua_open(L);
+  luaL_requiref(L, "mcp.flags", luaopen_mcp_flags, 0);   /* the configuration file's keys */
+  lua_pop(L, 1);
   lua_getglobal(L, "require");
   lua_pushliteral(L, "mcp.cli");
   lua_call(L, 1, 1);
@@ -223,7 +190,7 @@ static void push_opts(lua_State *L, const cli_opts *o) {
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "dirs");
-  lua_pushboolean(L, o->json);
+  lua_pushboolean(L, mcp_flags.json);
   lua_setfield(L, -2, "json");
   lua_pushstring(L, o->cmd);
   lua_setfield(L, -2, "cmd");
@@ -231,9 +198,9 @@ static void push_opts(lua_State *L, const cli_opts *o) {
     lua_pushstring(L, o->pos[i]);
     lua_setfield(L, -2, i == 0 ? "name" : "arguments");
   }
-  if (o->dir) lua_pushstring(L, o->dir), lua_setfield(L, -2, "dir");
-  if (o->spec_dir) lua_pushstring(L, o->spec_dir), lua_setfield(L, -2, "spec_dir");
-  if (o->config) lua_pushstring(L, o->config), lua_setfield(L, -2, "config");
+  if (mcp_flags.dir) lua_pushstring(L, mcp_flags.dir), lua_setfield(L, -2, "dir");
+  if (mcp_flags.spec_dir) lua_pushstring(L, mcp_flags.spec_dir), lua_setfield(L, -2, "spec_dir");
+  if (mcp_flags.config) lua_pushstring(L, mcp_flags.config), lua_setfield(L, -2, "config");
 }
 
 /* stdout is set aside, as the server does, so that print() in a plugin goes
@@ -575,16 +542,22 @@ static int run_path(const cli_opts *o) {
 int mcp_cli_main(int argc, char **argv) {
   static mcp_conffile conf;
   const char *config = config_arg(argc, argv);
+  cli_opts o = { 0 };
   int r;
-  if (config != NULL && (r = mcp_conffile_read(config, &conf)) != 0) return r;
-  const char *dirs[argc + conf.n + 1];
-  cli_opts o = { .dirs = dirs };
-  if ((r = parse_args(argc, argv, &conf, &o)) >= 0) return r;
+  mcp_flags_defaults();
+  usage = mcp_flags_usage(MCP_FLAG_TOOLS, usage_head);
+  if (config != NULL && (r = mcp_conffile_read(config, luaopen_mcp_flags, &conf)) != 0) return r;
+  if ((r = parse_args(argc, argv, &conf, &o)) >= 0) {
+    mcp_conffile_free(&conf);
+    mcp_flags_free();
+    return r;
+  }
   /* The server's own lines (plugins loaded, session started) are noise here. */
   mcp_log_threshold = o.log_level >= 0 ? (mcp_log_level)o.log_level : MCP_LOG_WARNING;
   signal(SIGPIPE, SIG_IGN);
   if (strcmp(o.cmd, "path") == 0) {
     mcp_conffile_free(&conf);
+    mcp_flags_free();
     return run_path(&o);
   }
   if (strcmp(o.cmd, "new") != 0 && set_stdout_aside() != 0) return 1;
@@ -593,5 +566,6 @@ int mcp_cli_main(int argc, char **argv) {
   r = strcmp(o.cmd, "call") == 0 || strcmp(o.cmd, "list") == 0 ? run_call(&o) : run_lua_cmd(&o);
   fflush(out);
   mcp_conffile_free(&conf);
+  mcp_flags_free();
   return r;
 }

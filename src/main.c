@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "conffile.h"
 #include "config.h"
+#include "flags.h"
 #include "lmcp.h"
 #include "log.h"
 #include "metrics.h"
@@ -30,60 +31,13 @@
 #include "op.h"
 #include "proc.h"
 
-static const char usage[] =
-  "usage: luamcp [--config FILE] [--plugins DIR]... [--timeout SECONDS] [--grace SECONDS]\n"
-  "              [--log-level LEVEL] [--max-line BYTES] [--memory-limit MB]\n"
-  "              [--page-size N] [--state-ttl SECONDS] [--http-allow HOST[:PORT]]...\n"
-  "              [--http HOST:PORT [--allow-origin ORIGIN]...\n"
-  "              [--token TOKEN] [--max-body BYTES] [--max-connections N] [--max-sessions N]\n"
-  "              [--idle-timeout SECONDS] [--drain SECONDS]\n"
-  "              [--auth-audience URL (--auth-issuer URL | --auth-jwks FILE|URL)\n"
-  "               [--auth-introspect URL]]] [--metrics HOST:PORT]\n"
-  "              [--store redis://HOST:PORT/DB]\n"
-  "              [--access-log FILE] [--log-format text|json] [--watch] [--version] [--help]\n"
+/* The usage's lines after the synopsis; the flags' lines come from their table (flags.c). */
+static const char usage_head[] =
   "       luamcp list|call|check|new|path ...   (see luamcp list --help)\n"
   "\n"
   "Serves the Lua plugins in each DIR (default ./plugins) over MCP on stdio,\n"
-  "or on Streamable HTTP at http://HOST:PORT/mcp.\n"
-  "  --config FILE        read flags and plugins' settings from FILE, a Lua file\n"
-  "                       returning a table (see luamcp(1)); a flag given here wins\n"
-  "  --plugins DIR        load DIR/*.lua as plugins; DIR/lib/?.lua is on package.path\n"
-  "  --timeout SECONDS    default tool timeout (60; 0 = none)\n"
-  "  --grace SECONDS      default grace before a cancelled handler is aborted (2)\n"
-  "  --log-level LEVEL    stderr threshold: debug info notice warning error ... (info)\n"
-  "  --max-line BYTES     largest stdio message (4194304)\n"
-  "  --memory-limit MB    Lua memory limit (256; 0 = none)\n"
-  "  --page-size N        items per list page (50)\n"
-  "  --state-ttl SECONDS  how long an input-required result's requestState is\n"
-  "                       accepted back (3600; 2026-07-28 clients)\n"
-  "  --http-allow H[:P]   handlers' HTTP requests (ctx:http) may reach only these\n"
-  "                       hosts; a name resolving to a loopback, private or\n"
-  "                       link-local address is refused unless named as such\n"
-  "  --http HOST:PORT     serve Streamable HTTP instead of stdio (port 0: any)\n"
-  "  --allow-origin O     also accept this Origin (localhost origins always are)\n"
-  "  --token TOKEN        require Authorization: Bearer TOKEN (or $LUAMCP_TOKEN)\n"
-  "  --auth-audience URL  OAuth: this server's canonical URI (e.g. https://host/mcp);\n"
-  "                       tokens must be issued for it (RFC 8707)\n"
-  "  --auth-issuer URL    OAuth: the authorization server; its metadata gives the\n"
-  "                       keys JWT access tokens are verified with\n"
-  "  --auth-jwks FILE|URL OAuth: the keys, without discovery\n"
-  "  --auth-introspect URL OAuth: introspect tokens that are not JWTs (RFC 7662;\n"
-  "                       client credentials from $LUAMCP_AUTH_CLIENT=id:secret)\n"
-  "  --max-body BYTES     largest POST body (4194304)\n"
-  "  --max-connections N  concurrent connections (256)\n"
-  "  --max-sessions N     open HTTP sessions (1024)\n"
-  "  --idle-timeout SEC   close idle keep-alive connections (60)\n"
-  "  --drain SECONDS      on SIGTERM (HTTP), refuse new requests and let calls\n"
-  "                       finish this long, then cancel the rest (10; 0 = none)\n"
-  "  --metrics HOST:PORT  serve /metrics, /healthz, /readyz on a listener of their\n"
-  "                       own, unauthenticated (with --http they are on it too)\n"
-  "  --store URL          keep tasks in Redis (redis://HOST:PORT/DB), shared by the\n"
-  "                       instances behind one load balancer (see luamcp(1))\n"
-  "  --access-log FILE    one JSON line per finished request (- for stderr)\n"
-  "  --log-format FMT     the stderr log: text (default) or json, a JSON object a line\n"
-  "  --watch              reload plugins when their files (or --config FILE) change\n"
-  "  --test-clock         let clients move the clock (notifications/luamcp/advance):\n"
-  "                       for plugin tests only\n";
+  "or on Streamable HTTP at http://HOST:PORT/mcp.\n";
+static const char *usage;
 
 static int l_panic(lua_State *L) {
   mcp_log(MCP_LOG_CRITICAL, "Lua panic: %s", lua_tostring(L, -1));
@@ -96,15 +50,13 @@ static uv_signal_t sigterm, sigint;
 static uv_timer_t drain_timer;        /* --drain: its end */
 static int shutting_down, draining;
 static mcp_auth_options auth_opt;
-static mcp_http_options http_opt = {
-  .max_body = 4u << 20, .max_connections = 256, .max_sessions = 1024, .idle_ms = 60000
-};
+static mcp_http_options http_opt;
 static int use_http, use_watch;
 static const char *config_path;       /* --config */
 static const char *store_url;         /* --store */
 static mcp_conffile conf;             /* what it sets */
-static const char **dirs, **allow;    /* --plugins, --allow-origin */
-static int ndirs, nallow;
+static const char **dirs;             /* --plugins */
+static int ndirs;
 
 static void closed(void) {
   if (use_watch) mcp_watch_close();
@@ -196,138 +148,65 @@ static int fail_usage(const char *fmt, const char *arg) {
   return mcp_usage_error(usage, fmt, arg);
 }
 
-static int takes_value(const char *a) {
-  static const char *const with_value[] = {
-    "--config", "--plugins", "--timeout", "--grace", "--log-level", "--max-line", "--memory-limit",
-    "--page-size", "--http", "--state-ttl", "--http-allow", "--allow-origin", "--token", "--max-body",
-    "--max-connections", "--idle-timeout", "--max-sessions", "--access-log", "--log-format", "--drain",
-    "--metrics", "--auth-issuer", "--auth-jwks", "--auth-audience", "--auth-introspect", "--store", NULL
-  };
-  for (int i = 0; with_value[i] != NULL; i++)
-    if (strcmp(a, with_value[i]) == 0) return 1;
-  return 0;
-}
-
-/* Is flag on the command line? Then it wins over the configuration file
- * (a repeated flag's values replace the file's). */
-static int on_command_line(int argc, char **argv, const char *flag) {
-  for (int i = 1; i < argc; i += 1 + takes_value(argv[i]))
-    if (strcmp(argv[i], flag) == 0) return 1;
-  return 0;
-}
-
-/* A bad value: on the command line, said with the usage; from the
- * configuration file, at its key's line and without the value, which may
- * be a secret. Returns the exit status. */
-static int bad_value(const char *flag, const char *v, const char *where, const char *want) {
-  char what[300];
-  if (where != NULL) return mcp_conffile_bad(where, flag, want);
-  snprintf(what, sizeof what, "bad %s%s: %.200s", flag, want, v);
-  return fail_usage("%s", what);
-}
-
-/* One flag, from the command line (where NULL) or the configuration file
- * (where "FILE:LINE"). 0, or the exit status. */
-static int apply(const char *a, const char *v, const char *where) {
-  double d;
-  int r;
-  if (strcmp(a, "--plugins") == 0) {
-    dirs[ndirs++] = v;
-  } else if ((r = mcp_config_option(a, v)) != 0) {
-    if (r < 0) return bad_value(a, v, where, "");
-  } else if ((r = mcp_config_server_option(a, v)) != 0) {
-    if (r < 0)
-      return bad_value(a, v, where, strcmp(a, "--metrics") == 0 ? " (want HOST:PORT)"
-                                    : strcmp(a, "--log-format") == 0 ? " (want text or json)" : "");
-  } else if (strcmp(a, "--log-level") == 0) {
-    int lv = mcp_log_level_parse(v);
-    if (lv < 0) return bad_value(a, v, where, "");
-    mcp_log_threshold = (mcp_log_level)lv;
-  } else if (strcmp(a, "--http") == 0) {
-    static char host[256];
-    const char *colon = strrchr(v, ':');
-    if (colon == NULL || colon == v || (size_t)(colon - v) >= sizeof host || !mcp_parse_number(colon + 1, &d) ||
-        d > 65535)
-      return bad_value(a, v, where, " (want HOST:PORT)");
-    memcpy(host, v, (size_t)(colon - v));
-    host[colon - v] = '\0';
-    if (host[0] == '[') {                 /* [::1]:8080 */
-      memmove(host, host + 1, strlen(host));
-      host[strcspn(host, "]")] = '\0';
-    }
-    http_opt.host = host;
-    http_opt.port = (int)d;
-    use_http = 1;
-  } else if (strcmp(a, "--allow-origin") == 0) {
-    allow[nallow++] = v;
-  } else if (strcmp(a, "--token") == 0) {
-    http_opt.token = v;
-  } else if (strcmp(a, "--auth-issuer") == 0) {
-    auth_opt.issuer = v;
-  } else if (strcmp(a, "--auth-jwks") == 0) {
-    auth_opt.jwks = v;
-  } else if (strcmp(a, "--auth-audience") == 0) {
-    auth_opt.audience = v;
-  } else if (strcmp(a, "--auth-introspect") == 0) {
-    auth_opt.introspect = v;
-  } else if (strcmp(a, "--max-body") == 0) {
-    if (!mcp_parse_number(v, &d) || d < 1024) return bad_value(a, v, where, "");
-    http_opt.max_body = (size_t)d;
-  } else if (strcmp(a, "--max-connections") == 0) {
-    if (!mcp_parse_number(v, &d) || d < 1) return bad_value(a, v, where, "");
-    http_opt.max_connections = (int)d;
-  } else if (strcmp(a, "--max-sessions") == 0) {
-    if (!mcp_parse_number(v, &d) || d < 1) return bad_value(a, v, where, "");
-    http_opt.max_sessions = (int)d;
-  } else if (strcmp(a, "--idle-timeout") == 0) {
-    if (!mcp_parse_number(v, &d) || d <= 0) return bad_value(a, v, where, "");
-    http_opt.idle_ms = (unsigned)(d * 1000);
-  } else if (strcmp(a, "--store") == 0) {
-    if (strncmp(v, "redis://", 8) != 0) return bad_value(a, v, where, " (want redis://HOST:PORT/DB)");
-    store_url = v;
-  } else if (strcmp(a, "--watch") == 0) {
-    use_watch = 1;
-  } else if (strcmp(a, "--test-clock") == 0) {
-    mcp_cfg.test_clock = 1;
-  } else if (strcmp(a, "--config") != 0) {  /* --config was read first */
-    return fail_usage("unknown option: %s", a);
-  }
-  return 0;
-}
-
 /* The flags: --help, --version and --config first; then the configuration
- * file's, then the command line's. 0, or the exit status. */
+ * file's, then the command line's. 0, -1 (exit 0), or the exit status. */
 static int parse_flags(int argc, char **argv) {
-  int r;
-  for (int i = 1; i < argc; i += 1 + takes_value(argv[i])) {
+  const mcp_flag *f;
+  int r, no;
+  usage = mcp_flags_usage(MCP_FLAG_SERVER, usage_head);
+  for (int i = 1; i < argc; i += 1 + mcp_flag_takes_value(argv[i])) {
     const char *a = argv[i];
-    if (takes_value(a) && i + 1 >= argc) return fail_usage("%s needs a value", a);
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+    if ((f = mcp_flag_find(a, &no)) == NULL || !(f->flags & MCP_FLAG_SERVER)) continue;
+    if (mcp_flag_takes_value(a) && i + 1 >= argc) return fail_usage("%s needs a value", a);
+    if (strcmp(f->name, "help") == 0) {
       fputs(usage, stdout);
       return -1;
-    } else if (strcmp(a, "--version") == 0) {
+    } else if (strcmp(f->name, "version") == 0) {
       printf("luamcp %s\n", LUAMCP_VERSION);
       return -1;
-    } else if (strcmp(a, "--config") == 0) {
+    } else if (strcmp(f->name, "config") == 0) {
       config_path = argv[i + 1];
     }
   }
-  if (config_path != NULL && (r = mcp_conffile_read(config_path, &conf)) != 0) return r;
-  if ((dirs = calloc((size_t)(argc + conf.n + 1), sizeof *dirs)) == NULL ||
-      (allow = calloc((size_t)(argc + conf.n + 1), sizeof *allow)) == NULL)
-    abort();
-  for (int i = 0; i < conf.n; i++) {
-    const mcp_conffile_opt *o = &conf.opt[i];
-    if (!on_command_line(argc, argv, o->flag) && (r = apply(o->flag, o->value, o->where)) != 0) return r;
+  if (config_path != NULL && (r = mcp_conffile_read(config_path, luaopen_mcp_flags, &conf)) != 0) return r;
+  if ((r = mcp_flags_apply_file(&conf, MCP_FLAG_SERVER, argc, argv, 1)) != 0) return r;
+  for (int i = 1; i < argc; i += 1 + mcp_flag_takes_value(argv[i])) {
+    if ((f = mcp_flag_find(argv[i], &no)) == NULL || !(f->flags & MCP_FLAG_SERVER))
+      return fail_usage("unknown option: %s", argv[i]);
+    if ((r = mcp_flag_apply(f, no, i + 1 < argc ? argv[i + 1] : NULL, NULL, usage)) != 0) return r;
   }
-  for (int i = 1; i < argc; i += 1 + takes_value(argv[i]))
-    if ((r = apply(argv[i], i + 1 < argc ? argv[i + 1] : NULL, NULL)) != 0) return r;
   return 0;
+}
+
+/* What the flags set, where the server's parts read it. */
+static void take_flags(void) {
+  static const char *default_dirs[] = { "plugins", NULL }, *no_origins[] = { NULL };
+  mcp_log_threshold = (mcp_log_level)mcp_flags.log_level;
+  dirs = mcp_flags.plugins.n > 0 ? mcp_flags.plugins.v : default_dirs;
+  ndirs = mcp_flags.plugins.n > 0 ? mcp_flags.plugins.n : 1;
+  use_watch = mcp_flags.watch;
+  store_url = mcp_flags.store;
+  use_http = mcp_flags.http.port >= 0;
+  http_opt.host = mcp_flags.http.host;
+  http_opt.port = mcp_flags.http.port;
+  http_opt.allow_origins = mcp_flags.origins.n > 0 ? mcp_flags.origins.v : no_origins;
+  http_opt.nallow_origins = mcp_flags.origins.n;
+  http_opt.token = mcp_flags.token;
+  http_opt.max_body = mcp_flags.max_body;
+  http_opt.max_connections = mcp_flags.max_connections;
+  http_opt.max_sessions = mcp_flags.max_sessions;
+  http_opt.idle_ms = (unsigned)(mcp_flags.idle_timeout * 1000);
+  auth_opt.issuer = mcp_flags.auth_issuer;
+  auth_opt.jwks = mcp_flags.auth_jwks;
+  auth_opt.audience = mcp_flags.auth_audience;
+  auth_opt.introspect = mcp_flags.auth_introspect;
 }
 
 /* stack: -> server module */
 static int load_server(lua_State *Ls) {
   mcp_lua_open(Ls);
+  luaL_requiref(Ls, "mcp.flags", luaopen_mcp_flags, 0);   /* the configuration file's keys */
+  lua_pop(Ls, 1);
   lua_getglobal(Ls, "require");
   lua_pushliteral(Ls, "mcp.server");
   lua_call(Ls, 1, 1);                          /* stack: server */
@@ -351,11 +230,13 @@ int main(int argc, char **argv) {
                    strcmp(argv[1], "path") == 0))
     return mcp_cli_main(argc, argv);            /* the plugin author's commands: cli.c */
   int status = 0, r, open = 0;
-  if ((r = parse_flags(argc, argv)) != 0) return r < 0 ? 0 : r;
-  if (ndirs == 0) dirs[ndirs++] = "plugins";
-  allow[nallow] = NULL;
-  http_opt.allow_origins = allow;
-  http_opt.nallow_origins = nallow;
+  mcp_flags_defaults();
+  if ((r = parse_flags(argc, argv)) != 0) {
+    mcp_conffile_free(&conf);
+    mcp_flags_free();
+    return r < 0 ? 0 : r;
+  }
+  take_flags();
   if (http_opt.token == NULL) http_opt.token = getenv("LUAMCP_TOKEN");
   if (http_opt.token != NULL && http_opt.token[0] == '\0') http_opt.token = NULL;
   if (mcp_auth_wanted(&auth_opt)) {
@@ -428,15 +309,15 @@ int main(int argc, char **argv) {
     mcp_info("serving on stdio (luamcp %s, Lua memory limit %zu MB)", LUAMCP_VERSION,
              mcp_cfg.memory_limit >> 20);
   }
-  if (status == 0 && mcp_cfg.metrics_port >= 0) {
-    if ((r = mcp_probe_listen(loop, mcp_cfg.metrics_host, mcp_cfg.metrics_port)) != 0) {
-      mcp_log(MCP_LOG_CRITICAL, "cannot listen on %s:%d for --metrics: %s", mcp_cfg.metrics_host,
-              mcp_cfg.metrics_port, uv_strerror(r));
+  if (status == 0 && mcp_cfg.metrics.port >= 0) {
+    if ((r = mcp_probe_listen(loop, mcp_cfg.metrics.host, mcp_cfg.metrics.port)) != 0) {
+      mcp_log(MCP_LOG_CRITICAL, "cannot listen on %s:%d for --metrics: %s", mcp_cfg.metrics.host,
+              mcp_cfg.metrics.port, uv_strerror(r));
       status = 1;
       shutdown_begin("listen failed");
     } else {
-      mcp_info("metrics on http://%s%s%s:%d/metrics", strchr(mcp_cfg.metrics_host, ':') ? "[" : "",
-               mcp_cfg.metrics_host, strchr(mcp_cfg.metrics_host, ':') ? "]" : "", mcp_probe_port());
+      mcp_info("metrics on http://%s%s%s:%d/metrics", strchr(mcp_cfg.metrics.host, ':') ? "[" : "",
+               mcp_cfg.metrics.host, strchr(mcp_cfg.metrics.host, ':') ? "]" : "", mcp_probe_port());
     }
   }
   if (status == 0) mcp_probe_set_ready(1);   /* the plugins are loaded */
@@ -452,7 +333,6 @@ int main(int argc, char **argv) {
   uv_walk(loop, count_open, &open);
   if (open > 0) mcp_warn("event loop ended with %d handles still open", open);
   mcp_conffile_free(&conf);
-  free(dirs);
-  free(allow);
+  mcp_flags_free();
   return status;
 }

@@ -15,17 +15,9 @@ local secret = require "mcp.secret"
 
 local M = {}
 
--- The flags, by key, and what each takes.
-local FLAGS = {
-  plugins = "dirs", timeout = "number", grace = "number", log_level = "string",
-  max_line = "number", memory_limit = "number", page_size = "number", state_ttl = "number",
-  http_allow = "list", http = "string", allow_origin = "list", token = "string",
-  max_body = "number", max_connections = "number", max_sessions = "number",
-  idle_timeout = "number", watch = "boolean", test_clock = "boolean",
-  access_log = "string", log_format = "string", drain = "number", metrics = "string",
-  auth_issuer = "string", auth_jwks = "string", auth_audience = "string", auth_introspect = "string",
-  store = "string",
-}
+-- The flags, by key, and the type each takes ("number", "string", "boolean",
+-- "list"): from their table in C (src/flags.c), which the host opens.
+local FLAGS = require "mcp.flags"
 M.FLAGS = FLAGS
 
 local function kind_of(v)

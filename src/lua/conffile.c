@@ -19,13 +19,15 @@ static char *dup_or_null(const char *s) {
   return d;
 }
 
-/* stack: path conf -> (empty) */
+/* stack: path conf open_keys -> (empty) */
 static int read_flags(lua_State *L) {
   const char *path = lua_tostring(L, 1);
   mcp_conffile *conf = lua_touserdata(L, 2);
   int n;
   luaL_openlibs(L);
   mcp_lua_path(L);
+  luaL_requiref(L, "mcp.flags", lua_tocfunction(L, 3), 0);
+  lua_pop(L, 1);
   lua_getglobal(L, "require");
   lua_pushliteral(L, "mcp.config");
   lua_call(L, 1, 1);
@@ -48,7 +50,7 @@ static int read_flags(lua_State *L) {
   return 0;
 }
 
-int mcp_conffile_read(const char *path, mcp_conffile *conf) {
+int mcp_conffile_read(const char *path, lua_CFunction open_keys, mcp_conffile *conf) {
   lua_State *L = luaL_newstate();
   int status = 0;
   memset(conf, 0, sizeof *conf);
@@ -56,7 +58,8 @@ int mcp_conffile_read(const char *path, mcp_conffile *conf) {
   lua_pushcfunction(L, read_flags);
   lua_pushstring(L, path);
   lua_pushlightuserdata(L, conf);
-  if (lua_pcall(L, 2, 0, 0) != LUA_OK) {
+  lua_pushcfunction(L, open_keys);
+  if (lua_pcall(L, 3, 0, 0) != LUA_OK) {
     const char *msg = lua_tostring(L, -1);
     fprintf(stderr, "luamcp: %s\n", msg ? msg : "the configuration file raised a non-string error");
     mcp_conffile_free(conf);

@@ -2,6 +2,8 @@
 #ifndef MCP_CONFFILE_H
 #define MCP_CONFFILE_H
 
+#include <lua.h>
+
 typedef struct {
   char *flag;           /* "--timeout" */
   char *value;          /* NULL for a flag without one (--watch) */
@@ -15,9 +17,10 @@ typedef struct {
 } mcp_conffile;
 
 /* Read FILE (lua/mcp/config.lua runs and checks it, in a Lua state of its
- * own): its flags, in conf, for the caller to apply before its command
- * line. Returns 0, or 2 (an exit status) with the error on stderr. */
-int mcp_conffile_read(const char *path, mcp_conffile *conf);
+ * own, where open_keys opens "mcp.flags", the file's keys: luaopen_mcp_flags
+ * of src/flags.c): its flags, in conf, for the caller to apply before its
+ * command line. Returns 0, or 2 (an exit status) with the error on stderr. */
+int mcp_conffile_read(const char *path, lua_CFunction open_keys, mcp_conffile *conf);
 void mcp_conffile_free(mcp_conffile *conf);
 /* Say that the file gives flag a bad value, at where ("FILE:LINE"), by its
  * key (max_line for --max-line) and never with the value, which may be a

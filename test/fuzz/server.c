@@ -6,6 +6,7 @@
 #include <lua.h>
 
 #include "config.h"
+#include "flags.h"
 #include "lmcp.h"
 #include "log.h"
 #include "sched.h"
@@ -17,6 +18,8 @@ static lua_State *L;
 /* stack: -> server module */
 static int load_server(lua_State *Ls) {
   mcp_lua_open(Ls);
+  luaL_requiref(Ls, "mcp.flags", luaopen_mcp_flags, 0);
+  lua_pop(Ls, 1);
   lua_getglobal(Ls, "require");
   lua_pushliteral(Ls, "mcp.server");
   lua_call(Ls, 1, 1);                       /* stack: server */
@@ -31,6 +34,7 @@ static int load_server(lua_State *Ls) {
 uv_loop_t *fuzz_server(void) {
   json_t *decls;
   if (L != NULL) return &loop;
+  mcp_flags_defaults();
   if (getenv("FUZZ_VERBOSE") == NULL) mcp_log_threshold = MCP_LOG_CRITICAL;   /* inputs make many errors */
   uv_loop_init(&loop);
   L = lua_newstate(mcp_sched_alloc, NULL);
