@@ -522,7 +522,7 @@ function M.check(opts)
     package.path = dir .. "/lib/?.lua;" .. dir .. "/lib/?/init.lua;" .. package.path
   end
   for _, dir in ipairs(opts.dirs) do
-    local files, err = core.listdir(dir)
+    local files, err = core.plugin_files(dir)
     if not files then problems[#problems + 1] = err end
     for _, name in ipairs(files or {}) do
       local path = dir .. "/" .. name

@@ -224,7 +224,7 @@ local function rebuild(list, fresh)
 end
 
 local function scan(dir)
-  local files, err = core.listdir(dir)
+  local files, err = core.plugin_files(dir)
   if not files then
     log("warning", "plugins: %s", err)
     return {}

@@ -181,8 +181,6 @@ static int l_on_cancel(lua_State *L) {
   return 0;
 }
 
-/* token(): the running call's token, a userdata that coroutines created by
- * the handler are mapped to (see mcp_call_current). nil outside a call. */
 /* on_main(fn, ...): fn(...) on the main thread, for the running call,
  * and its results. A call's setup (argument checks, its ctx) goes deeper
  * than its handler's waits; run on the coroutine it would grow the stack
@@ -215,6 +213,8 @@ static int l_watch(lua_State *L) {
   return 0;
 }
 
+/* token(): the running call's token, a userdata that coroutines created by
+ * the handler are mapped to (see mcp_call_current). nil outside a call. */
 static int l_token(lua_State *L) {
   mcp_call *c = current(L);
   if (c == NULL) return 0;

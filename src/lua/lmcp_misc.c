@@ -146,8 +146,8 @@ static int name_cmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* listdir(path): sorted names of the regular *.lua files in path, or nil, err. */
-static int l_listdir(lua_State *L) {
+/* plugin_files(path): sorted names of the regular *.lua files in path, or nil, err. */
+static int l_plugin_files(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   uv_fs_t req;
   uv_dirent_t ent;
@@ -246,7 +246,7 @@ static const luaL_Reg misc_funcs[] = {
   {"set_limits", l_set_limits},
   {"count", l_count},
   {"clear_policies", l_clear_policies},
-  {"listdir", l_listdir},
+  {"plugin_files", l_plugin_files},
   {"encode", l_encode},
   {"decode", l_decode},
   {NULL, NULL}

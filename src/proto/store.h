@@ -5,7 +5,7 @@
  *
  * Asynchronous: every operation answers through its callback, from the loop,
  * never inside the call that started it. While the store is unreachable the
- * callbacks get an error at once (mcp_store_down says why), writes are
+ * callbacks get an error at once saying why, writes are
  * dropped, and the connection is retried with backoff; once it is back the
  * hooks' resync writes every local task again.
  *
@@ -60,8 +60,6 @@ int mcp_store_open(uv_loop_t *loop, const char *url, const mcp_store_hooks *hook
                    size_t cap);
 /* This instance's id, as task records and heartbeats name it. */
 const char *mcp_store_instance(void);
-/* NULL while the store answers; else why not (for errors and logs). */
-const char *mcp_store_down(void);
 
 /* Write rec (expiring in expire_ms) unless the stored one is terminal
  * already: then hooks.adopt tells its state. notify (may be NULL): the

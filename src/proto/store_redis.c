@@ -175,8 +175,6 @@ static void now_iso(char *out, size_t cap) {
 
 const char *mcp_store_instance(void) { return S.iid; }
 
-const char *mcp_store_down(void) { return S.cmd.up ? NULL : S.down[0] ? S.down : "not connected yet"; }
-
 static void set_down(const char *what, const char *why) {
   char msg[sizeof S.down];
   snprintf(msg, sizeof msg, "%s%s%s", what, why ? ": " : "", why ? why : "");
