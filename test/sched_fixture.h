@@ -77,6 +77,15 @@ static int l_loop_turns(lua_State *L) {
   return 1;
 }
 
+/* token(): the running call's token; with the `nested` table (coroutine ->
+ * token) a handler names the coroutines it creates, as lua/mcp/init.lua does. */
+static int l_token(lua_State *L) {
+  mcp_call *c = mcp_call_current(L);
+  if (c == NULL) return 0;
+  mcp_call_token(L, c);
+  return 1;
+}
+
 static void fixture_open(void) {
   int ref;
   memset(&F, 0, sizeof F);
@@ -88,11 +97,14 @@ static void fixture_open(void) {
   uv_prepare_start(&F.turn, count_turn);
   uv_unref((uv_handle_t *)&F.turn);
   F.L = lua_newstate(mcp_sched_alloc, NULL);
+  *(void **)lua_getextraspace(F.L) = NULL;        /* new threads copy it: no call */
   luaL_openlibs(F.L);
   lua_pushcfunction(F.L, l_loop_turns);
   lua_setglobal(F.L, "loop_turns");
+  lua_pushcfunction(F.L, l_token);
+  lua_setglobal(F.L, "token");
   mcp_call_tokens_open(F.L);
-  lua_pop(F.L, 1);
+  lua_setglobal(F.L, "nested");
   if (luaL_loadstring(F.L, server_lua) != LUA_OK) abort();
   lua_newtable(F.L);                              /* stack: chunk core */
   mcp_op_open(F.L);
