@@ -116,7 +116,7 @@ static void fixture_open(void) {
 }
 
 /* Run Lua on the main state (defining handlers, looking at globals). */
-static void lua(const char *code) {
+static inline void lua(const char *code) {
   if (luaL_dostring(F.L, code) != LUA_OK) {
     fprintf(stderr, "lua: %s\n", lua_tostring(F.L, -1));
     abort();
@@ -124,7 +124,7 @@ static void lua(const char *code) {
 }
 
 /* The value of a global as a string ("nil" when unset). */
-static const char *global(const char *name) {
+static inline const char *global(const char *name) {
   static char v[256];
   lua_getglobal(F.L, name);
   snprintf(v, sizeof v, "%s", luaL_tolstring(F.L, -1, NULL));
@@ -132,7 +132,7 @@ static const char *global(const char *name) {
   return v;
 }
 
-static mcp_call *start(const char *key, const char *method, const char *params) {
+static inline mcp_call *start(const char *key, const char *method, const char *params) {
   json_t *p = json_loads(params ? params : "{}", 0, NULL);
   mcp_call *c = mcp_call_start(&fake_owner, 1, key, strlen(key), method, p);
   json_decref(p);
@@ -140,20 +140,20 @@ static mcp_call *start(const char *key, const char *method, const char *params) 
 }
 
 /* n turns of the loop, none of them blocking. */
-static void turns(int n) {
+static inline void turns(int n) {
   while (n-- > 0) uv_run(&F.loop, UV_RUN_NOWAIT);
 }
 
 /* Until no call runs and nothing is armed (waits on futures stay). */
-static void run(void) { uv_run(&F.loop, UV_RUN_DEFAULT); }
+static inline void run(void) { uv_run(&F.loop, UV_RUN_DEFAULT); }
 
 /* The nth response, parsed (the caller decrefs), or NULL. */
-static json_t *response(int n) {
+static inline json_t *response(int n) {
   return n < F.nresp && F.resp[n] ? json_loads(F.resp[n], 0, NULL) : NULL;
 }
 
 /* The nth response's result.<field> or error.<field> as text ("" if none). */
-static const char *field(int n, const char *part, const char *name) {
+static inline const char *field(int n, const char *part, const char *name) {
   static char v[512];
   json_t *r = response(n), *x = json_object_get(json_object_get(r, part), name);
   v[0] = '\0';
