@@ -153,6 +153,21 @@ static void test_many_entries_keep_the_heap_order(void) {
   end(&loop);
 }
 
+/* The clock moved past the last entry (--test-clock): the timer stops, so
+ * the loop does not wait for the real time it was armed for. */
+static void test_running_the_last_entry_stops_the_timer(void) {
+  uv_loop_t loop;
+  mcp_deadline a = MCP_DEADLINE_INIT;
+  begin(&loop, fake_clock);
+  mcp_deadline_set(&a, now_ns + 60000000000ull);   /* a minute of real time */
+  CHECK(uv_loop_alive(&loop), "the timer is not armed");
+  now_ns += 60000000000ull;
+  mcp_deadlines_run();
+  CHECK(nfired == 1, "%d fired", nfired);
+  CHECK(!uv_loop_alive(&loop), "the timer is still armed for the real minute");
+  end(&loop);
+}
+
 /* On the loop's own clock: the timer wakes the loop when the earliest is due. */
 static uint64_t real_clock(void) { return uv_hrtime(); }
 
@@ -178,6 +193,7 @@ int main(void) {
   test_an_entry_with_its_own_fire_skips_the_common_callback();
   test_a_callback_may_set_its_entry_again();
   test_many_entries_keep_the_heap_order();
+  test_running_the_last_entry_stops_the_timer();
   test_the_timer_fires_on_the_loop();
   TEST_END("test_deadline");
 }
