@@ -292,6 +292,65 @@ static void test_the_ignore_policy_lets_the_handler_finish(void) {
   fixture_close();
 }
 
+/* TIMING_OUT + CANCEL: the client gave up as well: nothing is answered. */
+static void test_a_cancel_while_timing_out_answers_nothing(void) {
+  mcp_call *c;
+  fixture_open();
+  lua("handlers['t/w'] = function() core.wait(core.future()) core.wait(core.future()) return {} end");
+  c = start("1", "t/w", NULL);
+  run();
+  mcp_call_fire(c, MCP_EV_TIMEOUT, "timeout");
+  mcp_call_fire(c, MCP_EV_CANCEL, "user");
+  run();
+  CHECK(F.nresp == 0 && F.gone == 1, "%d responses: %s", F.nresp, F.nresp ? F.resp[0] : "");
+  fixture_close();
+}
+
+/* CANCELLING + RAISE: the handler's error after a cancel is not sent. */
+static void test_an_error_after_a_cancel_is_not_sent(void) {
+  mcp_call *c;
+  fixture_open();
+  lua("handlers['t/w'] = function() core.wait(core.future()) error('late') end");
+  c = start("1", "t/w", NULL);
+  run();
+  mcp_call_fire(c, MCP_EV_CANCEL, "user");
+  run();
+  CHECK(F.nresp == 0 && F.gone == 1, "%d responses: %s", F.nresp, F.nresp ? F.resp[0] : "");
+  fixture_close();
+}
+
+/* Under the abort policy a timeout stops the handler at once and answers
+ * the tool's timeout. */
+static void test_the_abort_policy_answers_a_timeout_at_once(void) {
+  fixture_open();
+  mcp_policy_set("hard", MCP_CANCEL_ABORT, 2, 1, NULL, MCP_TASK_FORBIDDEN);
+  lua("tools.hard = function() core.wait(core.future()) woke = true return {} end");
+  start("1", "tools/call", "{\"name\":\"hard\"}");
+  turns(3);
+  mcp_clock_advance(2);
+  mcp_deadlines_run();
+  CHECK(F.gone == 1, "not gone inside the deadline");
+  CHECK(strstr(field(0, "result", "content"), "Tool \\\"hard\\\" timed out after 2 seconds") != NULL,
+        "answer: %s", F.nresp ? F.resp[0] : "(none)");
+  run();
+  CHECK(strcmp(global("woke"), "nil") == 0, "the handler ran on");
+  fixture_close();
+}
+
+/* Under the ignore policy CLOSE still stops the handler. */
+static void test_the_ignore_policy_still_stops_at_close(void) {
+  fixture_open();
+  mcp_policy_set("deaf", MCP_CANCEL_IGNORE, 0, 1, NULL, MCP_TASK_FORBIDDEN);
+  lua("tools.deaf = function() why = select(2, core.wait(core.future())) return {} end");
+  start("1", "tools/call", "{\"name\":\"deaf\"}");
+  run();
+  mcp_sched_close_all(NULL, NULL, "shutdown");
+  run();
+  CHECK(strcmp(global("why"), "cancelled: shutdown") == 0, "the wait said %s", global("why"));
+  CHECK(F.nresp == 0 && F.gone == 1, "%d responses", F.nresp);
+  fixture_close();
+}
+
 /* CLOSE (shutdown, the session's end) on every live call. */
 static void test_close_all_stops_every_call(void) {
   fixture_open();
@@ -415,6 +474,10 @@ int main(void) {
   test_grace_over_after_a_timeout_answers_timed_out();
   test_the_abort_policy_stops_the_handler_at_once();
   test_the_ignore_policy_lets_the_handler_finish();
+  test_a_cancel_while_timing_out_answers_nothing();
+  test_an_error_after_a_cancel_is_not_sent();
+  test_the_abort_policy_answers_a_timeout_at_once();
+  test_the_ignore_policy_still_stops_at_close();
   test_close_all_stops_every_call();
   test_the_idle_callback_runs_when_the_last_call_ends();
   test_the_end_of_a_call_cancels_its_ops();
