@@ -16,6 +16,13 @@ static int test_failures, test_checks;
     } \
   } while (0)
 
+/* libuv's habit: a test ends by running its loop until nothing is left and
+ * closing it, which fails while any handle is still open. */
+#define CHECK_LOOP_EMPTY(loop) do { \
+    uv_run((loop), UV_RUN_DEFAULT); \
+    CHECK(uv_loop_close(loop) == 0, "the loop still has open handles"); \
+  } while (0)
+
 #define TEST_END(name) do { \
     printf("%s: %d checks, %d passed, %d failed\n", name, test_checks, \
            test_checks - test_failures, test_failures); \

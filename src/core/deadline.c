@@ -90,8 +90,7 @@ void mcp_deadlines_run(void) {
     if (d->fire) d->fire(d);  /* may set it, or others, again */
     else D.cb(d);
   }
-  D.armed_for = 0;
-  rearm();
+  rearm();                    /* stops the timer when nothing is left */
 }
 
 static void on_timer(uv_timer_t *t) {

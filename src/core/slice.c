@@ -68,6 +68,7 @@ void mcp_slice_close(void) {
   timer_delete(A.timer);
   signal(SIGRTMIN, SIG_DFL);
   A.on = 0;
+  A.armed = 0;                                       /* a deleted timer sends no signal */
 }
 
 int mcp_slice_on(void) { return A.on; }

@@ -1,0 +1,489 @@
+/* sched.c: a call's start, its waits and wakes, what the scheduler does on
+ * each event of the cancellation state machine (the table itself is
+ * test_request.c's), the abort of a handler that will not stop, time
+ * slices, and the limits of a tool on the run queue. Real coroutines on a
+ * real loop; the owner is sched_fixture.h's fake. */
+#include "sched_fixture.h"
+
+static void test_a_call_starts_on_a_later_loop_turn(void) {
+  fixture_open();
+  lua("handlers['t/echo'] = function() ran = true return {} end");
+  start("1", "t/echo", NULL);
+  CHECK(strcmp(global("ran"), "nil") == 0, "the handler ran inside mcp_call_start");
+  CHECK(mcp_sched_live() == 1, "live %d", mcp_sched_live());
+  run();
+  CHECK(strcmp(global("ran"), "true") == 0, "the handler never ran");
+  fixture_close();
+}
+
+static void test_the_handler_gets_method_params_id_and_session(void) {
+  fixture_open();
+  lua("handlers['t/echo'] = function(p, id, sid) return {x = p.x, id = id, sid = sid} end");
+  start("7", "t/echo", "{\"x\":\"hello\"}");
+  start("\"seven\"", "t/echo", "{\"x\":2}");
+  run();
+  CHECK(F.nresp == 2, "%d responses", F.nresp);
+  CHECK(strcmp(field(0, "result", "x"), "hello") == 0, "params.x: %s", field(0, "result", "x"));
+  CHECK(strcmp(field(0, "result", "id"), "7") == 0, "an integer id: %s", field(0, "result", "id"));
+  CHECK(strcmp(field(1, "result", "id"), "seven") == 0, "a string id: %s", field(1, "result", "id"));
+  CHECK(strcmp(field(0, "result", "sid"), "1") == 0, "session: %s", field(0, "result", "sid"));
+  fixture_close();
+}
+
+static void test_a_returned_value_is_the_result_then_the_call_is_gone(void) {
+  json_t *r;
+  fixture_open();
+  lua("handlers['t/ok'] = function() return {ok = true} end");
+  start("1", "t/ok", NULL);
+  run();
+  r = response(0);
+  CHECK(F.nresp == 1 && r != NULL, "one response");
+  CHECK(json_integer_value(json_object_get(r, "id")) == 1, "its id");
+  CHECK(json_is_true(json_object_get(json_object_get(r, "result"), "ok")), "its result: %s", F.resp[0]);
+  CHECK(F.stopping >= 1 && strcmp(F.stop_reason, "request finished") == 0, "stopping: %s", F.stop_reason);
+  CHECK(F.gone == 1 && mcp_sched_live() == 0, "gone %d, live %d", F.gone, mcp_sched_live());
+  json_decref(r);
+  fixture_close();
+}
+
+static void test_nil_code_message_is_a_json_rpc_error(void) {
+  fixture_open();
+  lua("handlers['t/rpc'] = function() return nil, -32002, 'no such thing', {k = 1} end");
+  start("1", "t/rpc", NULL);
+  run();
+  CHECK(strcmp(field(0, "error", "code"), "-32002") == 0, "code: %s", F.resp[0]);
+  CHECK(strcmp(field(0, "error", "message"), "no such thing") == 0, "message");
+  CHECK(strcmp(field(0, "error", "data"), "{\"k\":1}") == 0, "data: %s", field(0, "error", "data"));
+  fixture_close();
+}
+
+static void test_a_raising_method_answers_an_internal_error(void) {
+  fixture_open();
+  lua("handlers['t/boom'] = function() error('boom') end");
+  start("1", "t/boom", NULL);
+  run();
+  CHECK(strcmp(field(0, "error", "code"), "-32603") == 0, "code: %s", F.nresp ? F.resp[0] : "");
+  CHECK(strcmp(field(0, "error", "message"), "Internal error: boom") == 0, "message: %s",
+        field(0, "error", "message"));
+  CHECK(F.gone == 1, "gone");
+  fixture_close();
+}
+
+static void test_a_raising_tool_answers_an_is_error_result(void) {
+  fixture_open();
+  lua("tools.bad = function() error('it broke') end");
+  start("1", "tools/call", "{\"name\":\"bad\"}");
+  run();
+  CHECK(strcmp(field(0, "result", "isError"), "true") == 0, "isError: %s", F.nresp ? F.resp[0] : "");
+  CHECK(strstr(field(0, "result", "content"), "it broke") != NULL, "text: %s", field(0, "result", "content"));
+  fixture_close();
+}
+
+/* A bare coroutine.yield() goes back to the run queue: resumed next turn. */
+static void test_a_bare_yield_resumes_on_the_next_turn(void) {
+  fixture_open();
+  lua("handlers['t/yield'] = function()\n"
+      "  local seen = {}\n"
+      "  for i = 1, 3 do seen[i] = loop_turns(); coroutine.yield() end\n"
+      "  return {a = seen[1], b = seen[2], c = seen[3]}\n"
+      "end");
+  start("1", "t/yield", NULL);
+  run();
+  {
+    long a = atol(field(0, "result", "a")), b = atol(field(0, "result", "b")),
+         c = atol(field(0, "result", "c"));
+    CHECK(b == a + 1 && c == b + 1, "one turn per yield: %ld %ld %ld", a, b, c);
+  }
+  fixture_close();
+}
+
+/* A wait yields to the loop; the op's completion (a timer, on the loop's
+ * clock) wakes the handler. */
+static void test_a_waiting_handler_is_woken_by_its_op(void) {
+  fixture_open();
+  lua("handlers['t/timer'] = function() return {v = core.wait(core.timer(0.01))} end");
+  start("1", "t/timer", NULL);
+  turns(3);
+  CHECK(F.nresp == 0 && mcp_sched_live() == 1, "still waiting");
+  run();
+  CHECK(strcmp(field(0, "result", "v"), "true") == 0, "woken with the outcome: %s",
+        F.nresp ? F.resp[0] : "(none)");
+  fixture_close();
+}
+
+/* A sleep counts on the server's clock (--test-clock moves it). */
+static void test_a_sleep_ends_when_the_clock_passes_it(void) {
+  fixture_open();
+  lua("handlers['t/sleep'] = function() return {v = core.sleep(30)} end");
+  start("1", "t/sleep", NULL);
+  turns(3);
+  mcp_clock_advance(29);
+  mcp_deadlines_run();
+  turns(3);
+  CHECK(F.nresp == 0, "woke before its time");
+  mcp_clock_advance(1);
+  mcp_deadlines_run();
+  turns(3);
+  CHECK(strcmp(field(0, "result", "v"), "true") == 0, "slept: %s", F.nresp ? F.resp[0] : "(none)");
+  fixture_close();
+}
+
+/* QUEUED + CANCEL: the handler never runs, nothing is answered. */
+static void test_a_cancel_before_start_drops_the_call(void) {
+  mcp_call *c;
+  fixture_open();
+  lua("handlers['t/ok'] = function() ran = true return {} end");
+  c = start("1", "t/ok", NULL);
+  mcp_call_fire(c, MCP_EV_CANCEL, "user");
+  CHECK(F.gone == 1 && mcp_sched_live() == 0, "gone at once");
+  run();
+  CHECK(strcmp(global("ran"), "nil") == 0, "the handler ran");
+  CHECK(F.nresp == 0, "answered %d", F.nresp);
+  fixture_close();
+}
+
+/* RUNNING + CANCEL, cooperative: the wait wakes with the cancel's triple,
+ * the handler's return is not sent (the client gave up). */
+static void test_a_cancel_wakes_the_wait_and_sends_nothing(void) {
+  mcp_call *c;
+  fixture_open();
+  lua("handlers['t/wait'] = function()\n"
+      "  got = table.pack(core.wait(core.future()))\n"
+      "  return {done = true}\n"
+      "end");
+  c = start("1", "t/wait", NULL);
+  run();
+  CHECK(mcp_sched_live() == 1 && F.nresp == 0, "waits for its future");
+  mcp_call_fire(c, MCP_EV_CANCEL, "user");
+  run();
+  lua("got_text = tostring(got[1]) .. '|' .. got[2] .. '|' .. got[3]");
+  CHECK(strcmp(global("got_text"), "nil|cancelled: user|cancelled") == 0, "wait returned %s",
+        global("got_text"));
+  CHECK(F.nresp == 0, "answered after a cancel: %s", F.nresp ? F.resp[0] : "");
+  CHECK(F.gone == 1, "gone");
+  fixture_close();
+}
+
+/* Once cancelled, a request starts no new wait: the sleep refuses at once. */
+static void test_a_cancelled_handler_cannot_wait_again(void) {
+  mcp_call *c;
+  fixture_open();
+  lua("handlers['t/wait'] = function()\n"
+      "  core.wait(core.future())\n"
+      "  local t0 = loop_turns()\n"
+      "  again = table.pack(core.sleep(100))\n"
+      "  same_turn = loop_turns() == t0\n"
+      "  return {}\n"
+      "end");
+  c = start("1", "t/wait", NULL);
+  run();
+  mcp_call_fire(c, MCP_EV_CANCEL, "user");
+  run();
+  lua("again_text = tostring(again[1]) .. '|' .. again[2]");
+  CHECK(strcmp(global("again_text"), "nil|cancelled: user") == 0, "sleep gave %s", global("again_text"));
+  CHECK(strcmp(global("same_turn"), "true") == 0, "the refused sleep yielded");
+  fixture_close();
+}
+
+/* RUNNING + TIMEOUT: the handler is woken like a cancel, and its return
+ * answers the timeout. */
+static void test_a_timeout_wakes_the_handler_and_answers_timed_out(void) {
+  fixture_open();
+  mcp_cfg.timeout = 5;
+  lua("handlers['t/slow'] = function() why = select(2, core.sleep(60)) return {late = true} end");
+  start("1", "t/slow", NULL);
+  turns(3);
+  mcp_clock_advance(5);
+  mcp_deadlines_run();
+  run();
+  CHECK(strcmp(global("why"), "cancelled: timeout") == 0, "the sleep said %s", global("why"));
+  CHECK(strcmp(field(0, "error", "code"), "-32001") == 0, "code: %s", F.nresp ? F.resp[0] : "(none)");
+  CHECK(strcmp(field(0, "error", "message"), "Request timed out after 5 seconds") == 0, "message: %s",
+        field(0, "error", "message"));
+  CHECK(F.nresp == 1 && F.gone == 1, "%d responses", F.nresp);
+  fixture_close();
+}
+
+/* QUEUED + TIMEOUT (counted from arrival): answered without running. */
+static void test_a_timeout_before_start_answers_without_running(void) {
+  mcp_call *c;
+  fixture_open();
+  mcp_cfg.timeout = 1;
+  lua("handlers['t/ok'] = function() ran = true return {} end");
+  c = start("1", "t/ok", NULL);
+  mcp_call_fire(c, MCP_EV_TIMEOUT, "timeout");
+  run();
+  CHECK(strcmp(global("ran"), "nil") == 0, "the handler ran");
+  CHECK(strcmp(field(0, "error", "code"), "-32001") == 0, "timeout answer: %s", F.nresp ? F.resp[0] : "");
+  fixture_close();
+}
+
+/* CANCELLING + GRACE: a handler that ignores the cancel is aborted when the
+ * grace is over; its <close> variables run; nothing is answered. */
+static void test_grace_over_aborts_a_handler_that_ignores_the_cancel(void) {
+  mcp_call *c;
+  fixture_open();
+  mcp_cfg.grace = 0.05;
+  lua("handlers['t/stubborn'] = function()\n"
+      "  local guard <close> = setmetatable({}, {__close = function() closed = true end})\n"
+      "  core.wait(core.future())\n"
+      "  woke = true\n"
+      "  while true do end\n"
+      "end");
+  c = start("1", "t/stubborn", NULL);
+  run();
+  mcp_call_fire(c, MCP_EV_CANCEL, "user");
+  run();                                          /* spins in slices until the grace ends */
+  CHECK(strcmp(global("woke"), "true") == 0, "the handler was not woken");
+  CHECK(strcmp(global("closed"), "true") == 0, "its <close> did not run");
+  CHECK(F.nresp == 0 && F.gone == 1, "%d responses, gone %d", F.nresp, F.gone);
+  fixture_close();
+}
+
+/* TIMING_OUT + GRACE: aborted, and the timeout is answered. */
+static void test_grace_over_after_a_timeout_answers_timed_out(void) {
+  fixture_open();
+  mcp_cfg.timeout = 0.05;
+  mcp_cfg.grace = 0.05;
+  lua("handlers['t/stubborn'] = function() core.wait(core.future()) while true do end end");
+  start("1", "t/stubborn", NULL);
+  run();
+  CHECK(F.nresp == 1 && strcmp(field(0, "error", "code"), "-32001") == 0, "timeout answer: %s",
+        F.nresp ? F.resp[0] : "(none)");
+  CHECK(F.gone == 1, "gone");
+  fixture_close();
+}
+
+/* Under the abort policy a cancel stops the handler at once, inside the
+ * event: its <close> runs, its ops are cancelled, it is gone. */
+static void test_the_abort_policy_stops_the_handler_at_once(void) {
+  mcp_call *c;
+  fixture_open();
+  mcp_policy_set("hard", MCP_CANCEL_ABORT, 0, 1, NULL, MCP_TASK_FORBIDDEN);
+  lua("tools.hard = function()\n"
+      "  local guard <close> = setmetatable({}, {__close = function() closed = true end})\n"
+      "  core.wait(core.future(function(why) op_cancelled = why end))\n"
+      "  woke = true\n"
+      "  return {}\n"
+      "end");
+  c = start("1", "tools/call", "{\"name\":\"hard\"}");
+  run();
+  mcp_call_fire(c, MCP_EV_CANCEL, "user");
+  CHECK(F.gone == 1 && mcp_sched_live() == 0, "not gone inside the event");
+  CHECK(strcmp(global("closed"), "true") == 0, "its <close> did not run");
+  CHECK(strcmp(global("op_cancelled"), "user") == 0, "its op: %s", global("op_cancelled"));
+  run();
+  CHECK(strcmp(global("woke"), "nil") == 0, "the handler ran on after an abort");
+  CHECK(F.nresp == 0, "answered");
+  fixture_close();
+}
+
+/* Under the ignore policy a cancel changes nothing: the result is sent. */
+static void test_the_ignore_policy_lets_the_handler_finish(void) {
+  mcp_call *c;
+  fixture_open();
+  mcp_policy_set("deaf", MCP_CANCEL_IGNORE, 0, 1, NULL, MCP_TASK_FORBIDDEN);
+  lua("tools.deaf = function() return {v = core.wait(core.timer(0.01))} end");
+  c = start("1", "tools/call", "{\"name\":\"deaf\"}");
+  turns(3);
+  mcp_call_fire(c, MCP_EV_CANCEL, "user");
+  run();
+  CHECK(strcmp(field(0, "result", "v"), "true") == 0, "result: %s", F.nresp ? F.resp[0] : "(none)");
+  fixture_close();
+}
+
+/* TIMING_OUT + CANCEL: the client gave up as well: nothing is answered. */
+static void test_a_cancel_while_timing_out_answers_nothing(void) {
+  mcp_call *c;
+  fixture_open();
+  lua("handlers['t/w'] = function() core.wait(core.future()) core.wait(core.future()) return {} end");
+  c = start("1", "t/w", NULL);
+  run();
+  mcp_call_fire(c, MCP_EV_TIMEOUT, "timeout");
+  mcp_call_fire(c, MCP_EV_CANCEL, "user");
+  run();
+  CHECK(F.nresp == 0 && F.gone == 1, "%d responses: %s", F.nresp, F.nresp ? F.resp[0] : "");
+  fixture_close();
+}
+
+/* CANCELLING + RAISE: the handler's error after a cancel is not sent. */
+static void test_an_error_after_a_cancel_is_not_sent(void) {
+  mcp_call *c;
+  fixture_open();
+  lua("handlers['t/w'] = function() core.wait(core.future()) error('late') end");
+  c = start("1", "t/w", NULL);
+  run();
+  mcp_call_fire(c, MCP_EV_CANCEL, "user");
+  run();
+  CHECK(F.nresp == 0 && F.gone == 1, "%d responses: %s", F.nresp, F.nresp ? F.resp[0] : "");
+  fixture_close();
+}
+
+/* Under the abort policy a timeout stops the handler at once and answers
+ * the tool's timeout. */
+static void test_the_abort_policy_answers_a_timeout_at_once(void) {
+  fixture_open();
+  mcp_policy_set("hard", MCP_CANCEL_ABORT, 2, 1, NULL, MCP_TASK_FORBIDDEN);
+  lua("tools.hard = function() core.wait(core.future()) woke = true return {} end");
+  start("1", "tools/call", "{\"name\":\"hard\"}");
+  turns(3);
+  mcp_clock_advance(2);
+  mcp_deadlines_run();
+  CHECK(F.gone == 1, "not gone inside the deadline");
+  CHECK(strstr(field(0, "result", "content"), "Tool \\\"hard\\\" timed out after 2 seconds") != NULL,
+        "answer: %s", F.nresp ? F.resp[0] : "(none)");
+  run();
+  CHECK(strcmp(global("woke"), "nil") == 0, "the handler ran on");
+  fixture_close();
+}
+
+/* Under the ignore policy CLOSE still stops the handler. */
+static void test_the_ignore_policy_still_stops_at_close(void) {
+  fixture_open();
+  mcp_policy_set("deaf", MCP_CANCEL_IGNORE, 0, 1, NULL, MCP_TASK_FORBIDDEN);
+  lua("tools.deaf = function() why = select(2, core.wait(core.future())) return {} end");
+  start("1", "tools/call", "{\"name\":\"deaf\"}");
+  run();
+  mcp_sched_close_all(NULL, NULL, "shutdown");
+  run();
+  CHECK(strcmp(global("why"), "cancelled: shutdown") == 0, "the wait said %s", global("why"));
+  CHECK(F.nresp == 0 && F.gone == 1, "%d responses", F.nresp);
+  fixture_close();
+}
+
+/* CLOSE (shutdown, the session's end) on every live call. */
+static void test_close_all_stops_every_call(void) {
+  fixture_open();
+  lua("handlers['t/wait'] = function() core.wait(core.future()) n_woken = (n_woken or 0) + 1 return {} end");
+  start("1", "t/wait", NULL);
+  start("2", "t/wait", NULL);
+  start("3", "t/wait", NULL);
+  run();
+  CHECK(mcp_sched_live() == 3, "live %d", mcp_sched_live());
+  mcp_sched_close_all(NULL, NULL, "shutdown");
+  run();
+  CHECK(strcmp(global("n_woken"), "3") == 0, "woken: %s", global("n_woken"));
+  CHECK(F.nresp == 0 && F.gone == 3, "%d responses, %d gone", F.nresp, F.gone);
+  fixture_close();
+}
+
+static int idle_calls;
+static void on_idle(void) { idle_calls++; }
+
+static void test_the_idle_callback_runs_when_the_last_call_ends(void) {
+  fixture_open();
+  idle_calls = 0;
+  mcp_sched_idle_cb = on_idle;
+  lua("handlers['t/ok'] = function() return {} end");
+  start("1", "t/ok", NULL);
+  start("2", "t/ok", NULL);
+  run();
+  CHECK(idle_calls == 1, "idle %d times", idle_calls);
+  mcp_sched_idle_cb = NULL;
+  fixture_close();
+}
+
+/* An op the handler left running is cancelled when its call ends. */
+static void test_the_end_of_a_call_cancels_its_ops(void) {
+  fixture_open();
+  lua("handlers['t/leave'] = function() core.future(function(why) op_cancelled = why end) return {} end");
+  start("1", "t/leave", NULL);
+  run();
+  CHECK(strcmp(global("op_cancelled"), "request finished") == 0, "op: %s", global("op_cancelled"));
+  fixture_close();
+}
+
+/* A CPU-bound handler yields when its slice is over: the loop turns while
+ * it runs, and another call is answered before it. */
+static void test_a_cpu_bound_handler_yields_at_its_time_slice(void) {
+  fixture_open();
+  lua("handlers['t/spin'] = function()\n"
+      "  local t0, c0 = loop_turns(), os.clock()\n"
+      "  while loop_turns() < t0 + 3 and os.clock() - c0 < 10 do end\n"
+      "  return {turns = loop_turns() - t0}\n"
+      "end\n"
+      "handlers['t/ok'] = function() return {quick = true} end");
+  start("1", "t/spin", NULL);
+  start("2", "t/ok", NULL);
+  run();
+  CHECK(F.nresp == 2, "%d responses", F.nresp);
+  CHECK(strcmp(field(0, "result", "quick"), "true") == 0, "the quick call came second: %s", F.resp[0]);
+  CHECK(atol(field(1, "result", "turns")) >= 3, "the loop turned %s times", field(1, "result", "turns"));
+  fixture_close();
+}
+
+/* Where it cannot yield (a table.sort comparator), a handler past its
+ * timeout is killed by the hook, and the timeout is answered. */
+static void test_a_handler_that_cannot_yield_is_killed_at_its_deadline(void) {
+  fixture_open();
+  mcp_cfg.timeout = 0.1;
+  lua("handlers['t/stuck'] = function()\n"
+      "  table.sort({3, 2, 1}, function(a, b) while true do end end)\n"
+      "  return {}\n"
+      "end");
+  start("1", "t/stuck", NULL);
+  run();
+  CHECK(F.nresp == 1 && strcmp(field(0, "error", "code"), "-32001") == 0, "timeout answer: %s",
+        F.nresp ? F.resp[0] : "(none)");
+  CHECK(F.gone == 1, "gone");
+  fixture_close();
+}
+
+/* A tool's limits on the run queue: past max_concurrent a call stays
+ * QUEUED until a slot is its; past the queue it is refused (isError). */
+static void test_a_limited_tool_queues_then_refuses(void) {
+  mcp_call *first;
+  fixture_open();
+  mcp_policy_set("one", MCP_CANCEL_COOPERATIVE, 0, 1, NULL, MCP_TASK_FORBIDDEN);
+  mcp_limit_set("one", 1, 1, NULL, 0);
+  lua("tools.one = function(args, id)\n"
+      "  order = (order or '') .. id\n"
+      "  if args.wait then core.wait(core.future()) end\n"
+      "  return {}\n"
+      "end");
+  first = start("1", "tools/call", "{\"name\":\"one\",\"arguments\":{\"wait\":true}}");
+  start("2", "tools/call", "{\"name\":\"one\"}");
+  start("3", "tools/call", "{\"name\":\"one\"}");
+  run();
+  CHECK(strcmp(global("order"), "1") == 0, "ran: %s", global("order"));
+  CHECK(F.nresp == 1 && strstr(field(0, "result", "content"), "busy: 1 running, 1 queued"),
+        "the third is refused: %s", F.nresp ? F.resp[0] : "(none)");
+  mcp_call_fire(first, MCP_EV_CANCEL, "user");
+  run();
+  CHECK(strcmp(global("order"), "12") == 0, "the queued call got the slot: %s", global("order"));
+  CHECK(F.nresp == 2 && F.gone == 3, "%d responses, %d gone", F.nresp, F.gone);
+  fixture_close();
+}
+
+int main(void) {
+  test_a_call_starts_on_a_later_loop_turn();
+  test_the_handler_gets_method_params_id_and_session();
+  test_a_returned_value_is_the_result_then_the_call_is_gone();
+  test_nil_code_message_is_a_json_rpc_error();
+  test_a_raising_method_answers_an_internal_error();
+  test_a_raising_tool_answers_an_is_error_result();
+  test_a_bare_yield_resumes_on_the_next_turn();
+  test_a_waiting_handler_is_woken_by_its_op();
+  test_a_sleep_ends_when_the_clock_passes_it();
+  test_a_cancel_before_start_drops_the_call();
+  test_a_cancel_wakes_the_wait_and_sends_nothing();
+  test_a_cancelled_handler_cannot_wait_again();
+  test_a_timeout_wakes_the_handler_and_answers_timed_out();
+  test_a_timeout_before_start_answers_without_running();
+  test_grace_over_aborts_a_handler_that_ignores_the_cancel();
+  test_grace_over_after_a_timeout_answers_timed_out();
+  test_the_abort_policy_stops_the_handler_at_once();
+  test_the_ignore_policy_lets_the_handler_finish();
+  test_a_cancel_while_timing_out_answers_nothing();
+  test_an_error_after_a_cancel_is_not_sent();
+  test_the_abort_policy_answers_a_timeout_at_once();
+  test_the_ignore_policy_still_stops_at_close();
+  test_close_all_stops_every_call();
+  test_the_idle_callback_runs_when_the_last_call_ends();
+  test_the_end_of_a_call_cancels_its_ops();
+  test_a_cpu_bound_handler_yields_at_its_time_slice();
+  test_a_handler_that_cannot_yield_is_killed_at_its_deadline();
+  test_a_limited_tool_queues_then_refuses();
+  mcp_metrics_close();
+  TEST_END("test_sched");
+}
