@@ -60,7 +60,7 @@ struct mcp_call {
   /* A tasks/result request waiting for its task registers its cleanup
    * here; whatever ends the wait early (a cancel, an abort, the end of the
    * call) runs it once, and it detaches wait_data. A handler's waits are ops. */
-  void (*wait_cleanup)(mcp_call *c);
+  void (*wait_cleanup)(mcp_call *c, void *data);
   void *wait_data;
   struct mcp_op *ops;        /* operations it started (op.c): cancelled when it stops or ends */
   struct mcp_limit *limit;   /* its tool's limits and counts (limit.c), or NULL */
@@ -86,11 +86,9 @@ struct mcp_call {
   unsigned tool_owned : 1;   /* tool is a copy (no such tool was declared), not interned */
   unsigned rpc_error : 1;    /* its result was a JSON-RPC error */
   unsigned refused : 1;      /* its tool's limits refused it (busy, rate) */
-  unsigned lstate : 2;       /* MCP_LSTATE_*: where it stands with its limit */
-  unsigned why : 4;          /* MCP_WHY_*: what stopped it (first cancel, timeout or close) */
+  unsigned lstate : 2;       /* limit.c's: where it stands with its limit */
+  unsigned why : 4;          /* stats.c's MCP_WHY_*: what stopped it (first cancel, timeout or close) */
 };
-
-enum { MCP_LSTATE_NONE, MCP_LSTATE_WAITING, MCP_LSTATE_SLOT };
 
 /* server_ref: the mcp.server module, with dispatch(method, params, id,
  * session), the methods table it serves, capabilities() and session_closed(id). */
@@ -156,6 +154,14 @@ void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 uint64_t mcp_clock_ns(void);
 /* Move the clock forward (mcp_deadlines_run then fires what is due). */
 void mcp_clock_advance(double seconds);
+
+/* A wait outside core.await (a tasks/result for its task): c sleeps until
+ * mcp_call_wait_end; whatever ends the wait early (a cancel, an abort, the
+ * call's end) runs cleanup(c, data) once instead. Only sched.c writes the
+ * wait fields. */
+void mcp_call_wait(mcp_call *c, void (*cleanup)(mcp_call *c, void *data), void *data);
+/* The wait is over: c resumes on the next loop turn. */
+void mcp_call_wait_end(mcp_call *c);
 
 /* For outgoing.c: resume c on the next loop turn; re-arm its timer. */
 void mcp_call_wake(mcp_call *c);

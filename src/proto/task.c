@@ -193,11 +193,7 @@ static void timer_arm(void) {
 /* tasks/result callers: the task is terminal or gone; resume them. */
 static void wake_waiters(mcp_task *t) {
   for (int i = 0; i < t->nwaiters; i++) {
-    mcp_call *w = t->waiters[i];
-    w->wait_cleanup = NULL;
-    w->wait_data = NULL;
-    w->waiting = 0;
-    mcp_call_wake(w);
+    mcp_call_wait_end(t->waiters[i]);
   }
   t->nwaiters = 0;
 }
@@ -559,9 +555,8 @@ static const mcp_call_owner task_owner = { task_respond, task_stopping, task_gon
 
 /* tasks/result. */
 
-static void waiter_cleanup(mcp_call *c) {
-  mcp_task *t = c->wait_data;
-  c->wait_data = NULL;
+static void waiter_cleanup(mcp_call *c, void *data) {
+  mcp_task *t = data;
   for (int i = 0; t && i < t->nwaiters; i++)
     if (t->waiters[i] == c) {
       t->waiters[i] = t->waiters[--t->nwaiters];
@@ -631,9 +626,7 @@ static int result_wait(lua_State *L, mcp_call *c, mcp_task *t) {
     t->capwaiters = cap;
   }
   t->waiters[t->nwaiters++] = c;
-  c->wait_cleanup = waiter_cleanup;
-  c->wait_data = t;
-  c->waiting = 1;
+  mcp_call_wait(c, waiter_cleanup, t);
   /* It waits for the task, which has its own timeout and ttl. */
   c->timeout = 0;
   c->deadline_ns = c->due_ns = c->hard_ns = 0;
