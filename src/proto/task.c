@@ -32,6 +32,13 @@
 
 #define RPC_REQUEST_CANCELLED -32800   /* tasks/result of a cancelled task (as LSP) */
 
+static const mcp_task_store_type *store_row;   /* task_store.c's, once --store opened */
+
+/* The store's row while the store is on, else NULL. */
+static const mcp_task_store_type *stored(void) { return mcp_store_on() ? store_row : NULL; }
+
+void mcp__task_set_store(const mcp_task_store_type *t) { store_row = t; }
+
 enum { ST_WORKING, ST_INPUT_REQUIRED, ST_COMPLETED, ST_FAILED, ST_CANCELLED };
 static const char *const status_names[] = {
   "working", "input_required", "completed", "failed", "cancelled"
@@ -226,7 +233,7 @@ static void set_status(mcp_task *t, int status, const char *msg, int notify) {
   t->message = msg ? strdup(msg) : NULL;
   t->updated_ms = wall_ms();
   mcp_info("task %s: %s%s%s", t->id, status_names[status], msg ? ": " : "", msg ? msg : "");
-  if (mcp_store_on()) mcp_task_store_write(t, notify);
+  if (stored()) stored()->write(t, notify);
   if (notify) notify_status(t);
   if (terminal(status)) wake_waiters(t);
 }
@@ -358,6 +365,7 @@ static void on_expiry(uv_timer_t *h) {
 
 void mcp_task_sweep(void) { sweep(1); }
 
+
 /* Tasks of s (of the extension or not), and the oldest finished one. */
 static int session_count(mcp_session *s, int ext, mcp_task **oldest_terminal) {
   int n = 0;
@@ -439,7 +447,7 @@ int mcp_task_l_create(lua_State *L) {
   }
   mcp_rpc_close(&b);
   c->typed = ext;                               /* CreateTaskResult: resultType "task" */
-  if (ext && mcp_store_on()) mcp_task_store_created(t, c->session->parent, c->stream, b.data, b.len);
+  if (ext && stored()) stored()->created(t, c->session->parent, c->stream, b.data, b.len);
   else mcp_session_send(c->session, NULL, c->stream, b.data, b.len, 1);
   mcp_buf_free(&b);
   c->stream = NULL;
@@ -451,7 +459,7 @@ int mcp_task_l_create(lua_State *L) {
   mcp_reqtab_remove(&c->session->reqs, &c->req);
   mcp_info("task %s created for request %.64s (tool %s, ttl %lld ms%s)", t->id, c->req.key, c->tool,
            ttl, ext ? ", tasks extension" : "");
-  if (mcp_store_on() && !ext) mcp_task_store_write(t, 0);
+  if (stored() && !ext) stored()->write(t, 0);
   timer_arm();
   lua_pushstring(L, t->id);
   return 1;
@@ -897,8 +905,8 @@ void mcp_task_request_ext(mcp_session *s, void *stream, const char *key, const c
         return;
       }
   }
-  if (mcp_store_on()) {                /* the task may be another instance's */
-    mcp_task_store_request(s, stream, key, method, params);
+  if (stored()) {                      /* the task may be another instance's */
+    stored()->request(s, stream, key, method, params);
     return;
   }
   if ((t = lookup(s, NULL, stream, key, params, 1)) == NULL) return;
@@ -919,7 +927,7 @@ void mcp_task_request_ext(mcp_session *s, void *stream, const char *key, const c
 
 void mcp_task_session_closed(mcp_session *s) {
   mcp_task *t, *next;
-  if (mcp_store_on()) mcp_task_store_session_closed(s);
+  if (stored()) stored()->session_closed(s);
   for (t = T.head; t; t = next) {
     next = t->next;
     if (s != NULL && t->session != s) continue;
@@ -989,4 +997,20 @@ void mcp__task_adopt(mcp_task *t, const char *status, const char *message) {
   set_status(t, st, message[0] ? message : NULL, 0);   /* refused by the store: a no-op there */
   if (c != NULL) mcp_call_fire(c, MCP_EV_CANCEL, message[0] ? message : status);
   input_abandon(t);
+}
+
+/* With a store, a listener's task comes from it. */
+static void fetch(mcp_session *s, const char *id) {
+  if (stored()) stored()->describe(s, id);
+}
+
+void mcp_task_init(void) {
+  static const mcp_session_type row = {
+    .request = mcp_task_request, .clock = mcp_task_sweep, .closed = mcp_task_session_closed,
+  };
+  static const mcp_rev2026_tasks ext = {
+    .request = mcp_task_request_ext, .describe = mcp_task_describe, .fetch = fetch,
+  };
+  mcp_session_register(&row);
+  mcp_rev2026_set_tasks(&ext);
 }

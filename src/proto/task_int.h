@@ -35,17 +35,45 @@ int mcp__task_answer(mcp_task *t, json_t *responses);       /* as tasks/update d
 /* The store has t terminal (status, message) while t is not: follow it. */
 void mcp__task_adopt(mcp_task *t, const char *status, const char *message);
 
-/* task_store.c: tasks in the shared store (--store; task.h has the rest). */
-void mcp_task_store_write(const mcp_task *t, int notify);
-/* A task of the extension was made on s's request answered on stream: its
- * CreateTaskResult (response, len bytes) goes once the record is written,
- * so that whatever instance the client asks next knows the task. */
-void mcp_task_store_created(const mcp_task *t, mcp_session *s, void *stream, const char *response,
-                            size_t len);
-/* tasks/get, tasks/update, tasks/cancel of the extension through the store;
- * answered when the store replies. */
-void mcp_task_store_request(mcp_session *s, void *stream, const char *key, const char *method,
-                            json_t *params);
-void mcp_task_store_session_closed(mcp_session *s);
+/* What task.c serves through its rows (mcp_task_init). */
+/* tasks/get, tasks/list and tasks/cancel of a session, answered at once.
+ * Returns 0 for any other method (or when no tool offers tasks), 1 when it
+ * answered. */
+int mcp_task_request(mcp_session *s, mcp_batch *b, void *stream, const char *key,
+                     const char *method, json_t *params);
+/* tasks/get, tasks/update or tasks/cancel of a 2026-07-28 request read on s
+ * (its scope), which declared the extension: answered at once on stream. */
+void mcp_task_request_ext(mcp_session *s, void *stream, const char *key, const char *method,
+                          json_t *params);
+/* Is there a task of the extension with this id in scope s? If so, and b
+ * is not NULL, append its DetailedTask (as notifications/tasks carries it). */
+int mcp_task_describe(mcp_session *s, const char *id, mcp_buf *b);
+/* Free the tasks whose ttl is over (also run on each task operation). */
+void mcp_task_sweep(void);
+/* Free every task of s (a session, or a scope of stateless requests; its
+ * calls are gone), or of all (s NULL, at shutdown: also closes the expiry
+ * timer). */
+void mcp_task_session_closed(mcp_session *s);
+
+/* task_store.c's row (--store), registered when the store opens: task.c,
+ * below it, calls it and names no function of task_store.c. */
+typedef struct mcp_task_store_type {
+  /* t changed: its record is written (notify: the others hear of it). */
+  void (*write)(const mcp_task *t, int notify);
+  /* A task of the extension was made on s's request answered on stream: its
+   * CreateTaskResult (response, len bytes) goes once the record is written,
+   * so that whatever instance the client asks next knows the task. */
+  void (*created)(const mcp_task *t, mcp_session *s, void *stream, const char *response,
+                  size_t len);
+  /* tasks/get, tasks/update, tasks/cancel of the extension through the store;
+   * answered when the store replies. */
+  void (*request)(mcp_session *s, void *stream, const char *key, const char *method,
+                  json_t *params);
+  void (*session_closed)(mcp_session *s);
+  /* A listener on s named task id: its state goes to s's listeners once
+   * the store answers (the task may be another instance's). */
+  void (*describe)(mcp_session *s, const char *id);
+} mcp_task_store_type;
+void mcp__task_set_store(const mcp_task_store_type *t);
 
 #endif
