@@ -14,6 +14,7 @@
 #include "limit.h"
 #include "log.h"
 #include "metrics.h"
+#include "policy.h"
 #include "sched_int.h"
 
 #define NBUCKETS 64

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "json.h"
 #include "log.h"
+#include "policy.h"
 #include "rpc.h"
 #include "sched_int.h"
 #include "slice.h"

@@ -9,6 +9,7 @@
 
 #include "buf.h"
 #include "deadline.h"
+#include "policy.h"      /* main.c, cli.c and lmcp.c find the policies here */
 #include "request.h"
 
 typedef struct mcp_session mcp_session;
@@ -172,22 +173,5 @@ uv_loop_t *mcp_sched_loop(void);
  * on behalf of c (mcp.cancelled(), ctx:log, ctx:progress see c). Returns
  * the lua_pcall status; on error the message is left on the stack. */
 int mcp_call_pcall(mcp_call *c, int nargs, int nresults);
-
-/* Tool policies, registered from Lua when plugins load. task: a tool's
- * task support (execution.taskSupport). */
-enum { MCP_TASK_FORBIDDEN, MCP_TASK_OPTIONAL, MCP_TASK_REQUIRED };
-int mcp_policy_set(const char *tool, int mode, double timeout, double grace, const char *logger,
-                   int task);
-/* The task support of a tool (MCP_TASK_FORBIDDEN for one without a policy). */
-int mcp_policy_task(const char *tool);
-/* 1 for a tool with a policy; 0, leaving the outputs untouched, else. */
-int mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace,
-                   const char **logger);
-/* Method and tool names kept for the life of the process (policy.c). */
-const char *mcp_name_intern(const char *text);
-void mcp_name_close(void);
-void mcp_policy_clear(void);
-/* A plugin name kept until mcp_policy_clear (calls point at it). */
-const char *mcp_policy_intern(const char *name);
 
 #endif
