@@ -267,139 +267,6 @@ static void hook(lua_State *L, lua_Debug *ar) {
   }
 }
 
-/* Responses. */
-
-static void error_message(lua_State *co, char *msg, size_t cap) {
-  const char *s = co ? lua_tostring(co, -1) : NULL;
-  if (s == NULL && co && luaL_getmetafield(co, -1, "__tostring") != LUA_TNIL) {
-    lua_pop(co, 1);
-    s = luaL_tolstring(co, -1, NULL);          /* pushes; the thread is dead anyway */
-  }
-  if (s != NULL) snprintf(msg, cap, "%s", s);
-  else snprintf(msg, cap, "(error object is a %s value)", co ? luaL_typename(co, -1) : "no");
-}
-
-/* The response goes to the owner: the client, or a task (kept for tasks/result). */
-static void respond_send(mcp_call *c, mcp_buf *b) {
-  c->owner->respond(c, b->data, b->len);
-  c->responded = 1;
-  c->bytes_out = (uint32_t)b->len;
-}
-
-/* A JSON-RPC error response into b, with the data at L's index idx unless
- * that is nil (or idx is 0). */
-static void rpc_error_out(mcp_buf *b, mcp_call *c, int code, const char *msg, lua_State *L, int idx) {
-  char err[256];
-  c->rpc_error = 1;
-  mcp_rpc_error(b, c->req.key, code, "%s", msg);
-  if (idx != 0 && !lua_isnil(L, idx)) {
-    size_t len = b->len - 2;                    /* reopen the error object: drop "}}" */
-    b->len = len;
-    mcp_buf_adds(b, ",\"data\":");
-    if (mcp_json_encode(L, idx, b, err, sizeof err) != 0) b->len = len;
-    mcp_buf_adds(b, "}}");
-  }
-}
-
-/* server.raised(err): code (nil, or an integer for a JSON-RPC error),
- * message (without the position), data. */
-static int push_raised(lua_State *L) {
-  lua_rawgeti(L, LUA_REGISTRYINDEX, S.server_ref);
-  lua_getfield(L, -1, "raised");
-  lua_pushvalue(L, 1);
-  lua_call(L, 1, 3);
-  return 3;
-}
-
-/* What the handler raised (on co's top) as a JSON-RPC error code (0: none)
- * and its message, into msg; pushes its data on S.L (the caller restores
- * S.L's top). */
-static int raised(lua_State *co, char *msg, size_t cap) {
-  lua_State *L = S.L;
-  int code = 0;
-  if (co == NULL || !lua_checkstack(co, 2) || !lua_checkstack(L, 4)) {
-    error_message(co, msg, cap);
-    lua_pushnil(L);
-    return 0;
-  }
-  lua_pushcfunction(L, push_raised);
-  lua_pushvalue(co, -1);
-  lua_xmove(co, L, 1);
-  if (lua_pcall(L, 1, 3, 0) != LUA_OK) {
-    lua_pop(L, 1);
-    error_message(co, msg, cap);
-    lua_pushnil(L);
-    return 0;
-  }
-  if (lua_isinteger(L, -3)) code = (int)lua_tointeger(L, -3);
-  snprintf(msg, cap, "%s", lua_isstring(L, -2) ? lua_tostring(L, -2) : "error");
-  return code;
-}
-
-static void respond_result(mcp_call *c, int nres) {
-  lua_State *co = c->co;
-  mcp_buf *b = mcp_scratch();
-  char err[256];
-  int base = lua_gettop(co) - nres + 1;
-  if (nres >= 3 && lua_isnil(co, base) && lua_isinteger(co, base + 1)) {
-    /* stack: nil code message [data] */
-    rpc_error_out(b, c, (int)lua_tointeger(co, base + 1), luaL_optstring(co, base + 2, "error"), co,
-                  nres >= 4 ? base + 3 : 0);
-  } else {
-    mcp_rpc_result_open(b, c->req.key);
-    if (nres == 0 || mcp_json_encode(co, base, b, err, sizeof err) != 0) {
-      b->len = 0;
-      if (nres == 0) strcpy(err, "handler returned nothing");
-      mcp_warn("request %.64s: cannot encode the result: %s", c->req.key, err);
-      mcp_rpc_error(b, c->req.key, MCP_RPC_INTERNAL, "result cannot be encoded: %s", err);
-    } else {
-      mcp_rpc_close(b);
-    }
-  }
-  respond_send(c, b);
-}
-
-/* A tool's isError result saying msg, into b. */
-static void tool_error_result(mcp_buf *b, mcp_call *c, const char *msg) {
-  mcp_rpc_result_open(b, c->req.key);
-  mcp_buf_adds(b, "{\"content\":[{\"type\":\"text\",\"text\":");
-  mcp_json_add_string(b, msg, strlen(msg));
-  mcp_buf_adds(b, "}],\"isError\":true}");
-  mcp_rpc_close(b);
-}
-
-/* The handler raised: an mcp.rpc_error is that JSON-RPC error; anything else
- * gives a tool an isError result with the message (without its position),
- * any other method a JSON-RPC internal error. The error value is on co's top. */
-static void respond_error(mcp_call *c) {
-  mcp_buf *b = mcp_scratch();
-  char msg[1024];
-  int code = 0, top = lua_gettop(S.L);
-  if (c == S.refusing) snprintf(msg, sizeof msg, "%s", S.refusal);
-  else code = raised(c->co, msg, sizeof msg);
-  if (code != 0) {
-    rpc_error_out(b, c, code, msg, S.L, lua_gettop(S.L));
-  } else if (c->tool) {
-    tool_error_result(b, c, msg);
-  } else {
-    mcp_rpc_error(b, c->req.key, MCP_RPC_INTERNAL, "Internal error: %s", msg);
-  }
-  lua_settop(S.L, top);
-  respond_send(c, b);
-}
-
-static void respond_timeout(mcp_call *c) {
-  mcp_buf *b = mcp_scratch();
-  char msg[256];
-  if (c->tool) {
-    snprintf(msg, sizeof msg, "Tool \"%s\" timed out after %g seconds", c->tool, c->timeout);
-    tool_error_result(b, c, msg);
-  } else {
-    mcp_rpc_error(b, c->req.key, MCP_RPC_TIMEOUT, "Request timed out after %g seconds", c->timeout);
-  }
-  respond_send(c, b);
-}
-
 /* Timers and the end of a call. */
 
 static void call_free(mcp_call *c) {
@@ -546,24 +413,6 @@ static void call_finish(mcp_call *c) {
   if (S.live == 0 && mcp_sched_idle_cb) mcp_sched_idle_cb();
 }
 
-/* The handler raised: its position and traceback go to the log, at error
- * level (a raised mcp.rpc_error at debug level). A string error keeps its
- * position here; the client gets the message only (respond_error). */
-static void log_raised(mcp_call *c) {
-  char msg[1024];
-  int top = lua_gettop(S.L), code, level;
-  if (!mcp_log_enabled(MCP_LOG_ERROR)) return;
-  code = raised(c->co, msg, sizeof msg);
-  level = code != 0 ? MCP_LOG_DEBUG : MCP_LOG_ERROR;
-  if (mcp_log_enabled(level)) {
-    if (lua_type(c->co, -1) == LUA_TSTRING) error_message(c->co, msg, sizeof msg);
-    luaL_traceback(S.L, c->co, msg, 0);
-    mcp_log(level, "request %.64s (%s%s%s) failed: %s", c->req.key, c->method, c->tool ? " " : "",
-            c->tool ? c->tool : "", lua_tostring(S.L, -1));
-  }
-  lua_settop(S.L, top);
-}
-
 /* Resume the coroutine and turn what it did into an event. */
 static void call_resume(mcp_call *c, int nargs) {
   int nres, status;
@@ -602,7 +451,7 @@ static void call_resume(mcp_call *c, int nargs) {
     mcp_call_fire(c, MCP_EV_GRACE, NULL);
     return;
   }
-  if (c->req.state == MCP_REQ_RUNNING) log_raised(c);
+  if (c->req.state == MCP_REQ_RUNNING) mcp__log_raised(c);
   mcp_call_fire(c, MCP_EV_RAISE, NULL);
 }
 
@@ -710,9 +559,9 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
     timer_arm(c);
   }
   if (act & MCP_ACT_ABORT) call_abort(c);
-  if (act & MCP_ACT_RESULT) respond_result(c, lua_gettop(c->co));
-  if (act & MCP_ACT_ERROR) respond_error(c);
-  if (act & MCP_ACT_TIMEOUT) respond_timeout(c);
+  if (act & MCP_ACT_RESULT) mcp__respond_result(c, lua_gettop(c->co));
+  if (act & MCP_ACT_ERROR) mcp__respond_error(c, c == S.refusing ? S.refusal : NULL);
+  if (act & MCP_ACT_TIMEOUT) mcp__respond_timeout(c);
   if (act & MCP_ACT_FINISH) {
     c->due_ns = 0;
     call_finish(c);
@@ -823,6 +672,7 @@ void mcp__sched_start(uv_loop_t *loop, lua_State *L, int server_ref) {
   lua_getfield(L, -1, "dispatch");
   S.dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);
+  mcp__respond_init(L, server_ref);
   mcp_slice_init(hook, SLICE_NS);
   mcp_deadlines_init(loop, mcp_clock_ns, on_deadline);
   uv_idle_init(loop, &S.idle);
