@@ -18,6 +18,7 @@
 #include "json.h"
 #include "log.h"
 #include "identity.h"
+#include "policy.h"
 #include "rev2026.h"
 #include "rpc.h"
 #include "sched.h"

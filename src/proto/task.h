@@ -70,9 +70,8 @@ void mcp_task_push_meta(lua_State *L, const mcp_call *c);
  * answer: its task is input_required; method NULL: working again. */
 void mcp_task_input(const mcp_call *c, const char *method);
 
-/* Register task.c's rows: into session.c (tasks/get, list, cancel, result;
- * the ttl sweep before the test clock moves; a session's tasks at its end)
- * and into rev2026.c (the tasks extension). */
+/* Register task.c's row into session.c: the ttl sweep before the test clock
+ * moves, a session's tasks at its end (task_int.h has the other task files'). */
 void mcp_task_init(void);
 #include "task_store.h"   /* mcp_task_store_open, where main.c looks for it */
 /* Tasks by state, for /metrics. */
