@@ -12,10 +12,14 @@
 #include <string.h>
 
 #include "limit.h"
+#include "log.h"
 #include "metrics.h"
-#include "sched.h"
+#include "policy.h"
+#include "sched_int.h"
 
 #define NBUCKETS 64
+
+enum { MCP_LSTATE_NONE, MCP_LSTATE_WAITING, MCP_LSTATE_SLOT };   /* a call's lstate */
 
 struct mcp_limit {
   mcp_limit *next;
@@ -62,7 +66,12 @@ mcp_limit *mcp_limit_of(const char *tool) {
   return l;
 }
 
-double mcp_limit_heartbeat(const mcp_limit *l) { return l ? l->heartbeat : 0; }
+static double beat_period(const mcp_call *c) { return c->limit ? c->limit->heartbeat : 0; }
+
+/* A tools/call of a tool with a policy (its name interned) counts here. */
+static void arrive(mcp_call *c) {
+  if (c->tool != NULL && !c->tool_owned) c->limit = mcp_limit_of(c->tool);
+}
 
 /* "R/s" or "R/m": tokens per second and the bucket's size (R, at least 1). */
 static int parse_rate(const char *text, double *rate, double *burst) {
@@ -119,33 +128,33 @@ static int take_token(mcp_limit *l) {
   return 1;
 }
 
-int mcp_limit_admit(mcp_call *c, char *msg, size_t cap) {
+static int take_slot(mcp_call *c, char *msg, size_t cap) {
   mcp_limit *l = c->limit;
   int run = l->max_concurrent == 0 || (l->running < l->max_concurrent && l->head == NULL);
   if (!run && l->queued >= l->queue) {
     l->refused_busy++;
     snprintf(msg, cap, "busy: %d running, %d queued", l->running, l->queued);
-    return MCP_LIMIT_REFUSE;
+    return MCP_ADMIT_REFUSE;
   }
   if (!take_token(l)) {
     l->refused_rate++;
     snprintf(msg, cap, "rate limit: %s", l->rate_text);
-    return MCP_LIMIT_REFUSE;
+    return MCP_ADMIT_REFUSE;
   }
   if (run) {
     l->running++;
     c->lstate = MCP_LSTATE_SLOT;
-    return MCP_LIMIT_RUN;
+    return MCP_ADMIT_RUN;
   }
   c->lnext = NULL;
   if (l->tail) l->tail->lnext = c; else l->head = c;
   l->tail = c;
   l->queued++;
   c->lstate = MCP_LSTATE_WAITING;
-  return MCP_LIMIT_WAIT;
+  return MCP_ADMIT_WAIT;
 }
 
-void mcp_limit_leave(mcp_call *c) {
+static void leave(mcp_call *c) {
   mcp_limit *l = c->limit;
   if (l == NULL || c->lstate == MCP_LSTATE_NONE) return;
   if (c->lstate == MCP_LSTATE_WAITING) {
@@ -185,6 +194,23 @@ static void each_tool(mcp_buf *b, const char *name, int which) {
     }
   mcp_buf_free(&labels);
 }
+
+/* A queued call may start once it holds a slot; one waiting for a slot
+ * stays queued (pump wakes it with one). */
+static int admit(mcp_call *c, char *msg, size_t cap) {
+  int r;
+  if (c->limit == NULL || c->lstate == MCP_LSTATE_SLOT) return MCP_ADMIT_RUN;
+  if (c->lstate == MCP_LSTATE_WAITING) return MCP_ADMIT_WAIT;
+  r = take_slot(c, msg, cap);
+  if (r == MCP_ADMIT_WAIT) mcp_debug("request %.64s: %s queued: limit of %s", c->req.key, c->method, c->tool);
+  return r;
+}
+
+static const mcp_call_type limit_type = {
+  .arrive = arrive, .heartbeat = beat_period, .admit = admit, .leave = leave,
+};
+
+void mcp_limit_init(void) { mcp__sched_register(&limit_type); }
 
 void mcp_limit_collect(mcp_buf *b) {
   mcp_metric_head(b, "luamcp_tool_in_flight", "gauge", "Tool calls running (holding a slot), per tool.");

@@ -1,7 +1,8 @@
 /* Per-tool limits: how many calls of a tool run at once (max_concurrent),
  * how many more wait for a slot (queue, first come first served), how fast
  * they may come (rate, a token bucket), and the progress heartbeat of its
- * calls. sched.c asks before it starts a tools/call and says when one ends. */
+ * calls. sched.c asks, through the row
+ * mcp_limit_init registers, before it starts a tools/call and says when one ends. */
 #ifndef MCP_LIMIT_H
 #define MCP_LIMIT_H
 
@@ -21,15 +22,9 @@ int mcp_limit_set(const char *tool, int max_concurrent, int queue, const char *r
  * live as long as the process: calls in flight point at theirs across
  * reloads, which only change its settings. */
 mcp_limit *mcp_limit_of(const char *tool);
-double mcp_limit_heartbeat(const mcp_limit *l);
-
-enum { MCP_LIMIT_RUN, MCP_LIMIT_WAIT, MCP_LIMIT_REFUSE };
-/* May c (c->limit set, not yet started) start now? MCP_LIMIT_RUN: it holds
- * a slot. MCP_LIMIT_WAIT: it is queued, and mcp_call_wake starts it when a
- * slot is its. MCP_LIMIT_REFUSE: msg says why ("busy: ...", "rate limit: ..."). */
-int mcp_limit_admit(mcp_call *c, char *msg, size_t cap);
-/* c ended: its slot goes to the first waiting call, or it leaves the queue. */
-void mcp_limit_leave(mcp_call *c);
+/* Register limit.c's row into sched.c (it admits, queues and lets go of
+ * the calls of tools with limits, and gives their heartbeat period). */
+void mcp_limit_init(void);
 /* Per tool: calls in flight, queued, refused (for /metrics). */
 void mcp_limit_collect(mcp_buf *b);
 void mcp_limit_close(void);

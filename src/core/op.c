@@ -13,7 +13,7 @@
 #include "fail.h"
 #include "log.h"
 #include "op.h"
-#include "sched.h"
+#include "sched_int.h"
 
 #define OP_MT "mcp.op"
 
@@ -54,10 +54,7 @@ void mcp_op_done(mcp_op *op) {
   mcp_call *c = op->call;
   if (op->done) return;
   op->done = 1;
-  if (c != NULL && c->awaiting && c->waiting) {
-    c->waiting = 0;
-    mcp_call_wake(c);
-  }
+  if (c != NULL) mcp__call_await_done(c);
 }
 
 void mcp_op_release(mcp_op *op) {
@@ -74,7 +71,7 @@ void mcp_op_cancel(mcp_op *op, const char *why) {
   op->type->cancel(op);
 }
 
-void mcp_ops_stop(mcp_call *c, const char *why, int finished) {
+static void ops_stop(mcp_call *c, const char *why, int finished) {
   mcp_op *op = c->ops;
   while (op != NULL) {
     mcp_op *next = op->next;
@@ -87,6 +84,10 @@ void mcp_ops_stop(mcp_call *c, const char *why, int finished) {
     op->call = NULL;
   }
 }
+
+static const mcp_call_type op_type = { .stop = ops_stop };
+
+void mcp_ops_init(void) { mcp__sched_register(&op_type); }
 
 int mcp_op_refuse(lua_State *L, mcp_call *c) {
   if (c == NULL || !c->signalled) return 0;
@@ -198,8 +199,7 @@ mcp_call *mcp_op_caller(lua_State *L, const char *what) {
 static int wait_yield(lua_State *L, int from, int n, lua_KContext ctx, lua_KFunction k) {
   mcp_call *c = mcp_call_current(L);
   if (L == c->co) {
-    c->awaiting = 1;
-    c->waiting = 1;
+    mcp__call_await(c);
     return lua_yieldk(L, 0, ctx, k);
   }
   lua_rawgetp(L, LUA_REGISTRYINDEX, &await_key);
@@ -218,7 +218,7 @@ static int await_k(lua_State *L, int status, lua_KContext ctx) {
   int n = (int)ctx;
   (void)status;
   lua_settop(L, n);
-  c->awaiting = 0;
+  mcp__call_await_clear(c);
   for (int i = 1; i <= n; i++) {
     if (mcp_op_check(L, i)->done) {
       lua_pushinteger(L, i);
@@ -242,7 +242,7 @@ static int wait_k(lua_State *L, int status, lua_KContext ctx) {
   mcp_call *c = mcp_call_current(L);
   (void)status;
   lua_settop(L, (int)ctx);
-  if (L == c->co) c->awaiting = 0;
+  if (L == c->co) mcp__call_await_clear(c);
   if (op->done) return push_outcome(L, op);
   return wait_yield(L, (int)ctx, 1, ctx, wait_k);
 }

@@ -61,8 +61,9 @@ void mcp_op_done(mcp_op *op);
 void mcp_op_release(mcp_op *op);
 /* Cancel one op (why: the reason, without "cancelled: "). No-op once done. */
 void mcp_op_cancel(mcp_op *op, const char *why);
-/* Cancel every op of c and detach them from it (finished: the call is gone). */
-void mcp_ops_stop(mcp_call *c, const char *why, int finished);
+/* Register op.c's row into sched.c: when a call stops, every op of it is
+ * cancelled, and detached from it once it is finished. */
+void mcp_ops_init(void);
 /* A stopped request starts no new op: when c is cancelled (or timing
  * out), push nil, "cancelled: <reason>", "cancelled" and return 3; else 0. */
 int mcp_op_refuse(lua_State *L, mcp_call *c);

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "sched.h"
+#include "policy.h"
 
 #define NBUCKETS 256
 

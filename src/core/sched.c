@@ -8,13 +8,11 @@
 
 #include "config.h"
 #include "json.h"
-#include "limit.h"
 #include "log.h"
+#include "policy.h"
 #include "rpc.h"
-#include "op.h"
-#include "sched.h"
+#include "sched_int.h"
 #include "slice.h"
-#include "stats.h"
 
 #define SLICE_NS      2000000ull    /* a CPU-bound handler yields after 2 ms */
 #define HOOK_COUNT    1000          /* instructions between hook checks */
@@ -24,7 +22,7 @@
 static struct {
   uv_loop_t *loop;
   lua_State *L;
-  int dispatch_ref, methods_ref, server_ref;
+  int dispatch_ref, server_ref;
   uv_idle_t idle;                   /* keeps poll from blocking while work is queued */
   uv_check_t check;                 /* runs the queue after each poll */
   mcp_call *qhead, *qtail;
@@ -37,7 +35,21 @@ static struct {
   int live;
   struct { lua_State *co; int ref; } pool[POOL_MAX];
   int npool;
+  const mcp_call_type *types[8];    /* the rows registered (sched_int.h) */
+  int ntypes;
 } S;
+
+/* Each registered row's hook, in the order registered. */
+#define EACH_TYPE(hook, ...) \
+  for (int i_ = 0; i_ < S.ntypes; i_++) \
+    if (S.types[i_]->hook) S.types[i_]->hook(__VA_ARGS__)
+
+void mcp__sched_register(const mcp_call_type *t) {
+  for (int i = 0; i < S.ntypes; i++)
+    if (S.types[i] == t) return;
+  if (S.ntypes == (int)(sizeof S.types / sizeof S.types[0])) abort();
+  S.types[S.ntypes++] = t;
+}
 
 void (*mcp_sched_idle_cb)(void);
 void (*mcp_sched_heartbeat_cb)(mcp_call *c);
@@ -255,139 +267,6 @@ static void hook(lua_State *L, lua_Debug *ar) {
   }
 }
 
-/* Responses. */
-
-static void error_message(lua_State *co, char *msg, size_t cap) {
-  const char *s = co ? lua_tostring(co, -1) : NULL;
-  if (s == NULL && co && luaL_getmetafield(co, -1, "__tostring") != LUA_TNIL) {
-    lua_pop(co, 1);
-    s = luaL_tolstring(co, -1, NULL);          /* pushes; the thread is dead anyway */
-  }
-  if (s != NULL) snprintf(msg, cap, "%s", s);
-  else snprintf(msg, cap, "(error object is a %s value)", co ? luaL_typename(co, -1) : "no");
-}
-
-/* The response goes to the owner: the client, or a task (kept for tasks/result). */
-static void respond_send(mcp_call *c, mcp_buf *b) {
-  c->owner->respond(c, b->data, b->len);
-  c->responded = 1;
-  c->bytes_out = (uint32_t)b->len;
-}
-
-/* A JSON-RPC error response into b, with the data at L's index idx unless
- * that is nil (or idx is 0). */
-static void rpc_error_out(mcp_buf *b, mcp_call *c, int code, const char *msg, lua_State *L, int idx) {
-  char err[256];
-  c->rpc_error = 1;
-  mcp_rpc_error(b, c->req.key, code, "%s", msg);
-  if (idx != 0 && !lua_isnil(L, idx)) {
-    size_t len = b->len - 2;                    /* reopen the error object: drop "}}" */
-    b->len = len;
-    mcp_buf_adds(b, ",\"data\":");
-    if (mcp_json_encode(L, idx, b, err, sizeof err) != 0) b->len = len;
-    mcp_buf_adds(b, "}}");
-  }
-}
-
-/* server.raised(err): code (nil, or an integer for a JSON-RPC error),
- * message (without the position), data. */
-static int push_raised(lua_State *L) {
-  lua_rawgeti(L, LUA_REGISTRYINDEX, S.server_ref);
-  lua_getfield(L, -1, "raised");
-  lua_pushvalue(L, 1);
-  lua_call(L, 1, 3);
-  return 3;
-}
-
-/* What the handler raised (on co's top) as a JSON-RPC error code (0: none)
- * and its message, into msg; pushes its data on S.L (the caller restores
- * S.L's top). */
-static int raised(lua_State *co, char *msg, size_t cap) {
-  lua_State *L = S.L;
-  int code = 0;
-  if (co == NULL || !lua_checkstack(co, 2) || !lua_checkstack(L, 4)) {
-    error_message(co, msg, cap);
-    lua_pushnil(L);
-    return 0;
-  }
-  lua_pushcfunction(L, push_raised);
-  lua_pushvalue(co, -1);
-  lua_xmove(co, L, 1);
-  if (lua_pcall(L, 1, 3, 0) != LUA_OK) {
-    lua_pop(L, 1);
-    error_message(co, msg, cap);
-    lua_pushnil(L);
-    return 0;
-  }
-  if (lua_isinteger(L, -3)) code = (int)lua_tointeger(L, -3);
-  snprintf(msg, cap, "%s", lua_isstring(L, -2) ? lua_tostring(L, -2) : "error");
-  return code;
-}
-
-static void respond_result(mcp_call *c, int nres) {
-  lua_State *co = c->co;
-  mcp_buf *b = mcp_scratch();
-  char err[256];
-  int base = lua_gettop(co) - nres + 1;
-  if (nres >= 3 && lua_isnil(co, base) && lua_isinteger(co, base + 1)) {
-    /* stack: nil code message [data] */
-    rpc_error_out(b, c, (int)lua_tointeger(co, base + 1), luaL_optstring(co, base + 2, "error"), co,
-                  nres >= 4 ? base + 3 : 0);
-  } else {
-    mcp_rpc_result_open(b, c->req.key);
-    if (nres == 0 || mcp_json_encode(co, base, b, err, sizeof err) != 0) {
-      b->len = 0;
-      if (nres == 0) strcpy(err, "handler returned nothing");
-      mcp_warn("request %.64s: cannot encode the result: %s", c->req.key, err);
-      mcp_rpc_error(b, c->req.key, MCP_RPC_INTERNAL, "result cannot be encoded: %s", err);
-    } else {
-      mcp_rpc_close(b);
-    }
-  }
-  respond_send(c, b);
-}
-
-/* A tool's isError result saying msg, into b. */
-static void tool_error_result(mcp_buf *b, mcp_call *c, const char *msg) {
-  mcp_rpc_result_open(b, c->req.key);
-  mcp_buf_adds(b, "{\"content\":[{\"type\":\"text\",\"text\":");
-  mcp_json_add_string(b, msg, strlen(msg));
-  mcp_buf_adds(b, "}],\"isError\":true}");
-  mcp_rpc_close(b);
-}
-
-/* The handler raised: an mcp.rpc_error is that JSON-RPC error; anything else
- * gives a tool an isError result with the message (without its position),
- * any other method a JSON-RPC internal error. The error value is on co's top. */
-static void respond_error(mcp_call *c) {
-  mcp_buf *b = mcp_scratch();
-  char msg[1024];
-  int code = 0, top = lua_gettop(S.L);
-  if (c == S.refusing) snprintf(msg, sizeof msg, "%s", S.refusal);
-  else code = raised(c->co, msg, sizeof msg);
-  if (code != 0) {
-    rpc_error_out(b, c, code, msg, S.L, lua_gettop(S.L));
-  } else if (c->tool) {
-    tool_error_result(b, c, msg);
-  } else {
-    mcp_rpc_error(b, c->req.key, MCP_RPC_INTERNAL, "Internal error: %s", msg);
-  }
-  lua_settop(S.L, top);
-  respond_send(c, b);
-}
-
-static void respond_timeout(mcp_call *c) {
-  mcp_buf *b = mcp_scratch();
-  char msg[256];
-  if (c->tool) {
-    snprintf(msg, sizeof msg, "Tool \"%s\" timed out after %g seconds", c->tool, c->timeout);
-    tool_error_result(b, c, msg);
-  } else {
-    mcp_rpc_error(b, c->req.key, MCP_RPC_TIMEOUT, "Request timed out after %g seconds", c->timeout);
-  }
-  respond_send(c, b);
-}
-
 /* Timers and the end of a call. */
 
 static void call_free(mcp_call *c) {
@@ -416,7 +295,9 @@ static void heartbeat(mcp_call *c) {
 }
 
 void mcp_call_beat(mcp_call *c) {
-  double beat = mcp_limit_heartbeat(c->limit);
+  double beat = 0;
+  for (int i = 0; i < S.ntypes && beat <= 0; i++)
+    if (S.types[i]->heartbeat) beat = S.types[i]->heartbeat(c);
   if (beat <= 0 || c->progress_token == NULL) return;
   c->beat_ns = mcp_clock_ns() + (uint64_t)(beat * 1e9);
   timer_arm(c);
@@ -468,11 +349,39 @@ int mcp_call_pcall(mcp_call *c, int nargs, int nresults) {
   return status;
 }
 
+void mcp_call_wait(mcp_call *c, void (*cleanup)(mcp_call *c, void *data), void *data) {
+  c->wait_cleanup = cleanup;
+  c->wait_data = data;
+  c->waiting = 1;
+}
+
+void mcp_call_wait_end(mcp_call *c) {
+  c->wait_cleanup = NULL;
+  c->wait_data = NULL;
+  c->waiting = 0;
+  queue_push(c);
+}
+
+void mcp__call_await(mcp_call *c) {
+  c->awaiting = 1;
+  c->waiting = 1;
+}
+
+void mcp__call_await_done(mcp_call *c) {
+  if (!c->awaiting || !c->waiting) return;
+  c->waiting = 0;
+  queue_push(c);
+}
+
+void mcp__call_await_clear(mcp_call *c) { c->awaiting = 0; }
+
 static void wait_cancel(mcp_call *c) {
   if (c->wait_cleanup) {           /* a tasks/result wait: detach it */
-    void (*cleanup)(mcp_call *) = c->wait_cleanup;
+    void (*cleanup)(mcp_call *, void *) = c->wait_cleanup;
+    void *data = c->wait_data;
     c->wait_cleanup = NULL;
-    cleanup(c);
+    c->wait_data = NULL;
+    cleanup(c, data);
   }
   if (!c->waiting) return;
   c->waiting = 0;
@@ -483,7 +392,7 @@ static void wait_cancel(mcp_call *c) {
 static void call_finish(mcp_call *c) {
   c->finished = 1;
   queue_remove(c);
-  mcp_limit_leave(c);                /* its slot or its place in the queue */
+  EACH_TYPE(leave, c);               /* its slot or its place in a limit's queue */
   mcp_deadline_set(&c->dl, 0);
   if (c->params) json_decref(c->params), c->params = NULL;
   if (c->oncancel_ref != LUA_NOREF) {
@@ -491,35 +400,17 @@ static void call_finish(mcp_call *c) {
     c->oncancel_ref = LUA_NOREF;
   }
   c->owner->stopping(c, "request finished");
-  mcp_ops_stop(c, "request finished", 1);
+  EACH_TYPE(stop, c, "request finished", 1);
   co_release(c);
   call_token_drop(c);
   if (c->aprev) c->aprev->anext = c->anext; else S.all = c->anext;
   if (c->anext) c->anext->aprev = c->aprev;
   S.live--;
-  mcp_stats_finish(c);
+  EACH_TYPE(finish, c);
   c->owner->gone(c);
   c->qnext = S.graveyard;            /* freed after this loop turn, never under a caller */
   S.graveyard = c;
   if (S.live == 0 && mcp_sched_idle_cb) mcp_sched_idle_cb();
-}
-
-/* The handler raised: its position and traceback go to the log, at error
- * level (a raised mcp.rpc_error at debug level). A string error keeps its
- * position here; the client gets the message only (respond_error). */
-static void log_raised(mcp_call *c) {
-  char msg[1024];
-  int top = lua_gettop(S.L), code, level;
-  if (!mcp_log_enabled(MCP_LOG_ERROR)) return;
-  code = raised(c->co, msg, sizeof msg);
-  level = code != 0 ? MCP_LOG_DEBUG : MCP_LOG_ERROR;
-  if (mcp_log_enabled(level)) {
-    if (lua_type(c->co, -1) == LUA_TSTRING) error_message(c->co, msg, sizeof msg);
-    luaL_traceback(S.L, c->co, msg, 0);
-    mcp_log(level, "request %.64s (%s%s%s) failed: %s", c->req.key, c->method, c->tool ? " " : "",
-            c->tool ? c->tool : "", lua_tostring(S.L, -1));
-  }
-  lua_settop(S.L, top);
 }
 
 /* Resume the coroutine and turn what it did into an event. */
@@ -560,7 +451,7 @@ static void call_resume(mcp_call *c, int nargs) {
     mcp_call_fire(c, MCP_EV_GRACE, NULL);
     return;
   }
-  if (c->req.state == MCP_REQ_RUNNING) log_raised(c);
+  if (c->req.state == MCP_REQ_RUNNING) mcp__log_raised(c);
   mcp_call_fire(c, MCP_EV_RAISE, NULL);
 }
 
@@ -622,7 +513,7 @@ static void co_reset(mcp_call *c) {
   c->hard_ns = mcp_clock_ns() + CLOSE_NS;
   lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
   wait_cancel(c);
-  mcp_ops_stop(c, c->req.reason ? c->req.reason : "request aborted", 0);
+  EACH_TYPE(stop, c, c->req.reason ? c->req.reason : "request aborted", 0);
   c->owner->stopping(c, c->req.reason ? c->req.reason : "request aborted");
   /* A dead thread reports its own error again; only a suspended one's
    * status tells about its <close> methods. */
@@ -646,8 +537,8 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
   if (act & MCP_ACT_IGNORED) return;
   if ((ev == MCP_EV_CANCEL || ev == MCP_EV_CLOSE) && act != 0)
     mcp_info("request %.64s cancelled: %s", c->req.key, reason ? reason : "(no reason given)");
-  if ((ev == MCP_EV_CANCEL || ev == MCP_EV_CLOSE || ev == MCP_EV_TIMEOUT) && c->why == MCP_WHY_NONE) {
-    c->why = (unsigned)mcp_stats_why(ev, reason);
+  if ((ev == MCP_EV_CANCEL || ev == MCP_EV_CLOSE || ev == MCP_EV_TIMEOUT) && c->stop_ns == 0) {
+    EACH_TYPE(cancelled, c, ev, reason);
     c->stop_ns = uv_hrtime();
   }
   if (act & MCP_ACT_START) {
@@ -658,7 +549,7 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
   if (act & MCP_ACT_SIGNAL) {
     c->signalled = 1;
     wait_cancel(c);
-    mcp_ops_stop(c, c->req.reason, 0);
+    EACH_TYPE(stop, c, c->req.reason, 0);
     if (c->co) queue_push(c);
     run_oncancel(c);
   }
@@ -668,9 +559,9 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
     timer_arm(c);
   }
   if (act & MCP_ACT_ABORT) call_abort(c);
-  if (act & MCP_ACT_RESULT) respond_result(c, lua_gettop(c->co));
-  if (act & MCP_ACT_ERROR) respond_error(c);
-  if (act & MCP_ACT_TIMEOUT) respond_timeout(c);
+  if (act & MCP_ACT_RESULT) mcp__respond_result(c, lua_gettop(c->co));
+  if (act & MCP_ACT_ERROR) mcp__respond_error(c, c == S.refusing ? S.refusal : NULL);
+  if (act & MCP_ACT_TIMEOUT) mcp__respond_timeout(c);
   if (act & MCP_ACT_FINISH) {
     c->due_ns = 0;
     call_finish(c);
@@ -692,7 +583,6 @@ mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char 
       c->tool = (char *)mcp_name_intern(name);
       c->timeout = (float)timeout;
       c->grace = (float)grace;
-      c->limit = mcp_limit_of(c->tool);
     } else if (name) {
       c->tool = strdup(name);
       c->tool_owned = 1;
@@ -713,6 +603,7 @@ mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char 
   c->co_ref = c->oncancel_ref = c->token_ref = LUA_NOREF;
   c->last_progress = -1e308;
   c->arrive_ns = uv_hrtime();
+  EACH_TYPE(arrive, c);
   mcp_call_beat(c);
   c->anext = S.all;
   if (S.all) S.all->aprev = c;
@@ -728,24 +619,20 @@ mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char 
   return c;
 }
 
-/* A request about to start: its tool's limits may queue it (it stays
- * QUEUED, and limit.c wakes it with a slot) or refuse it. */
+/* A request about to start: a registered row (limit.c: its tool's limits)
+ * may queue it (it stays QUEUED until woken) or refuse it. */
 static void call_admit(mcp_call *c) {
   char msg[128];
-  if (c->limit != NULL && c->lstate == MCP_LSTATE_NONE) {
-    int r = mcp_limit_admit(c, msg, sizeof msg);
-    if (r == MCP_LIMIT_WAIT) {
-      mcp_debug("request %.64s: %s queued: limit of %s", c->req.key, c->method, c->tool);
-      return;
-    }
-    if (r == MCP_LIMIT_REFUSE) {
+  for (int i = 0; i < S.ntypes; i++) {
+    int r = S.types[i]->admit ? S.types[i]->admit(c, msg, sizeof msg) : MCP_ADMIT_RUN;
+    if (r == MCP_ADMIT_WAIT) return;
+    if (r == MCP_ADMIT_REFUSE) {
       mcp_info("request %.64s (%s) refused: %s", c->req.key, c->tool, msg);
       c->refused = 1;
       S.refusing = c;                /* START, then the isError result, happen below */
       snprintf(S.refusal, sizeof S.refusal, "%s", msg);
+      break;
     }
-  } else if (c->lstate == MCP_LSTATE_WAITING) {
-    return;                          /* still waiting for a slot */
   }
   mcp_call_fire(c, MCP_EV_START, NULL);
   S.refusing = NULL;
@@ -777,158 +664,33 @@ static void run_queue(uv_check_t *h) {
   bury();
 }
 
-int mcp_sched_init(uv_loop_t *loop, lua_State *L, int server_ref) {
+void mcp__sched_start(uv_loop_t *loop, lua_State *L, int server_ref) {
   S.loop = loop;
   S.L = L;
   S.server_ref = server_ref;
   lua_rawgeti(L, LUA_REGISTRYINDEX, server_ref);
   lua_getfield(L, -1, "dispatch");
   S.dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_getfield(L, -1, "methods");
-  S.methods_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);
+  mcp__respond_init(L, server_ref);
   mcp_slice_init(hook, SLICE_NS);
-  mcp_stats_init();
   mcp_deadlines_init(loop, mcp_clock_ns, on_deadline);
   uv_idle_init(loop, &S.idle);
   uv_check_init(loop, &S.check);
   uv_check_start(&S.check, run_queue);
   uv_unref((uv_handle_t *)&S.check);
-  return 0;
 }
 
-/* server.capabilities(): the capabilities object; {} if it fails. */
-static int push_capabilities(lua_State *L) {
-  lua_rawgeti(L, LUA_REGISTRYINDEX, S.server_ref);
-  lua_getfield(L, -1, "capabilities");
-  lua_call(L, 0, 1);
-  return 1;
-}
-
-void mcp_sched_capabilities(mcp_buf *b) {
-  char err[128];
-  int top = lua_gettop(S.L);
-  lua_pushcfunction(S.L, push_capabilities);
-  if (lua_pcall(S.L, 0, 1, 0) != LUA_OK || mcp_json_encode(S.L, -1, b, err, sizeof err) != 0) {
-    mcp_error("capabilities: %s", lua_isstring(S.L, -1) ? lua_tostring(S.L, -1) : err);
-    mcp_buf_adds(b, "{}");
-  }
-  lua_settop(S.L, top);
-}
-
-/* server.param_headers(tool): its x-mcp-header declarations, or nil. */
-static int push_param_headers(lua_State *L) {
-  const char *tool = lua_touserdata(L, 1);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, S.server_ref);
-  lua_getfield(L, -1, "param_headers");
-  lua_pushstring(L, tool);
-  lua_call(L, 1, 1);
-  return 1;
-}
-
-json_t *mcp_sched_param_headers(const char *tool) {
-  mcp_buf b = MCP_BUF_INIT;
-  char err[128];
-  json_t *v = NULL;
-  int top = lua_gettop(S.L);
-  if (tool == NULL) return NULL;
-  lua_pushcfunction(S.L, push_param_headers);
-  lua_pushlightuserdata(S.L, (void *)tool);
-  if (lua_pcall(S.L, 1, 1, 0) != LUA_OK)
-    mcp_error("param_headers: %s", lua_tostring(S.L, -1));
-  else if (!lua_isnil(S.L, -1) && mcp_json_encode(S.L, -1, &b, err, sizeof err) != 0)
-    mcp_error("param_headers: %s", err);
-  else if (b.len > 0)
-    v = mcp_json_parse(b.data, b.len, NULL, 0);
-  lua_settop(S.L, top);
-  mcp_buf_free(&b);
-  return v;
-}
-
-/* server.tool_scopes(tool): a string, or nil. */
-static int push_tool_scopes(lua_State *L) {
-  const char *tool = lua_touserdata(L, 1);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, S.server_ref);
-  lua_getfield(L, -1, "tool_scopes");
-  if (tool != NULL) lua_pushstring(L, tool); else lua_pushnil(L);
-  lua_call(L, 1, 1);
-  return 1;
-}
-
-char *mcp_sched_tool_scopes(const char *tool) {
-  char *v = NULL;
-  int top = lua_gettop(S.L);
-  lua_pushcfunction(S.L, push_tool_scopes);
-  lua_pushlightuserdata(S.L, (void *)tool);
-  if (lua_pcall(S.L, 1, 1, 0) != LUA_OK) mcp_error("tool_scopes: %s", lua_tostring(S.L, -1));
-  else if (lua_type(S.L, -1) == LUA_TSTRING && (v = strdup(lua_tostring(S.L, -1))) == NULL) abort();
-  lua_settop(S.L, top);
-  return v;
-}
-
-static int call_session_closed(lua_State *L) {
-  lua_Integer id = lua_tointeger(L, 1);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, S.server_ref);
-  if (lua_getfield(L, -1, "session_closed") != LUA_TFUNCTION) return 0;
-  lua_pushinteger(L, id);
-  lua_call(L, 1, 0);
-  return 0;
-}
-
-void mcp_sched_session_closed(long long sid) {
-  if (S.L == NULL) return;
-  lua_pushcfunction(S.L, call_session_closed);
-  lua_pushinteger(S.L, sid);
-  if (lua_pcall(S.L, 1, 0, 0) != LUA_OK) {
-    mcp_error("session_closed: %s", lua_tostring(S.L, -1));
-    lua_pop(S.L, 1);
-  }
-}
-
-/* server.rescan{[dir] = true, ...}: hot reload, protected. */
-static int call_rescan(lua_State *L) {
-  const char **dirs = lua_touserdata(L, 1);
-  int n = (int)lua_tointeger(L, 2);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, S.server_ref);
-  lua_getfield(L, -1, "rescan");
-  lua_createtable(L, 0, n);
-  for (int i = 0; i < n; i++) {
-    lua_pushboolean(L, 1);
-    lua_setfield(L, -2, dirs[i]);
-  }
-  lua_call(L, 1, 0);
-  return 0;
-}
-
-void mcp_sched_rescan(const char **lib_dirs, int n) {
-  lua_pushcfunction(S.L, call_rescan);
-  lua_pushlightuserdata(S.L, (void *)lib_dirs);
-  lua_pushinteger(S.L, n);
-  if (lua_pcall(S.L, 2, 0, 0) != LUA_OK) {
-    mcp_error("reload: %s", lua_tostring(S.L, -1));
-    lua_pop(S.L, 1);
-  }
-  lua_gc(S.L, LUA_GCSTEP, 0);    /* old plugin versions become garbage: collect a step */
-}
-
-int mcp_sched_has_method(const char *method) {
-  int found;
-  lua_rawgeti(S.L, LUA_REGISTRYINDEX, S.methods_ref);
-  found = lua_getfield(S.L, -1, method) != LUA_TNIL;
-  lua_pop(S.L, 2);
-  return found;
-}
-
-void mcp_sched_close(void) {
+void mcp__sched_stop(void) {
   uv_close((uv_handle_t *)&S.idle, NULL);
   uv_close((uv_handle_t *)&S.check, NULL);
   mcp_slice_close();
   mcp_deadlines_close();
   bury();
-  mcp_limit_close();
   mcp_name_close();                  /* no call is left to point at a name */
   for (int i = 0; i < S.npool; i++) luaL_unref(S.L, LUA_REGISTRYINDEX, S.pool[i].ref);
   S.npool = 0;
+  S.ntypes = 0;
 }
 
 static int every(const mcp_call *c, void *ud) { return 1; }

@@ -9,6 +9,7 @@
 
 #include "buf.h"
 #include "deadline.h"
+#include "policy.h"      /* main.c, cli.c and lmcp.c find the policies here */
 #include "request.h"
 
 typedef struct mcp_session mcp_session;
@@ -60,7 +61,7 @@ struct mcp_call {
   /* A tasks/result request waiting for its task registers its cleanup
    * here; whatever ends the wait early (a cancel, an abort, the end of the
    * call) runs it once, and it detaches wait_data. A handler's waits are ops. */
-  void (*wait_cleanup)(mcp_call *c);
+  void (*wait_cleanup)(mcp_call *c, void *data);
   void *wait_data;
   struct mcp_op *ops;        /* operations it started (op.c): cancelled when it stops or ends */
   struct mcp_limit *limit;   /* its tool's limits and counts (limit.c), or NULL */
@@ -86,11 +87,9 @@ struct mcp_call {
   unsigned tool_owned : 1;   /* tool is a copy (no such tool was declared), not interned */
   unsigned rpc_error : 1;    /* its result was a JSON-RPC error */
   unsigned refused : 1;      /* its tool's limits refused it (busy, rate) */
-  unsigned lstate : 2;       /* MCP_LSTATE_*: where it stands with its limit */
-  unsigned why : 4;          /* MCP_WHY_*: what stopped it (first cancel, timeout or close) */
+  unsigned lstate : 2;       /* limit.c's: where it stands with its limit */
+  unsigned why : 4;          /* stats.c's MCP_WHY_*: what stopped it (first cancel, timeout or close) */
 };
-
-enum { MCP_LSTATE_NONE, MCP_LSTATE_WAITING, MCP_LSTATE_SLOT };
 
 /* server_ref: the mcp.server module, with dispatch(method, params, id,
  * session), the methods table it serves, capabilities() and session_closed(id). */
@@ -157,6 +156,14 @@ uint64_t mcp_clock_ns(void);
 /* Move the clock forward (mcp_deadlines_run then fires what is due). */
 void mcp_clock_advance(double seconds);
 
+/* A wait outside core.await (a tasks/result for its task): c sleeps until
+ * mcp_call_wait_end; whatever ends the wait early (a cancel, an abort, the
+ * call's end) runs cleanup(c, data) once instead. Only sched.c writes the
+ * wait fields. */
+void mcp_call_wait(mcp_call *c, void (*cleanup)(mcp_call *c, void *data), void *data);
+/* The wait is over: c resumes on the next loop turn. */
+void mcp_call_wait_end(mcp_call *c);
+
 /* For outgoing.c: resume c on the next loop turn; re-arm its timer. */
 void mcp_call_wake(mcp_call *c);
 void mcp_call_rearm(mcp_call *c);
@@ -166,22 +173,5 @@ uv_loop_t *mcp_sched_loop(void);
  * on behalf of c (mcp.cancelled(), ctx:log, ctx:progress see c). Returns
  * the lua_pcall status; on error the message is left on the stack. */
 int mcp_call_pcall(mcp_call *c, int nargs, int nresults);
-
-/* Tool policies, registered from Lua when plugins load. task: a tool's
- * task support (execution.taskSupport). */
-enum { MCP_TASK_FORBIDDEN, MCP_TASK_OPTIONAL, MCP_TASK_REQUIRED };
-int mcp_policy_set(const char *tool, int mode, double timeout, double grace, const char *logger,
-                   int task);
-/* The task support of a tool (MCP_TASK_FORBIDDEN for one without a policy). */
-int mcp_policy_task(const char *tool);
-/* 1 for a tool with a policy; 0, leaving the outputs untouched, else. */
-int mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace,
-                   const char **logger);
-/* Method and tool names kept for the life of the process (policy.c). */
-const char *mcp_name_intern(const char *text);
-void mcp_name_close(void);
-void mcp_policy_clear(void);
-/* A plugin name kept until mcp_policy_clear (calls point at it). */
-const char *mcp_policy_intern(const char *name);
 
 #endif

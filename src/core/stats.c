@@ -7,7 +7,7 @@
 #include "json.h"
 #include "log.h"
 #include "metrics.h"
-#include "sched.h"
+#include "sched_int.h"
 #include "stats.h"
 
 #define NBUCKETS 64
@@ -32,7 +32,7 @@ static struct {
   int collecting;
 } S;
 
-int mcp_stats_why(mcp_req_event ev, const char *reason) {
+static int why_of(mcp_req_event ev, const char *reason) {
   if (ev == MCP_EV_TIMEOUT) return MCP_WHY_TIMEOUT;
   if (reason == NULL) reason = "";
   if (strcmp(reason, "shutdown") == 0) return MCP_WHY_SHUTDOWN;
@@ -101,7 +101,7 @@ static void access_line(const mcp_call *c, int outcome, uint64_t now) {
   mcp_buf_free(&b);
 }
 
-void mcp_stats_finish(const mcp_call *c) {
+static void finish(const mcp_call *c) {
   uint64_t now = uv_hrtime();
   int outcome = outcome_of(c);
   rstat *r = stat_of(c->method, c->tool_owned ? NULL : c->tool);
@@ -158,7 +158,14 @@ static void collect(mcp_buf *b) {
   mcp_buf_free(&l);
 }
 
+static void cancelled(mcp_call *c, mcp_req_event ev, const char *reason) {
+  c->why = (unsigned)why_of(ev, reason);
+}
+
+static const mcp_call_type stats_type = { .cancelled = cancelled, .finish = finish };
+
 void mcp_stats_init(void) {
+  mcp__sched_register(&stats_type);
   if (!S.collecting) mcp_metrics_collector(collect);
   S.collecting = 1;
 }

@@ -13,12 +13,11 @@ enum {
   MCP_WHY_NONE, MCP_WHY_CLIENT, MCP_WHY_TIMEOUT, MCP_WHY_DISCONNECT, MCP_WHY_SHUTDOWN,
   MCP_WHY_SESSION_ENDED, MCP_WHY_TASK_CANCELLED, MCP_WHY_ABORTED, MCP_WHY_N
 };
-int mcp_stats_why(mcp_req_event ev, const char *reason);
 
-/* Register the collector (the families show before the first request). */
+/* Register the collector (the families show before the first request) and
+ * stats.c's row into sched.c: a call's first cancel says why it stopped
+ * (c->why), and its FINISH is counted and logged when there is an access log. */
 void mcp_stats_init(void);
-/* c reached FINISH: count it, and log it when there is an access log. */
-void mcp_stats_finish(const mcp_call *c);
 /* Write the access log to path ("-": stderr). 0, or -1 with errno. */
 int mcp_stats_access_log(const char *path);
 void mcp_stats_close(void);

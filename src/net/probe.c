@@ -8,7 +8,6 @@
 #include "probe.h"
 #include "session.h"
 #include "task.h"
-#include "transport_http.h"
 
 static struct {
   int ready;
@@ -31,7 +30,6 @@ static void metrics(http_conn *c) {
   mcp_buf b = MCP_BUF_INIT;
   mcp_session_collect(&b);
   mcp_task_collect(&b);
-  mcp_http_collect(&b);
   mcp_metrics_write(&b);
   http_respond(c, 200, NULL, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
   mcp_buf_free(&b);

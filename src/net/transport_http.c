@@ -1,6 +1,7 @@
-/* The Streamable HTTP transport: sessions, the MCP endpoint's POST, GET and
- * DELETE, security checks, and streams that answer in JSON or as
- * Server-Sent Events, with event ids and a replay buffer for resumption.
+/* The Streamable HTTP transport's routing: its sessions, and the MCP
+ * endpoint's POST, GET and DELETE served past the checks (http_origin.c,
+ * http_auth.c) on streams that answer in JSON or as Server-Sent Events
+ * (http_stream.c, with event ids and a replay buffer for resumption).
  *
  * In these revisions a dropped connection is not a cancellation: the call
  * runs on, its messages go to the stream's replay buffer, and a client that
@@ -26,6 +27,7 @@
 #include "headers.h"
 #include "http.h"
 #include "http_auth.h"
+#include "http_origin.h"
 #include "identity.h"
 #include "json.h"
 #include "log.h"
@@ -36,54 +38,9 @@
 #include "sched.h"
 #include "session.h"
 #include "transport_http.h"
+#include "transport_http_int.h"
 
-#define REPLAY_EVENTS 256           /* per stream */
-#define REPLAY_BYTES (1u << 20)     /* per stream */
-#define KEEP_ENDED 16               /* ended SSE streams kept per session, for resumption */
-#define REV_2025_06_18 2            /* index in mcp_revisions */
-#define REV_2025_11_25 3
 #define RPC_DRAINING -32000        /* JSON-RPC's "server error" range */
-
-typedef struct hsession hsession;
-typedef struct hstream hstream;
-
-typedef struct {
-  unsigned seq;
-  size_t len;
-  char *text;                       /* the whole SSE event */
-} event;
-
-/* A stream: the answer to one POST, or the standalone GET stream. Owned by
- * its session; freed when ended and no longer worth keeping, or with the
- * session. A call points at it until the call's last message. */
-struct hstream {
-  hsession *hs;
-  http_conn *conn;                  /* attached connection, or NULL */
-  unsigned no;                      /* within the session */
-  unsigned seq;                     /* last event id used */
-  unsigned delivered;               /* last event handed to a connection */
-  enum { UNDECIDED, JSON, SSE } mode;
-  unsigned ended : 1;               /* its last message was written */
-  unsigned in_input : 1;            /* the POST body is being handled */
-  unsigned is_get : 1;
-  event *events;                    /* replay ring, oldest first */
-  size_t nevents, bytes;
-  hstream *next;
-};
-
-/* A session. Owned by the session list; freed once ended (DELETE or
- * shutdown) and no call of it is live. */
-struct hsession {
-  mcp_session s;                    /* first: the protocol state */
-  char id[33];
-  hstream *streams;
-  unsigned next_no;
-  hstream *get;
-  unsigned ended : 1;
-  unsigned ending : 1;              /* session_end is cancelling its calls: it frees it after */
-  unsigned modern : 1;              /* the session of stateless 2026-07-28 requests */
-  hsession *next;
-};
 
 static struct {
   mcp_http_options opt;
@@ -95,191 +52,8 @@ static struct {
   int shutting_down;
   int draining;                     /* mcp_http_drain: no new requests */
   http_listener *listener;
+  int collecting;                   /* collect is registered */
 } T;
-
-/* Streams. */
-
-static void stream_free(hstream *st) {
-  for (size_t i = 0; i < st->nevents; i++) free(st->events[i].text);
-  free(st->events);
-  free(st);
-}
-
-static hstream *stream_new(hsession *hs, http_conn *conn) {
-  hstream *st = calloc(1, sizeof *st);
-  if (st == NULL) abort();
-  st->hs = hs;
-  st->conn = conn;
-  st->no = ++hs->next_no;
-  st->next = hs->streams;
-  hs->streams = st;
-  return st;
-}
-
-static void stream_unlink(hstream *st) {
-  hstream **p = &st->hs->streams;
-  while (*p && *p != st) p = &(*p)->next;
-  if (*p) *p = st->next;
-  if (st->hs->get == st) st->hs->get = NULL;
-}
-
-/* Keep at most KEEP_ENDED ended SSE streams for resumption; JSON answers
- * and 202s are never resumed. */
-static void stream_retire(hstream *st) {
-  hsession *hs = st->hs;
-  int kept = 0;
-  if (hs->modern && st->in_input) return;    /* on_post_modern frees it */
-  if (st->mode != SSE || hs->modern) {
-    stream_unlink(st);
-    stream_free(st);
-    return;
-  }
-  for (hstream **p = &hs->streams; *p;) {
-    hstream *x = *p;
-    if (x->ended && x->conn == NULL && ++kept > KEEP_ENDED) {
-      *p = x->next;
-      stream_free(x);
-    } else {
-      p = &x->next;
-    }
-  }
-}
-
-static void session_headers(hsession *hs, char *out, size_t cap) {
-  static const char name[] = "Mcp-Session-Id: ";
-  size_t n = strlen(hs->id);
-  out[0] = '\0';
-  if (hs->s.revision < 0 || sizeof name - 1 + n + 3 > cap) return;
-  memcpy(out, name, sizeof name - 1);
-  memcpy(out + sizeof name - 1, hs->id, n);
-  memcpy(out + sizeof name - 1 + n, "\r\n", 3);
-}
-
-static void stream_remember(hstream *st, const char *text, size_t len) {
-  event *e;
-  while (st->nevents > 0 && (st->nevents >= REPLAY_EVENTS || st->bytes + len > REPLAY_BYTES)) {
-    st->bytes -= st->events[0].len;
-    free(st->events[0].text);
-    memmove(st->events, st->events + 1, --st->nevents * sizeof *st->events);
-  }
-  if (st->nevents == 0 || (st->nevents & (st->nevents - 1)) == 0) {
-    size_t cap = st->nevents ? st->nevents * 2 : 4;
-    st->events = realloc(st->events, cap * sizeof *st->events);
-    if (st->events == NULL) abort();
-  }
-  e = &st->events[st->nevents++];
-  e->seq = st->seq;
-  e->len = len;
-  e->text = malloc(len);
-  if (e->text == NULL) abort();
-  memcpy(e->text, text, len);
-  st->bytes += len;
-}
-
-static void stream_send(hstream *st, const char *text, size_t len, unsigned seq) {
-  if (st->conn == NULL) return;
-  if (http_stream_write(st->conn, text, len) == 0) st->delivered = seq;
-}
-
-/* One SSE event: remembered for replay, sent when a connection is attached. */
-static void stream_event(hstream *st, const char *data, size_t len, const char *extra) {
-  mcp_buf b = MCP_BUF_INIT;
-  st->seq++;
-  if (st->hs->modern) {             /* 2026-07-28: no event ids, no resumption */
-    mcp_buf_printf(&b, "%sdata: ", extra ? extra : "");
-    mcp_buf_add(&b, data, len);
-    mcp_buf_adds(&b, "\n\n");
-    stream_send(st, b.data, b.len, st->seq);
-    mcp_buf_free(&b);
-    return;
-  }
-  mcp_buf_printf(&b, "id: %u-%u\n%sdata: ", st->no, st->seq, extra ? extra : "");
-  mcp_buf_add(&b, data, len);
-  mcp_buf_adds(&b, "\n\n");
-  stream_remember(st, b.data, b.len);
-  stream_send(st, b.data, b.len, st->seq);
-  mcp_buf_free(&b);
-}
-
-static void stream_open_sse(hstream *st) {
-  char hdr[128];
-  st->mode = SSE;
-  if (st->conn == NULL) return;
-  session_headers(st->hs, hdr, sizeof hdr);
-  strncat(hdr, "X-Accel-Buffering: no\r\n", sizeof hdr - strlen(hdr) - 1);
-  http_stream_begin(st->conn, 200, hdr, "text/event-stream");
-  /* 2025-11-25: prime the client with an event id it can resume from. */
-  if (st->hs->s.revision >= REV_2025_11_25) stream_event(st, "", 0, "retry: 1000\n");
-}
-
-static void stream_end(hstream *st) {
-  st->ended = 1;
-  if (st->conn) {
-    http_conn *c = st->conn;
-    st->conn = NULL;
-    http_stream_end(c);
-  }
-  if (!st->is_get) stream_retire(st);
-}
-
-/* The session's writer: see mcp_session_write_cb. */
-static void hs_write(mcp_session *s, void *stream, const char *data, size_t len, int last) {
-  hsession *hs = (hsession *)s;
-  hstream *st = stream;
-  char hdr[128];
-  if (st == NULL) {                 /* not tied to a request: the GET stream */
-    if (data == NULL) return;
-    if (hs->get == NULL) {
-      mcp_debug("http: session %.8s has no GET stream; a %zu-byte message is dropped", hs->id, len);
-      return;
-    }
-    stream_event(hs->get, data, len, NULL);
-    return;
-  }
-  if (st->ended) return;
-  if (st->mode == UNDECIDED && last && st->conn != NULL) {
-    http_conn *c = st->conn;
-    session_headers(hs, hdr, sizeof hdr);
-    st->conn = NULL;
-    st->ended = 1;
-    if (data != NULL) {
-      /* 2026-07-28: a missing client capability is a 400 (streamable-http) */
-      int status = hs->modern && mcp_rpc_error_code(data, len) == MCP_RPC_MISSING_CAPABILITY ? 400 : 200;
-      st->mode = JSON;
-      http_respond(c, status, hdr, "application/json", data, len);
-    } else if (st->in_input) {      /* a notification or a response: accepted */
-      http_respond(c, 202, hdr, NULL, NULL, 0);
-    } else {                        /* a request that ends with no answer (cancelled) */
-      st->conn = c;
-      stream_open_sse(st);
-      stream_end(st);
-      return;
-    }
-    if (!st->in_input) stream_retire(st);
-    return;
-  }
-  if (st->mode == UNDECIDED) stream_open_sse(st);
-  if (data != NULL) stream_event(st, data, len, NULL);
-  if (last) stream_end(st);
-}
-
-/* SSE polling (2025-11-25): end the HTTP answer carrying a request's stream
- * without ending the stream. The stream opens first if it has not (so the
- * client holds the priming event's id and retry), keeps what follows in its
- * replay buffer, and the client comes back with GET and Last-Event-ID. */
-static void hs_detach(mcp_session *s, void *stream) {
-  hstream *st = stream;
-  (void)s;
-  if (st == NULL || st->ended || st->is_get) return;
-  if (st->mode == UNDECIDED) stream_open_sse(st);
-  if (st->conn != NULL) {
-    http_conn *c = st->conn;
-    mcp_debug("http: session %.8s: stream %u: connection closed for polling", st->hs->id, st->no);
-    st->conn = NULL;
-    http_conn_set_data(c, NULL);
-    http_stream_end(c);          /* the HTTP answer ends cleanly; the MCP stream goes on */
-  }
-}
 
 /* Sessions. */
 
@@ -295,7 +69,7 @@ static void session_free(hsession *hs) {
       http_conn_set_data(st->conn, NULL);
       http_stream_end(st->conn);
     }
-    stream_free(st);
+    mcp__hstream_free(st);
   }
   mcp_session_close(&hs->s);
   if (T.stateless == hs) T.stateless = NULL;
@@ -318,10 +92,10 @@ static hsession *session_new(void) {
   if (hs == NULL) abort();
   if (mcp_random(rnd, sizeof rnd) != 0) abort();
   for (int i = 0; i < 16; i++) snprintf(hs->id + 2 * i, 3, "%02x", rnd[i]);
-  mcp_session_init(&hs->s, hs_write, hs);
+  mcp_session_init(&hs->s, mcp__hs_write, hs);
   snprintf(hs->s.name, sizeof hs->s.name, "%.8s", hs->id);
   hs->s.on_drained = on_drained;
-  hs->s.detach = hs_detach;
+  hs->s.detach = mcp__hs_detach;
   hs->next = T.sessions;
   T.sessions = hs;
   T.nsessions++;
@@ -355,68 +129,8 @@ static void session_end(hsession *hs, const char *reason) {
   if (hs->s.ncalls == 0) session_free(hs);
 }
 
-/* Checks. */
-
 static int header_has(const char *value, const char *token) {
   return value != NULL && strcasestr(value, token) != NULL;
-}
-
-/* The host part of "host[:port]" or "[v6]:port", into out. */
-static void host_part(const char *hostport, char *out, size_t cap) {
-  const char *end;
-  size_t n;
-  if (hostport[0] == '[') {
-    end = strchr(hostport, ']');
-    n = end ? (size_t)(end - hostport) + 1 : strlen(hostport);
-  } else {
-    end = strchr(hostport, ':');
-    n = end ? (size_t)(end - hostport) : strlen(hostport);
-  }
-  if (n >= cap) n = cap - 1;
-  memcpy(out, hostport, n);
-  out[n] = '\0';
-}
-
-static int is_local_host(const char *h) {
-  return strcasecmp(h, "localhost") == 0 || strcmp(h, "127.0.0.1") == 0 || strcmp(h, "[::1]") == 0;
-}
-
-static int origin_allowed(const char *origin) {
-  const char *p = strstr(origin, "://");
-  char host[256];
-  for (int i = 0; i < T.opt.nallow_origins; i++)
-    if (strcasecmp(origin, T.opt.allow_origins[i]) == 0) return 1;
-  if (p == NULL || (strncasecmp(origin, "http://", 7) != 0 && strncasecmp(origin, "https://", 8) != 0))
-    return 0;
-  host_part(p + 3, host, sizeof host);
-  return is_local_host(host);
-}
-
-static int host_allowed(const char *hostport) {
-  char host[256], bind[256];
-  host_part(hostport, host, sizeof host);
-  if (is_local_host(host)) return 1;
-  snprintf(bind, sizeof bind, strchr(T.opt.host, ':') ? "[%s]" : "%s", T.opt.host);
-  if (strcasecmp(host, bind) == 0 && strcmp(T.opt.host, "0.0.0.0") != 0 && strcmp(T.opt.host, "::") != 0)
-    return 1;
-  for (int i = 0; i < T.opt.nallow_origins; i++) {
-    const char *o = strstr(T.opt.allow_origins[i], "://");
-    char ohost[256];
-    if (o == NULL) continue;
-    host_part(o + 3, ohost, sizeof ohost);
-    if (strcasecmp(ohost, host) == 0) return 1;
-  }
-  return 0;
-}
-
-/* The digests are compared, in constant time: neither the token's bytes
- * nor its length show in the time taken. */
-static int token_ok(const char *auth) {
-  uint8_t got[MCP_SHA256_LEN], want[MCP_SHA256_LEN];
-  if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0) return 0;
-  mcp_sha256(auth + 7, strlen(auth + 7), got);
-  mcp_sha256(T.opt.token, strlen(T.opt.token), want);
-  return mcp_equal(got, want, sizeof got);
 }
 
 static void reply_error(http_conn *c, int status, const char *headers, int code, const char *msg) {
@@ -551,14 +265,14 @@ static void on_post_modern(http_conn *c, const http_request *r) {
   }
   if (T.opt.auth && !mcp_http_auth_scopes(c, msg, T.id)) goto done;
   hs = stateless_session();
-  st = stream_new(hs, c);
+  st = mcp__hstream_new(hs, c);
   http_conn_set_data(c, st);
   st->in_input = 1;
   mcp_session_input(&hs->s, r->body, r->body_len, st);
   st->in_input = 0;
   if (st->ended) {                  /* answered at once */
-    stream_unlink(st);
-    stream_free(st);
+    mcp__hstream_unlink(st);
+    mcp__hstream_free(st);
   }
 done:
   free(key);
@@ -616,14 +330,14 @@ static void on_post(http_conn *c, const http_request *r) {
   } else if ((hs = request_session(c, r)) == NULL) {
     return;
   }
-  st = stream_new(hs, c);
+  st = mcp__hstream_new(hs, c);
   http_conn_set_data(c, st);
   st->in_input = 1;
   mcp_session_input(&hs->s, r->body, r->body_len, st);
   st->in_input = 0;
   if (st->ended && st->mode != SSE) {           /* answered at once */
-    stream_unlink(st);
-    stream_free(st);
+    mcp__hstream_unlink(st);
+    mcp__hstream_free(st);
   }
   if (fresh && hs->s.revision < 0) session_end(hs, "initialize failed");
   else if (fresh) mcp_info("http: session %.8s started", hs->id);
@@ -634,7 +348,6 @@ static void on_get(http_conn *c, const http_request *r) {
   hsession *hs;
   hstream *st = NULL;
   unsigned no = 0, after = 0;
-  char hdr[128];
   if (!header_has(r->accept, "text/event-stream") && !header_has(r->accept, "*/*")) {
     reply_error(c, 406, NULL, -32600, "Not Acceptable: Accept must list text/event-stream");
     return;
@@ -653,7 +366,7 @@ static void on_get(http_conn *c, const http_request *r) {
   } else {
     st = hs->get;
     if (st == NULL) {
-      st = stream_new(hs, NULL);
+      st = mcp__hstream_new(hs, NULL);
       st->is_get = 1;
       st->mode = SSE;
       hs->get = st;
@@ -664,20 +377,7 @@ static void on_get(http_conn *c, const http_request *r) {
     reply_error(c, 409, NULL, -32600, "Conflict: the stream is already open");
     return;
   }
-  if (st->mode == UNDECIDED) st->mode = SSE;   /* resumed before it sent anything */
-  st->conn = c;
-  http_conn_set_data(c, st);
-  session_headers(hs, hdr, sizeof hdr);
-  strncat(hdr, "X-Accel-Buffering: no\r\n", sizeof hdr - strlen(hdr) - 1);
-  http_stream_begin(c, 200, hdr, "text/event-stream");
-  for (size_t i = 0; i < st->nevents; i++)
-    if (st->events[i].seq > after) stream_send(st, st->events[i].text, st->events[i].len, st->events[i].seq);
-  if (st->is_get && r->last_event_id == NULL && hs->s.revision >= REV_2025_11_25)
-    stream_event(st, "", 0, "retry: 1000\n");
-  if (st->ended) {
-    st->conn = NULL;
-    http_stream_end(c);
-  }
+  mcp__hstream_resume(st, c, after, st->is_get && r->last_event_id == NULL);
 }
 
 static void on_delete(http_conn *c, const http_request *r) {
@@ -685,56 +385,6 @@ static void on_delete(http_conn *c, const http_request *r) {
   if (hs == NULL) return;
   session_end(hs, "session ended");
   http_respond(c, 200, NULL, NULL, NULL, 0);
-}
-
-/* CORS, for browser clients on an allowed origin: the preflight is answered
- * before the token check (browsers send no credentials in it), and every
- * answer names the origin and lets the page read Mcp-Session-Id. */
-#define CORS_ALLOW_HEADERS \
-  "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, " \
-  "Last-Event-ID, Mcp-Method, Mcp-Name"
-
-/* RFC 9110 tchar. */
-static int is_tchar(char ch) {
-  return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-         (ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL);
-}
-
-/* The Mcp-Param-{Name} headers a preflight asks for (a tool's x-mcp-header
- * properties), named back: CORS has no wildcard for a prefix. */
-static void cors_param_headers(const char *requested, mcp_buf *b) {
-  size_t skip = strlen(MCP_PARAM_PREFIX);
-  while (requested != NULL && *requested) {
-    size_t n, t = 0;
-    requested += strspn(requested, " \t,");
-    n = strcspn(requested, " \t,");
-    while (t < n && is_tchar(requested[t])) t++;
-    if (t == n && n > skip && strncasecmp(requested, MCP_PARAM_PREFIX, skip) == 0) {
-      mcp_buf_adds(b, ", ");
-      mcp_buf_add(b, requested, n);
-    }
-    requested += n;
-  }
-}
-
-static int cors(http_conn *c, const http_request *r) {
-  mcp_buf hdr = MCP_BUF_INIT;
-  int preflight = r->method == HTTP_OPTIONS;
-  if (r->origin == NULL) return 0;
-  mcp_buf_printf(&hdr, "Access-Control-Allow-Origin: %.512s\r\nVary: Origin\r\n"
-                       "Access-Control-Expose-Headers: Mcp-Session-Id\r\n", r->origin);
-  if (preflight) {
-    mcp_buf_adds(&hdr, "Access-Control-Allow-Methods: GET, POST, DELETE\r\n"
-                       "Access-Control-Max-Age: 600\r\n"
-                       "Access-Control-Allow-Headers: " CORS_ALLOW_HEADERS);
-    cors_param_headers(r->preflight_headers, &hdr);
-    mcp_buf_adds(&hdr, "\r\n");
-  }
-  mcp_buf_addc(&hdr, '\0');
-  http_conn_set_headers(c, hdr.data);
-  mcp_buf_free(&hdr);
-  if (preflight) http_respond(c, 204, NULL, NULL, NULL, 0);
-  return preflight;
 }
 
 /* Draining: does the POST carry a request (a new call)? Notifications
@@ -784,7 +434,7 @@ static void on_request(http_conn *c, const http_request *r) {
     reply_error(c, 400, NULL, -32600, "Bad Request: HTTP/1.1 needs a Host header");
     return;
   }
-  if (r->host != NULL && !host_allowed(r->host)) {
+  if (r->host != NULL && !mcp_http_host_allowed(&T.opt, r->host)) {
     reply_error(c, 421, NULL, -32600, "Misdirected Request: Host not allowed");
     return;
   }
@@ -792,16 +442,16 @@ static void on_request(http_conn *c, const http_request *r) {
     mcp_http_auth_metadata(c, r);
     return;
   }
-  if (r->origin != NULL && !origin_allowed(r->origin)) {
+  if (r->origin != NULL && !mcp_http_origin_allowed(&T.opt, r->origin)) {
     reply_error(c, 403, NULL, -32600, "Forbidden: Origin not allowed");
     return;
   }
-  if (strcmp(r->path, "/mcp") == 0 && cors(c, r)) return;
+  if (strcmp(r->path, "/mcp") == 0 && mcp_http_cors(c, r)) return;
   if (T.opt.auth) {                            /* the request waits for its token's check */
     mcp_http_auth_begin(c, r, serve_as);
     return;
   }
-  if (T.opt.token != NULL && !token_ok(r->authorization)) {
+  if (T.opt.token != NULL && !mcp_http_token_ok(&T.opt, r->authorization)) {
     reply_error(c, 401, "WWW-Authenticate: Bearer realm=\"luamcp\"\r\n", -32600,
                 "Unauthorized: a valid bearer token is required");
     return;
@@ -860,10 +510,14 @@ static void on_close(http_conn *c, void *ud) {
   }
   mcp_debug("http: session %.8s: stream %u lost its connection%s", st->hs->id, st->no,
             st->ended ? "" : " (the request goes on)");
-  if (st->ended && !st->is_get) stream_retire(st);
+  if (st->ended && !st->is_get) mcp__hstream_retire(st);
 }
 
+static void collect(mcp_buf *b);
+
 static http_config config(const mcp_http_options *opt) {
+  if (!T.collecting) mcp_metrics_collector(collect);
+  T.collecting = 1;
   http_config cfg = {
     .max_body = opt->max_body,
     .max_header = 16384,
@@ -900,7 +554,8 @@ void mcp_http_drain(void) {
   T.listener = NULL;
 }
 
-void mcp_http_collect(mcp_buf *b) {
+/* /metrics' gauge of this file, a collector (metrics.h): probe.c, below, never calls up here. */
+static void collect(mcp_buf *b) {
   int n = 0;
   for (hsession *hs = T.sessions; hs; hs = hs->next)
     for (hstream *st = hs->streams; st; st = st->next)

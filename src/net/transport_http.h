@@ -31,8 +31,6 @@ int mcp_http_serve_fd(uv_loop_t *loop, const mcp_http_options *opt, uv_os_sock_t
  * a request in it) 503 with a JSON-RPC error; notifications, responses,
  * GET and DELETE go on, for the calls still running. */
 void mcp_http_drain(void);
-/* SSE streams open, for /metrics. */
-void mcp_http_collect(mcp_buf *b);
 /* Cancel every call (reason "shutdown"), end every session, close every
  * connection; on_closed runs when all is gone. */
 void mcp_http_shutdown(void (*on_closed)(void));

@@ -201,7 +201,7 @@ static int store_answer(lua_State *L) {
   return 1;
 }
 
-int mcp_out_response(mcp_session *s, json_t *msg) {
+static int out_response(mcp_session *s, json_t *msg) {
   json_t *id = json_object_get(msg, "id");
   mcp_out *o = find_out(s, id);
   lua_State *L = mcp_sched_lua();
@@ -230,11 +230,16 @@ int mcp_out_response(mcp_session *s, json_t *msg) {
   return 1;
 }
 
-int mcp_out_progress(mcp_session *s, json_t *token) {
+static int out_progress(mcp_session *s, json_t *token) {
   mcp_out *o = find_out(s, token);
   uint64_t due;
   if (o == NULL) return 0;
   due = mcp_clock_ns() + o->timeout_ns;
   mcp_deadline_set(&o->dl, due < o->max_ns ? due : o->max_ns);
   return 1;
+}
+
+void mcp_out_init(void) {
+  static const mcp_session_type row = { .response = out_response, .progress = out_progress };
+  mcp_session_register(&row);
 }

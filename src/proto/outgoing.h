@@ -15,9 +15,9 @@ typedef struct mcp_out mcp_out;
  * <reason>", "cancelled". */
 int mcp_call_request(lua_State *L, mcp_call *c, const char *method, int params, double timeout,
                      double max_total);
-/* A response from the client: 1 when it answered a waiting call. */
-int mcp_out_response(mcp_session *s, json_t *msg);
-/* notifications/progress from the client for one of our requests. */
-int mcp_out_progress(mcp_session *s, json_t *token);
+/* Register outgoing.c's row into session.c: a response from the client
+ * (1 when it answered a waiting call), notifications/progress for one of
+ * our requests. */
+void mcp_out_init(void);
 
 #endif

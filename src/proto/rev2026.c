@@ -18,11 +18,11 @@
 #include "json.h"
 #include "log.h"
 #include "identity.h"
+#include "policy.h"
 #include "rev2026.h"
 #include "rpc.h"
 #include "sched.h"
 #include "store.h"
-#include "task.h"
 
 #define META_VERSION "io.modelcontextprotocol/protocolVersion"
 #define META_CAPS "io.modelcontextprotocol/clientCapabilities"
@@ -35,6 +35,10 @@ typedef struct {
   void *stream;            /* the parent's stream it answers on */
   unsigned cacheable : 1;  /* results carry ttlMs and cacheScope */
 } eph;
+
+static const mcp_rev2026_tasks *tasks;   /* task.c's (mcp_rev2026_set_tasks) */
+
+static mcp_req *stateless_find(mcp_session *s, const char *key, size_t keylen);
 
 static json_t *meta_of(json_t *msg) {
   return json_object_get(json_object_get(msg, "params"), "_meta");
@@ -407,7 +411,7 @@ static void listen_start(mcp_session *s, json_t *params, const char *key, void *
   if (ids != NULL && json_object_get(caps, "tasks")) {
     l->task_ids = json_array();
     json_array_foreach(ids, i, v)
-      if (mcp_store_on() || mcp_task_describe(s, json_string_value(v), NULL))
+      if (mcp_store_on() || (tasks && tasks->describe(s, json_string_value(v), NULL)))
         json_array_append(l->task_ids, v);     /* with a store: any instance's */
     json_object_set(honoured, "taskIds", l->task_ids);
   }
@@ -430,10 +434,10 @@ static void listen_start(mcp_session *s, json_t *params, const char *key, void *
     mcp_buf b = MCP_BUF_INIT;
     json_t *task;
     if (mcp_store_on()) {              /* from the store, when it answers */
-      mcp_task_store_describe(s, json_string_value(v));
+      tasks->fetch(s, json_string_value(v));
       continue;
     }
-    mcp_task_describe(s, json_string_value(v), &b);
+    tasks->describe(s, json_string_value(v), &b);
     task = mcp_json_parse(b.data, b.len, NULL, 0);
     if (task == NULL) abort();
     listener_send(l, "notifications/tasks", task);
@@ -485,7 +489,7 @@ void mcp_rev2026_listen_each_task(void (*fn)(mcp_session *parent, const char *id
   }
 }
 
-int mcp_rev2026_listen_cancel(mcp_session *s, const char *key, const char *reason) {
+static int listen_cancel(mcp_session *s, const char *key, const char *reason) {
   listener *l = find_listener(s, NULL, key);
   if (l == NULL) return 0;
   listener_end(l, reason, 0);
@@ -496,7 +500,7 @@ void mcp_rev2026_listen_close_all(const char *reason) {
   while (listeners) listener_end(listeners, reason, 1);
 }
 
-int mcp_rev2026_request(mcp_session *s, json_t *msg, const char *key, void *stream) {
+static int stateless_request(mcp_session *s, json_t *msg, const char *key, void *stream) {
   const char *method = json_string_value(json_object_get(msg, "method"));
   json_t *meta = meta_of(msg), *caps, *params = json_object_get(msg, "params");
   const char *level;
@@ -512,7 +516,7 @@ int mcp_rev2026_request(mcp_session *s, json_t *msg, const char *key, void *stre
   /* One channel (stdio): ids name requests for notifications/cancelled, so
    * they must be unique there. Over HTTP each request has its own stream. */
   if (stream == NULL &&
-      (mcp_reqtab_find(&s->reqs, key, strlen(key)) || mcp_rev2026_find(s, key, strlen(key)) ||
+      (mcp_reqtab_find(&s->reqs, key, strlen(key)) || stateless_find(s, key, strlen(key)) ||
        find_listener(s, NULL, key) != NULL)) {
     out = mcp_scratch();
     mcp_rpc_error(out, key, MCP_RPC_INVALID_REQUEST,
@@ -529,12 +533,12 @@ int mcp_rev2026_request(mcp_session *s, json_t *msg, const char *key, void *stre
     return 1;
   }
   if (is_task_method(method)) {          /* the tasks extension; declared (checked above) */
-    mcp_task_request_ext(s, stream, key, method, params);
+    if (tasks) tasks->request(s, stream, key, method, params);
     return 1;
   }
   e = calloc(1, sizeof *e);
   if (e == NULL) abort();
-  mcp_session_init(&e->s, eph_write, e);
+  mcp__session_init(&e->s, eph_write, e);
   e->s.parent = s;
   e->s.auth = mcp_identity_ref(s->auth);      /* this request's token, whatever later ones bring */
   e->s.modern = 1;
@@ -552,7 +556,7 @@ int mcp_rev2026_request(mcp_session *s, json_t *msg, const char *key, void *stre
   return 1;
 }
 
-mcp_req *mcp_rev2026_find(mcp_session *s, const char *key, size_t keylen) {
+static mcp_req *stateless_find(mcp_session *s, const char *key, size_t keylen) {
   for (mcp_session *x = mcp_sessions; x; x = x->next) {
     mcp_req *r;
     if (x->modern && x->parent == s && (r = mcp_reqtab_find(&x->reqs, key, keylen)) != NULL)
@@ -577,4 +581,13 @@ void mcp_rev2026_stream_closed(mcp_session *s, void *stream, const char *reason)
     }
   if (c == NULL) return;
   mcp_call_fire(c, MCP_EV_CANCEL, reason);         /* logs "request ... cancelled: reason" */
+}
+
+void mcp_rev2026_set_tasks(const mcp_rev2026_tasks *t) { tasks = t; }
+
+void mcp_rev2026_init(void) {
+  static const mcp_session_type row = {
+    .stateless = stateless_request, .cancel = listen_cancel, .find = stateless_find,
+  };
+  mcp_session_register(&row);
 }

@@ -32,13 +32,6 @@ int mcp_rev2026_declares(json_t *caps, const char *ext);
  * extension). 0 when it may run; else the whole error response is in out
  * and the HTTP status (400, 404) returned. */
 int mcp_rev2026_check(json_t *msg, const char *key, mcp_buf *out);
-/* A request read on s (stdio, or the HTTP transport's stateless session):
- * 0 when it is not a 2026-07-28 request (the caller goes on), 1 when it was
- * answered or started here. */
-int mcp_rev2026_request(mcp_session *s, json_t *msg, const char *key, void *stream);
-/* The in-flight stateless request with this key read on s (for stdio's
- * notifications/cancelled), or NULL. */
-mcp_req *mcp_rev2026_find(mcp_session *s, const char *key, size_t keylen);
 /* The response stream of a stateless request read on s closed before its
  * answer: cancel the request (its client went away). */
 void mcp_rev2026_stream_closed(mcp_session *s, void *stream, const char *reason);
@@ -51,10 +44,22 @@ int mcp_rev2026_listen_notify(const char *method, json_t *params);
 int mcp_rev2026_listen_notify_scope(mcp_session *parent, const char *method, json_t *params);
 /* Call fn with each task id a listener named, and the session it listens on. */
 void mcp_rev2026_listen_each_task(void (*fn)(mcp_session *parent, const char *id));
-/* notifications/cancelled on s (stdio) for a listen request: 1 when it named
- * one (now ended, no response), 0 otherwise. */
-int mcp_rev2026_listen_cancel(mcp_session *s, const char *key, const char *reason);
 /* Server teardown: end every listener gracefully ({resultType: "complete"}). */
 void mcp_rev2026_listen_close_all(const char *reason);
+
+/* The tasks extension, as task.c registers it: rev2026.c, below it, names
+ * no task file. */
+typedef struct mcp_rev2026_tasks {
+  /* A tasks/ method of the extension (its declaration checked already). */
+  void (*request)(mcp_session *s, void *stream, const char *key, const char *method,
+                  json_t *params);
+  /* Does task id of s's transport exist? Then its Task object goes into b (unless NULL). */
+  int (*describe)(mcp_session *s, const char *id, mcp_buf *b);
+  /* With a store: ask it for task id, whose state then goes to the listeners of s. */
+  void (*fetch)(mcp_session *s, const char *id);
+} mcp_rev2026_tasks;
+void mcp_rev2026_set_tasks(const mcp_rev2026_tasks *t);
+/* Register rev2026.c's row into session.c (stateless requests, listeners' cancels). */
+void mcp_rev2026_init(void);
 
 #endif

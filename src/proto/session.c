@@ -8,13 +8,10 @@
 #include "config.h"
 #include "json.h"
 #include "metrics.h"
-#include "outgoing.h"
-#include "rev2026.h"
 #include "rpc.h"
 #include "sched.h"
 #include "identity.h"
 #include "session.h"
-#include "task.h"
 
 const char *const mcp_revisions[] = {
   "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", NULL
@@ -37,8 +34,17 @@ struct mcp_batch {
 mcp_session *mcp_sessions;
 static long long last_id;
 static size_t in_len;             /* the size of the message being read (0 in a batch) */
+static const mcp_session_type *types[8];   /* the rows registered */
+static int ntypes;
 
-void mcp_session_init(mcp_session *s, mcp_session_write_cb write, void *transport) {
+void mcp_session_register(const mcp_session_type *t) {
+  for (int i = 0; i < ntypes; i++)
+    if (types[i] == t) return;
+  if (ntypes == (int)(sizeof types / sizeof types[0])) abort();
+  types[ntypes++] = t;
+}
+
+void mcp__session_init(mcp_session *s, mcp_session_write_cb write, void *transport) {
   memset(s, 0, sizeof *s);
   s->id = ++last_id;
   mcp_reqtab_init(&s->reqs);
@@ -66,7 +72,8 @@ mcp_session *mcp_session_find(long long id) {
 
 void mcp_session_close(mcp_session *s) {
   mcp_session **p = &mcp_sessions;
-  mcp_task_session_closed(s);
+  for (int i = 0; i < ntypes; i++)
+    if (types[i]->closed) types[i]->closed(s);
   mcp_sched_session_closed(s->id);
   while (*p && *p != s) p = &(*p)->next;
   if (*p) *p = s->next;
@@ -270,7 +277,8 @@ static void on_request(mcp_session *s, mcp_batch *b, const char *key, const char
     on_set_level(s, b, key, params);
     return;
   }
-  if (mcp_task_request(s, b, in_stream, key, method, params)) return;
+  for (int i = 0; i < ntypes; i++)
+    if (types[i]->request && types[i]->request(s, b, in_stream, key, method, params)) return;
   if (!mcp_sched_has_method(method)) {
     snprintf(msg, sizeof msg, "Method not found: %.256s", method);
     send_error(s, b, key, MCP_RPC_METHOD_NOT_FOUND, msg);
@@ -302,9 +310,11 @@ static void on_cancelled(mcp_session *s, json_t *params) {
     return;
   }
   req = mcp_reqtab_find(&s->reqs, key, strlen(key));
-  if (req == NULL && mcp_rev2026_listen_cancel(s, key, reason ? reason : "cancelled by the client"))
-    return;                                                         /* subscriptions/listen (stdio) */
-  if (req == NULL) req = mcp_rev2026_find(s, key, strlen(key));   /* stateless requests (stdio) */
+  for (int i = 0; req == NULL && i < ntypes; i++)          /* subscriptions/listen (stdio) */
+    if (types[i]->cancel && types[i]->cancel(s, key, reason ? reason : "cancelled by the client"))
+      return;
+  for (int i = 0; req == NULL && i < ntypes; i++)          /* stateless requests (stdio) */
+    if (types[i]->find) req = types[i]->find(s, key, strlen(key));
   if (req != NULL) {
     mcp_call_fire((mcp_call *)req, MCP_EV_CANCEL, reason ? reason : "(no reason given)");
     return;
@@ -320,11 +330,23 @@ static void on_cancelled(mcp_session *s, json_t *params) {
     mcp_debug("cancel ignored: unknown request %.64s", key);
 }
 
+static int progress(mcp_session *s, json_t *token) {
+  for (int i = 0; i < ntypes; i++)
+    if (types[i]->progress && types[i]->progress(s, token)) return 1;
+  return 0;
+}
+
+static int response(mcp_session *s, json_t *msg) {
+  for (int i = 0; i < ntypes; i++)
+    if (types[i]->response && types[i]->response(s, msg)) return 1;
+  return 0;
+}
+
 static void on_notification(mcp_session *s, const char *method, json_t *params) {
   if (strcmp(method, "notifications/cancelled") == 0) on_cancelled(s, params);
   else if (strcmp(method, "notifications/initialized") == 0) s->ready = 1;
   else if (strcmp(method, "notifications/progress") == 0) {
-    if (!mcp_out_progress(s, json_object_get(params, "progressToken")))
+    if (!progress(s, json_object_get(params, "progressToken")))
       mcp_debug("progress ignored: no request of ours has that token");
   }
   else if (strcmp(method, "notifications/luamcp/advance") == 0 && mcp_cfg.test_clock) {
@@ -332,7 +354,8 @@ static void on_notification(mcp_session *s, const char *method, json_t *params) 
     mcp_debug("test clock: advanced by %g s", seconds);
     if (seconds > 0) {
       mcp_clock_advance(seconds);
-      mcp_task_sweep();              /* tasks past their ttl go first, */
+      for (int i = 0; i < ntypes; i++)   /* tasks past their ttl go first, */
+        if (types[i]->clock) types[i]->clock();
       mcp_deadlines_run();           /* then what is due fires, earliest first */
     }
   }
@@ -369,7 +392,7 @@ static void on_message(mcp_session *s, mcp_batch *b, json_t *msg) {
   }
   if (method == NULL) {
     if (id != NULL && (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
-      if (!mcp_out_response(s, msg))
+      if (!response(s, msg))
         mcp_debug("response ignored: no request %.64s was sent", has_key ? key : "(bad id)");
       if (b == NULL) s->write(s, in_stream, NULL, 0, 1);
       return;
@@ -400,7 +423,8 @@ static void on_message(mcp_session *s, mcp_batch *b, json_t *msg) {
     return;
   }
   /* 2026-07-28: a request naming its revision in _meta is served statelessly. */
-  if (b == NULL && mcp_rev2026_request(s, msg, key, in_stream)) return;
+  for (int i = 0; b == NULL && i < ntypes; i++)
+    if (types[i]->stateless && types[i]->stateless(s, msg, key, in_stream)) return;
   on_request(s, b, key, json_string_value(method), params);
 }
 

@@ -53,6 +53,37 @@ struct mcp_session {
 
 extern mcp_session *mcp_sessions;
 
+/* What the files above session.c serve of a session's messages, one row
+ * each (Redis's moduleType): rev2026.c, task.c and outgoing.c register theirs
+ * (proto.c, before the first session), and session.c calls the rows in the
+ * order registered, naming none of those files. A NULL member is skipped. */
+typedef struct mcp_session_type {
+  /* A request outside a batch, before anything else: 1 if the row took it
+   * (rev2026.c: a 2026-07-28 request, served statelessly). */
+  int (*stateless)(mcp_session *s, json_t *msg, const char *key, void *stream);
+  /* A request of an initialized session: 1 if the row served it (task.c's methods). */
+  int (*request)(mcp_session *s, mcp_batch *b, void *stream, const char *key, const char *method,
+                 json_t *params);
+  /* notifications/cancelled for a key no call in s's table has: 1 if the
+   * row ended what the key names (rev2026.c's subscriptions/listen). */
+  int (*cancel)(mcp_session *s, const char *key, const char *reason);
+  /* The request of key the row holds for s, or NULL (rev2026.c's stateless calls). */
+  mcp_req *(*find)(mcp_session *s, const char *key, size_t keylen);
+  /* A response or a progress notification from the client: 1 if the row
+   * sent the request it answers (outgoing.c). */
+  int (*response)(mcp_session *s, json_t *msg);
+  int (*progress)(mcp_session *s, json_t *token);
+  /* The test clock is about to move (task.c: tasks past their ttl go first). */
+  void (*clock)(void);
+  /* s closes (task.c: its tasks). */
+  void (*closed)(mcp_session *s);
+} mcp_session_type;
+
+/* Add a row (once; the same row again is ignored). */
+void mcp_session_register(const mcp_session_type *t);
+
+/* proto.c's mcp_session_init registers the rows once, then calls this. */
+void mcp__session_init(mcp_session *s, mcp_session_write_cb write, void *transport);
 void mcp_session_init(mcp_session *s, mcp_session_write_cb write, void *transport);
 void mcp_session_close(mcp_session *s);
 /* Handle one message as read from the transport (a line, a POST body). */

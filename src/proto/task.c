@@ -1,8 +1,7 @@
-/* Tasks: the 2025-11-25 wire (task-augmented tools/call, tasks/get,
- * tasks/list, tasks/result, tasks/cancel, notifications/tasks/status) and the
- * tasks extension of 2026-07-28 requests (CreateTaskResult, tasks/get with
- * the outcome or the inputRequests inline, tasks/update, tasks/cancel as an
- * ack, notifications/tasks to subscriptions/listen); ttl expiry. See task.h. */
+/* Tasks, the model: a task's life (created by core.task_create, its status
+ * and notifications, its handler's call and input requests, ttl expiry, its
+ * end), on either wire (2025-11-25, and the tasks extension of 2026-07-28
+ * requests); the methods are task_methods.c's and task_ext.c's. See task.h. */
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -22,6 +21,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "op.h"
+#include "policy.h"
 #include "rev2026.h"
 #include "rpc.h"
 #include "sched.h"
@@ -30,44 +30,11 @@
 #include "task.h"
 #include "task_int.h"
 
-#define RPC_REQUEST_CANCELLED -32800   /* tasks/result of a cancelled task (as LSP) */
+static const mcp_task_store_type *store_row;   /* task_store.c's, once --store opened */
 
-enum { ST_WORKING, ST_INPUT_REQUIRED, ST_COMPLETED, ST_FAILED, ST_CANCELLED };
-static const char *const status_names[] = {
-  "working", "input_required", "completed", "failed", "cancelled"
-};
-#define terminal(st) ((st) >= ST_COMPLETED)
+const mcp_task_store_type *mcp__task_stored(void) { return mcp_store_on() ? store_row : NULL; }
 
-/* A request of an extension task's handler to the client, surfaced in
- * tasks/get's inputRequests and answered by tasks/update. */
-typedef struct {
-  char key[24];                /* "input-N": unique over the task's life */
-  char *request;               /* {"method":...,"params":...} as JSON text */
-  json_t *response;            /* the client's answer; NULL until tasks/update gives it */
-} task_input;
-
-/* Owned by this file: see task.h. */
-struct mcp_task {
-  mcp_task *prev, *next;       /* every task, oldest first */
-  mcp_session *session;        /* its session, or the scope of a stateless request */
-  char *subject;               /* the token's subject that created it, or NULL without auth */
-  mcp_call *call;              /* the handler's call until it ends */
-  char id[33];                 /* 128 random bits, hex */
-  unsigned long long seq;      /* creation order: the tasks/list cursor */
-  int status;
-  unsigned ext : 1;            /* the tasks extension's (a 2026-07-28 request) */
-  char *message;               /* statusMessage, or NULL */
-  json_t *response;            /* the call's JSON-RPC response, once it sent one */
-  double created_ms, updated_ms;   /* wall clock */
-  long long ttl_ms;
-  uint64_t expires_ns;         /* on mcp_clock_ns() */
-  mcp_call **waiters;          /* 2025-11-25: calls blocked in tasks/result */
-  int nwaiters, capwaiters;
-  task_input *inputs;          /* the extension: what the handler waits for */
-  int ninputs;
-  unsigned input_seq;
-  struct input_op *input_op;   /* the handler's wait for them, or NULL */
-};
+void mcp__task_set_store(const mcp_task_store_type *t) { store_row = t; }
 
 static struct {
   mcp_task *head, *tail;
@@ -86,69 +53,8 @@ static double wall_ms(void) {
   return (double)tv.tv_sec * 1000.0 + (double)(tv.tv_usec / 1000) + (double)(skew / 1000000);
 }
 
-void mcp__task_iso(char *out, size_t cap, double ms) {
-  long long v = (long long)ms;
-  time_t sec = (time_t)(v / 1000);
-  struct tm tm;
-  char s[40];
-  gmtime_r(&sec, &tm);
-  strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(out, cap, "%s.%03dZ", s, (int)(v % 1000));
-}
-
-static void add_time(mcp_buf *b, double ms) {
-  char s[48];
-  mcp__task_iso(s, sizeof s, ms);
-  mcp_buf_printf(b, "\"%s\"", s);
-}
-
-/* The extension's DetailedTask fields: the outcome, or what the handler
- * waits for. */
-static void add_detail(mcp_buf *b, const mcp_task *t) {
-  json_t *v;
-  if (t->status == ST_INPUT_REQUIRED) {
-    int n = 0;
-    mcp_buf_adds(b, ",\"inputRequests\":{");
-    for (int i = 0; i < t->ninputs; i++) {
-      if (t->inputs[i].response != NULL) continue;
-      if (n++) mcp_buf_addc(b, ',');
-      mcp_buf_printf(b, "\"%s\":%s", t->inputs[i].key, t->inputs[i].request);
-    }
-    mcp_buf_addc(b, '}');
-  } else if (t->status == ST_COMPLETED && (v = json_object_get(t->response, "result")) != NULL) {
-    mcp_buf_adds(b, ",\"result\":");
-    mcp_json_dump(v, b);
-  } else if (t->status == ST_FAILED && (v = json_object_get(t->response, "error")) != NULL) {
-    mcp_buf_adds(b, ",\"error\":");
-    mcp_json_dump(v, b);
-  }
-}
-
-/* The Task object, in its wire's names: ttl and pollInterval (2025-11-25),
- * or ttlMs and pollIntervalMs (the extension), then with detailed the
- * extension's DetailedTask fields. result_type: the extension's resultType
- * ("task" for CreateTaskResult, "complete" for tasks/get), or NULL. */
-static void add_task(mcp_buf *b, const mcp_task *t, const char *result_type, int detailed) {
-  mcp_buf_addc(b, '{');
-  if (result_type != NULL) mcp_buf_printf(b, "\"resultType\":\"%s\",", result_type);
-  mcp_buf_printf(b, "\"taskId\":\"%s\",\"status\":\"%s\",", t->id, status_names[t->status]);
-  if (t->message) {
-    mcp_buf_adds(b, "\"statusMessage\":");
-    mcp_json_add_string(b, t->message, strlen(t->message));
-    mcp_buf_addc(b, ',');
-  }
-  mcp_buf_adds(b, "\"createdAt\":");
-  add_time(b, t->created_ms);
-  mcp_buf_adds(b, ",\"lastUpdatedAt\":");
-  add_time(b, t->updated_ms);
-  mcp_buf_printf(b, t->ext ? ",\"ttlMs\":%lld,\"pollIntervalMs\":%d" : ",\"ttl\":%lld,\"pollInterval\":%d",
-                 t->ttl_ms, MCP_TASK_POLL_MS);
-  if (detailed) add_detail(b, t);
-  mcp_buf_addc(b, '}');
-}
-
 /* Does the subject of s's latest request own t? Both NULL without auth. */
-static int subject_owns(const mcp_task *t, const mcp_session *s) {
+int mcp__task_owned_by(const mcp_task *t, const mcp_session *s) {
   const char *sub = mcp_identity_subject(s->auth);
   if (t->subject == NULL || sub == NULL) return t->subject == sub;
   return strcmp(t->subject, sub) == 0;
@@ -156,20 +62,14 @@ static int subject_owns(const mcp_task *t, const mcp_session *s) {
 
 /* The task with this id in session (or scope) s, of the extension or not,
  * created by the subject of s's request. */
-static mcp_task *task_find(mcp_session *s, const char *id, int ext) {
+mcp_task *mcp__task_find(mcp_session *s, const char *id, int ext) {
   for (mcp_task *t = T.head; t; t = t->next)
     if (t->session == s && t->ext == (unsigned)ext && strcmp(t->id, id) == 0) {
-      if (subject_owns(t, s)) return t;
+      if (mcp__task_owned_by(t, s)) return t;
       mcp_info("task %s: asked for by another subject: not found", t->id);
       return NULL;
     }
   return NULL;
-}
-
-int mcp_task_describe(mcp_session *s, const char *id, mcp_buf *b) {
-  mcp_task *t = task_find(s, id, 1);
-  if (t != NULL && b != NULL) add_task(b, t, NULL, 1);
-  return t != NULL;
 }
 
 static void on_expiry(uv_timer_t *h);
@@ -193,11 +93,7 @@ static void timer_arm(void) {
 /* tasks/result callers: the task is terminal or gone; resume them. */
 static void wake_waiters(mcp_task *t) {
   for (int i = 0; i < t->nwaiters; i++) {
-    mcp_call *w = t->waiters[i];
-    w->wait_cleanup = NULL;
-    w->wait_data = NULL;
-    w->waiting = 0;
-    mcp_call_wake(w);
+    mcp_call_wait_end(t->waiters[i]);
   }
   t->nwaiters = 0;
 }
@@ -210,14 +106,14 @@ static void notify_status(mcp_task *t) {
   if (t->ext && mcp_store_on()) return;     /* the store's write carries it to every instance */
   if (t->ext) {
     json_t *params;
-    add_task(&b, t, NULL, 1);
+    mcp__task_render(&b, t, NULL, 1);
     params = mcp_json_parse(b.data, b.len, NULL, 0);
     if (params == NULL) abort();
     mcp_rev2026_listen_notify("notifications/tasks", params);
     json_decref(params);
   } else {
     mcp_rpc_notification_open(&b, "notifications/tasks/status");
-    add_task(&b, t, NULL, 0);
+    mcp__task_render(&b, t, NULL, 0);
     mcp_rpc_close(&b);
     mcp_session_send(t->session, NULL, NULL, b.data, b.len, 0);
   }
@@ -229,10 +125,10 @@ static void set_status(mcp_task *t, int status, const char *msg, int notify) {
   free(t->message);
   t->message = msg ? strdup(msg) : NULL;
   t->updated_ms = wall_ms();
-  mcp_info("task %s: %s%s%s", t->id, status_names[status], msg ? ": " : "", msg ? msg : "");
-  if (mcp_store_on()) mcp_task_store_write(t, notify);
+  mcp_info("task %s: %s%s%s", t->id, mcp__task_status_names[status], msg ? ": " : "", msg ? msg : "");
+  if (mcp__task_stored()) mcp__task_stored()->write(t, notify);
   if (notify) notify_status(t);
-  if (terminal(status)) wake_waiters(t);
+  if (mcp__task_terminal(status)) wake_waiters(t);
 }
 
 /* The extension's input requests. */
@@ -273,7 +169,7 @@ static void input_end(input_op *in, const char *why, const char *code) {
   if (t != NULL) {
     t->input_op = NULL;
     inputs_clear(t);
-    if (t->status == ST_INPUT_REQUIRED) set_status(t, ST_WORKING, NULL, 1);
+    if (t->status == MCP__TASK_INPUT_REQUIRED) set_status(t, MCP__TASK_WORKING, NULL, 1);
   }
   in->why = why;
   in->code = code;
@@ -317,7 +213,8 @@ static const mcp_op_type input_type = { "input", input_cancel, input_push, input
  * handler's wait for input, if it waits. */
 static void input_abandon(mcp_task *t) {
   if (t->input_op == NULL) return;
-  input_end(t->input_op, terminal(t->status) ? "the task was cancelled" : "the task expired", "closed");
+  input_end(t->input_op, mcp__task_terminal(t->status) ? "the task was cancelled" : "the task expired",
+            "closed");
 }
 
 /* Free a task. A handler still running is cancelled: call it only where the
@@ -325,7 +222,8 @@ static void input_abandon(mcp_task *t) {
 static void task_free(mcp_task *t, const char *why) {
   mcp_call *c = t->call;
   mcp_debug("task %s freed: %s", t->id, why);
-  if (mcp_store_on() && !terminal(t->status)) set_status(t, ST_CANCELLED, why, 0);   /* for the others */
+  if (mcp_store_on() && !mcp__task_terminal(t->status))
+    set_status(t, MCP__TASK_CANCELLED, why, 0);          /* for the others */
   if (t->prev) t->prev->next = t->next; else T.head = t->next;
   if (t->next) t->next->prev = t->prev; else T.tail = t->prev;
   wake_waiters(t);
@@ -344,7 +242,7 @@ static void task_free(mcp_task *t, const char *why) {
 }
 
 /* may_fire: also free expired tasks whose handler still runs. */
-static void sweep(int may_fire) {
+void mcp__task_sweep(int may_fire) {
   uint64_t now = mcp_clock_ns();
 again:
   for (mcp_task *t = T.head; t; t = t->next)
@@ -357,10 +255,13 @@ again:
 
 static void on_expiry(uv_timer_t *h) {
   (void)h;
-  sweep(1);
+  mcp__task_sweep(1);
 }
 
-void mcp_task_sweep(void) { sweep(1); }
+void mcp_task_sweep(void) { mcp__task_sweep(1); }
+
+unsigned long long mcp__task_seq(void) { return T.seq; }
+
 
 /* Tasks of s (of the extension or not), and the oldest finished one. */
 static int session_count(mcp_session *s, int ext, mcp_task **oldest_terminal) {
@@ -369,7 +270,7 @@ static int session_count(mcp_session *s, int ext, mcp_task **oldest_terminal) {
   for (mcp_task *t = T.head; t; t = t->next)
     if (t->session == s && t->ext == (unsigned)ext) {
       n++;
-      if (*oldest_terminal == NULL && terminal(t->status) && t->call == NULL) *oldest_terminal = t;
+      if (*oldest_terminal == NULL && mcp__task_terminal(t->status) && t->call == NULL) *oldest_terminal = t;
     }
   return n;
 }
@@ -404,7 +305,7 @@ int mcp_task_l_create(lua_State *L) {
     double v = lua_tonumber(L, 1);
     ttl = v > (double)MCP_TASK_MAX_TTL_MS ? MCP_TASK_MAX_TTL_MS : (long long)v;
   }
-  sweep(0);
+  mcp__task_sweep(0);
   if (session_count(scope, ext, &old) >= MCP_TASK_MAX_PER_SESSION) {
     if (old == NULL) {
       lua_pushnil(L);
@@ -423,7 +324,7 @@ int mcp_task_l_create(lua_State *L) {
     abort();
   t->ext = ext != 0;
   t->seq = ++T.seq;
-  t->status = ST_WORKING;
+  t->status = MCP__TASK_WORKING;
   t->created_ms = t->updated_ms = wall_ms();
   t->ttl_ms = ttl;
   t->expires_ns = mcp_clock_ns() + (uint64_t)ttl * 1000000ull;
@@ -435,15 +336,15 @@ int mcp_task_l_create(lua_State *L) {
    * no longer reaches it) and its response goes to the task (task_owner). */
   mcp_rpc_result_open(&b, c->req.key);
   if (ext) {
-    add_task(&b, t, "task", 0);                 /* CreateTaskResult: Result & Task, flat */
+    mcp__task_render(&b, t, "task", 0);                 /* CreateTaskResult: Result & Task, flat */
   } else {
     mcp_buf_adds(&b, "{\"task\":");
-    add_task(&b, t, NULL, 0);
+    mcp__task_render(&b, t, NULL, 0);
     mcp_buf_addc(&b, '}');
   }
   mcp_rpc_close(&b);
   c->typed = ext;                               /* CreateTaskResult: resultType "task" */
-  if (ext && mcp_store_on()) mcp_task_store_created(t, c->session->parent, c->stream, b.data, b.len);
+  if (ext && mcp__task_stored()) mcp__task_stored()->created(t, c->session->parent, c->stream, b.data, b.len);
   else mcp_session_send(c->session, NULL, c->stream, b.data, b.len, 1);
   mcp_buf_free(&b);
   c->stream = NULL;
@@ -455,7 +356,7 @@ int mcp_task_l_create(lua_State *L) {
   mcp_reqtab_remove(&c->session->reqs, &c->req);
   mcp_info("task %s created for request %.64s (tool %s, ttl %lld ms%s)", t->id, c->req.key, c->tool,
            ttl, ext ? ", tasks extension" : "");
-  if (mcp_store_on() && !ext) mcp_task_store_write(t, 0);
+  if (mcp__task_stored() && !ext) mcp__task_stored()->write(t, 0);
   timer_arm();
   lua_pushstring(L, t->id);
   return 1;
@@ -479,12 +380,12 @@ void mcp_task_push_meta(lua_State *L, const mcp_call *c) {
 void mcp_task_input(const mcp_call *c, const char *method) {
   mcp_task *t = c->task;
   char msg[160];
-  if (t == NULL || t->ext || terminal(t->status)) return;
+  if (t == NULL || t->ext || mcp__task_terminal(t->status)) return;
   if (method != NULL) {
     snprintf(msg, sizeof msg, "Waiting for the client to answer %.100s", method);
-    set_status(t, ST_INPUT_REQUIRED, msg, 1);
-  } else if (t->status == ST_INPUT_REQUIRED) {
-    set_status(t, ST_WORKING, NULL, 1);
+    set_status(t, MCP__TASK_INPUT_REQUIRED, msg, 1);
+  } else if (t->status == MCP__TASK_INPUT_REQUIRED) {
+    set_status(t, MCP__TASK_WORKING, NULL, 1);
   }
 }
 
@@ -517,14 +418,14 @@ static void task_respond(mcp_call *c, const char *data, size_t len) {
   char err[128], short_msg[256];
   int failed;
   if (t == NULL) return;             /* expired: nobody can ask for it */
-  if (terminal(t->status)) {
-    mcp_debug("task %s: result dropped, already %s", t->id, status_names[t->status]);
+  if (mcp__task_terminal(t->status)) {
+    mcp_debug("task %s: result dropped, already %s", t->id, mcp__task_status_names[t->status]);
     return;
   }
   t->response = mcp_json_parse(data, len, err, sizeof err);
   if (t->response == NULL) {         /* the core wrote it: cannot happen */
     mcp_error("task %s: the response does not parse: %s", t->id, err);
-    set_status(t, ST_CANCELLED, "internal error: unreadable result", 1);
+    set_status(t, MCP__TASK_CANCELLED, "internal error: unreadable result", 1);
     return;
   }
   /* The extension inlines the result as the request would have returned it. */
@@ -533,7 +434,7 @@ static void task_respond(mcp_call *c, const char *data, size_t len) {
     json_object_set_new(res, "resultType", json_string("complete"));
   why = outcome(t, t->response, &failed);
   if (why) snprintf(short_msg, sizeof short_msg, "%s", why);
-  set_status(t, failed ? ST_FAILED : ST_COMPLETED, why ? short_msg : NULL, 1);
+  set_status(t, failed ? MCP__TASK_FAILED : MCP__TASK_COMPLETED, why ? short_msg : NULL, 1);
 }
 
 static void task_stopping(mcp_call *c, const char *reason) { mcp_session_owner.stopping(c, reason); }
@@ -545,7 +446,7 @@ static void task_gone(mcp_call *c) {
     t->call = NULL;
     /* Ended with no response: shutdown or the session's end (the client is
      * going away: no notification). */
-    if (!terminal(t->status)) set_status(t, ST_CANCELLED, c->req.reason, 0);
+    if (!mcp__task_terminal(t->status)) set_status(t, MCP__TASK_CANCELLED, c->req.reason, 0);
   }
   mcp_session_owner.gone(c);
 }
@@ -557,106 +458,6 @@ static const char *task_session_name(const mcp_call *c) {
 static const mcp_call_owner task_owner = { task_respond, task_stopping, task_gone,
                                            task_session_name };
 
-/* tasks/result. */
-
-static void waiter_cleanup(mcp_call *c) {
-  mcp_task *t = c->wait_data;
-  c->wait_data = NULL;
-  for (int i = 0; t && i < t->nwaiters; i++)
-    if (t->waiters[i] == c) {
-      t->waiters[i] = t->waiters[--t->nwaiters];
-      break;
-    }
-}
-
-static int push_error(lua_State *L, int code, const char *msg) {
-  lua_pushnil(L);
-  lua_pushinteger(L, code);
-  lua_pushstring(L, msg);
-  return 3;
-}
-
-/* stack: taskId -> result | nil code message data */
-static int push_outcome(lua_State *L, mcp_task *t) {
-  json_t *e;
-  if (t->status == ST_CANCELLED || t->response == NULL) {
-    lua_pushnil(L);
-    lua_pushinteger(L, RPC_REQUEST_CANCELLED);
-    lua_pushfstring(L, "Task cancelled%s%s", t->message ? ": " : "", t->message ? t->message : "");
-    return 3;
-  }
-  if ((e = json_object_get(t->response, "error")) != NULL) {
-    lua_pushnil(L);
-    lua_pushinteger(L, json_integer_value(json_object_get(e, "code")));
-    lua_pushstring(L, json_string_value(json_object_get(e, "message")));
-    if (json_object_get(e, "data")) mcp_json_push(L, json_object_get(e, "data"));
-    else lua_pushnil(L);
-    return 4;
-  }
-  mcp_json_push(L, json_object_get(t->response, "result"));
-  /* stack: result */
-  if (lua_getfield(L, -1, "_meta") != LUA_TTABLE) {
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, -3, "_meta");
-  }
-  /* stack: result _meta */
-  lua_createtable(L, 0, 1);
-  lua_pushstring(L, t->id);
-  lua_setfield(L, -2, "taskId");
-  lua_setfield(L, -2, "io.modelcontextprotocol/related-task");
-  lua_pop(L, 1);
-  return 1;
-}
-
-static int result_wait(lua_State *L, mcp_call *c, mcp_task *t);
-
-static int result_k(lua_State *L, int status, lua_KContext ctx) {
-  mcp_call *c = mcp_call_current(L);
-  mcp_task *t = task_find(c->session, lua_tostring(L, 1), 0);
-  (void)status; (void)ctx;
-  if (c->signalled) return push_error(L, RPC_REQUEST_CANCELLED, "Request cancelled");
-  if (t == NULL) return push_error(L, MCP_RPC_INVALID_PARAMS, "Failed to retrieve task: Task has expired");
-  if (!terminal(t->status)) return result_wait(L, c, t);
-  return push_outcome(L, t);
-}
-
-static int result_wait(lua_State *L, mcp_call *c, mcp_task *t) {
-  if (t->nwaiters == t->capwaiters) {
-    int cap = t->capwaiters ? 2 * t->capwaiters : 4;
-    mcp_call **w = realloc(t->waiters, (size_t)cap * sizeof *w);
-    if (w == NULL) abort();
-    t->waiters = w;
-    t->capwaiters = cap;
-  }
-  t->waiters[t->nwaiters++] = c;
-  c->wait_cleanup = waiter_cleanup;
-  c->wait_data = t;
-  c->waiting = 1;
-  /* It waits for the task, which has its own timeout and ttl. */
-  c->timeout = 0;
-  c->deadline_ns = c->due_ns = c->hard_ns = 0;
-  mcp_call_rearm(c);
-  return lua_yieldk(L, 0, 0, result_k);
-}
-
-int mcp_task_l_result(lua_State *L) {
-  mcp_call *c = mcp_call_current(L);
-  mcp_task *t;
-  luaL_checkstring(L, 1);
-  lua_settop(L, 1);
-  if (c == NULL) return luaL_error(L, "task_result: not inside a request");
-  sweep(0);
-  t = task_find(c->session, lua_tostring(L, 1), 0);
-  if (t == NULL) return push_error(L, MCP_RPC_INVALID_PARAMS, "Failed to retrieve task: Task not found");
-  if (!terminal(t->status)) {
-    if (L != c->co) return luaL_error(L, "task_result: cannot wait here");
-    return result_wait(L, c, t);
-  }
-  return push_outcome(L, t);
-}
-
 /* The extension's input requests: the handler waits for tasks/update. */
 
 /* Its task may be gone (expired, evicted) while the handler runs on: the
@@ -665,7 +466,7 @@ int mcp_task_takes_input(const mcp_call *c) { return c->tasked && c->session->mo
 
 int mcp_task_input_wait(lua_State *L, mcp_call *c, int idx, double timeout, int single) {
   mcp_task *t = c->task;
-  task_input *in;
+  mcp__task_input *in;
   mcp_buf b = MCP_BUF_INIT;
   char err[128], msg[200];
   int n;
@@ -675,7 +476,7 @@ int mcp_task_input_wait(lua_State *L, mcp_call *c, int idx, double timeout, int 
   n = (int)lua_rawlen(L, idx);
   if (n == 0) return luaL_argerror(L, 1, "no requests");
   if (c->signalled) return mcp_push_cancelled(L, c);
-  if (t == NULL || terminal(t->status)) return mcp_push_fail(L, "closed", "the task has ended");
+  if (t == NULL || mcp__task_terminal(t->status)) return mcp_push_fail(L, "closed", "the task has ended");
   if (t->input_op != NULL)
     return mcp_push_fail(L, "busy", "the task waits for other input already (ask for all at once: ctx:input)");
   in = calloc((size_t)n, sizeof *in);
@@ -724,122 +525,9 @@ int mcp_task_input_wait(lua_State *L, mcp_call *c, int idx, double timeout, int 
            n > 1 ? " and more" : "");
   lua_pop(L, 2);
   mcp_debug("request %.64s: task %s waits for %d input request(s)", c->req.key, t->id, n);
-  set_status(t, ST_INPUT_REQUIRED, msg, 1);
+  set_status(t, MCP__TASK_INPUT_REQUIRED, msg, 1);
   mcp_deadline_set(&op->dl, mcp_clock_ns() + (uint64_t)(timeout * 1e9));
   return mcp_op_wait(L);
-}
-
-/* Requests about tasks, answered at once. */
-
-static void reply(mcp_session *s, mcp_batch *b, void *stream, mcp_buf *out) {
-  mcp_session_send(s, b, stream, out->data, out->len, 1);
-  mcp_buf_free(out);
-}
-
-static void reply_error(mcp_session *s, mcp_batch *b, void *stream, const char *key, int code,
-                        const char *msg) {
-  mcp_buf out = MCP_BUF_INIT;
-  mcp_info("request %.64s: %s", key, msg);
-  mcp_rpc_error(&out, key, code, "%s", msg);
-  reply(s, b, stream, &out);
-}
-
-/* The extension's acknowledgement: an empty result. */
-static void reply_ack(mcp_session *s, void *stream, const char *key) {
-  mcp_buf out = MCP_BUF_INIT;
-  mcp_rpc_result_open(&out, key);
-  mcp_buf_adds(&out, "{\"resultType\":\"complete\"}");
-  mcp_rpc_close(&out);
-  reply(s, NULL, stream, &out);
-}
-
-/* The task params.taskId names in s, or NULL once the error is answered. */
-static mcp_task *lookup(mcp_session *s, mcp_batch *b, void *stream, const char *key, json_t *params,
-                        int ext) {
-  const char *id = json_string_value(json_object_get(params, "taskId"));
-  mcp_task *t;
-  if (id == NULL) {
-    reply_error(s, b, stream, key, MCP_RPC_INVALID_PARAMS, "Invalid params: taskId must be a string");
-    return NULL;
-  }
-  if ((t = task_find(s, id, ext)) == NULL)
-    reply_error(s, b, stream, key, MCP_RPC_INVALID_PARAMS, "Failed to retrieve task: Task not found");
-  return t;
-}
-
-/* Cancel a task that is not terminal: cancelled at once and for good (a
- * late result is dropped); its call gets the cancel through the state
- * machine (its tool's cancel policy applies). */
-static void cancel(mcp_task *t) {
-  mcp_call *c = t->call;
-  set_status(t, ST_CANCELLED, "The task was cancelled by request.", 1);
-  if (c != NULL) mcp_call_fire(c, MCP_EV_CANCEL, "task cancelled");
-  input_abandon(t);                  /* a handler that ignores cancels waits no more */
-}
-
-static void on_list(mcp_session *s, mcp_batch *b, void *stream, const char *key, json_t *params) {
-  json_t *cursor = json_object_get(params, "cursor");
-  unsigned long long after = 0;
-  int n = 0;
-  mcp_task *t, *last = NULL;
-  mcp_buf out = MCP_BUF_INIT;
-  if (cursor != NULL && !json_is_null(cursor)) {
-    const char *cs = json_string_value(cursor);
-    char *end;
-    if (cs == NULL || *cs < '0' || *cs > '9' ||
-        (after = strtoull(cs, &end, 10), *end != '\0') || after > T.seq) {
-      reply_error(s, b, stream, key, MCP_RPC_INVALID_PARAMS, "Invalid params: invalid cursor");
-      return;
-    }
-  }
-  mcp_rpc_result_open(&out, key);
-  mcp_buf_adds(&out, "{\"tasks\":[");
-  for (t = T.head; t; t = t->next) {
-    if (t->session != s || t->ext || t->seq <= after || !subject_owns(t, s)) continue;
-    if (n == mcp_cfg.page_size) break;
-    if (n++) mcp_buf_addc(&out, ',');
-    add_task(&out, t, NULL, 0);
-    last = t;
-  }
-  mcp_buf_addc(&out, ']');
-  for (; t; t = t->next)
-    if (t->session == s && !t->ext && last && subject_owns(t, s)) {
-      mcp_buf_printf(&out, ",\"nextCursor\":\"%llu\"", last->seq);
-      break;
-    }
-  mcp_buf_addc(&out, '}');
-  mcp_rpc_close(&out);
-  reply(s, b, stream, &out);
-}
-
-int mcp_task_request(mcp_session *s, mcp_batch *b, void *stream, const char *key,
-                     const char *method, json_t *params) {
-  mcp_task *t;
-  mcp_buf out = MCP_BUF_INIT;
-  char msg[128];
-  int get = strcmp(method, "tasks/get") == 0, cancelling = strcmp(method, "tasks/cancel") == 0;
-  if (!get && !cancelling && strcmp(method, "tasks/list") != 0) return 0;
-  if (!mcp_sched_has_method("tasks/result")) return 0;    /* no tool offers tasks */
-  sweep(1);
-  if (!get && !cancelling) {
-    on_list(s, b, stream, key, params);
-    return 1;
-  }
-  if ((t = lookup(s, b, stream, key, params, 0)) == NULL) return 1;
-  if (cancelling) {
-    if (terminal(t->status)) {
-      snprintf(msg, sizeof msg, "Cannot cancel task: already in terminal status '%s'",
-               status_names[t->status]);
-      reply_error(s, b, stream, key, MCP_RPC_INVALID_PARAMS, msg);
-      return 1;
-    }
-    cancel(t);
-  }
-  mcp_rpc_result_open(&out, key);
-  add_task(&out, t, NULL, 0);
-  mcp_rpc_close(&out);
-  reply(s, b, stream, &out);
-  return 1;
 }
 
 /* tasks/update: answers to the handler's outstanding input requests. Keys
@@ -849,8 +537,8 @@ int mcp__task_answer(mcp_task *t, json_t *responses) {
   const char *k;
   json_t *v;
   int taken = 0;
-  if (terminal(t->status)) {
-    mcp_info("task %s: tasks/update ignored: the task is %s", t->id, status_names[t->status]);
+  if (mcp__task_terminal(t->status)) {
+    mcp_info("task %s: tasks/update ignored: the task is %s", t->id, mcp__task_status_names[t->status]);
     return 0;
   }
   json_object_foreach(responses, k, v) {
@@ -866,7 +554,7 @@ int mcp__task_answer(mcp_task *t, json_t *responses) {
   }
   if (taken > 0 && inputs_answered(t)) {
     input_op *in = t->input_op;
-    set_status(t, ST_WORKING, NULL, 1);
+    set_status(t, MCP__TASK_WORKING, NULL, 1);
     if (in != NULL) {                    /* the handler's wait is over */
       in->answers = json_array();
       if (in->answers == NULL) abort();
@@ -877,56 +565,50 @@ int mcp__task_answer(mcp_task *t, json_t *responses) {
   return taken;
 }
 
-static void on_update(mcp_session *s, void *stream, const char *key, mcp_task *t,
-                      json_t *responses) {
-  mcp__task_answer(t, responses);
-  reply_ack(s, stream, key);
+/* Requests about tasks, answered at once. */
+
+void mcp__task_reply(mcp_session *s, mcp_batch *b, void *stream, mcp_buf *out) {
+  mcp_session_send(s, b, stream, out->data, out->len, 1);
+  mcp_buf_free(out);
 }
 
-void mcp_task_request_ext(mcp_session *s, void *stream, const char *key, const char *method,
-                          json_t *params) {
+void mcp__task_reply_error(mcp_session *s, mcp_batch *b, void *stream, const char *key, int code,
+                           const char *msg) {
   mcp_buf out = MCP_BUF_INIT;
-  json_t *responses = json_object_get(params, "inputResponses"), *v;
-  const char *k;
+  mcp_info("request %.64s: %s", key, msg);
+  mcp_rpc_error(&out, key, code, "%s", msg);
+  mcp__task_reply(s, b, stream, &out);
+}
+
+/* The task params.taskId names in s, or NULL once the error is answered. */
+mcp_task *mcp__task_lookup(mcp_session *s, mcp_batch *b, void *stream, const char *key,
+                           json_t *params, int ext) {
+  const char *id = json_string_value(json_object_get(params, "taskId"));
   mcp_task *t;
-  sweep(1);
-  if (strcmp(method, "tasks/update") == 0) {
-    if (!json_is_object(responses)) {
-      reply_error(s, NULL, stream, key, MCP_RPC_INVALID_PARAMS,
-                  "Invalid params: inputResponses must be an object");
-      return;
-    }
-    json_object_foreach(responses, k, v)
-      if (!json_is_object(v)) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "Invalid params: inputResponses[\"%.64s\"] must be an object", k);
-        reply_error(s, NULL, stream, key, MCP_RPC_INVALID_PARAMS, msg);
-        return;
-      }
+  if (id == NULL) {
+    mcp__task_reply_error(s, b, stream, key, MCP_RPC_INVALID_PARAMS,
+                          "Invalid params: taskId must be a string");
+    return NULL;
   }
-  if (mcp_store_on()) {                /* the task may be another instance's */
-    mcp_task_store_request(s, stream, key, method, params);
-    return;
-  }
-  if ((t = lookup(s, NULL, stream, key, params, 1)) == NULL) return;
-  if (strcmp(method, "tasks/update") == 0) {
-    on_update(s, stream, key, t, responses);
-  } else if (strcmp(method, "tasks/cancel") == 0) {
-    /* An ack either way: a terminal task stays as it is. */
-    if (terminal(t->status)) mcp_info("task %s: cancel ignored: already %s", t->id, status_names[t->status]);
-    else cancel(t);
-    reply_ack(s, stream, key);
-  } else {
-    mcp_rpc_result_open(&out, key);
-    add_task(&out, t, "complete", 1);
-    mcp_rpc_close(&out);
-    reply(s, NULL, stream, &out);
-  }
+  if ((t = mcp__task_find(s, id, ext)) == NULL)
+    mcp__task_reply_error(s, b, stream, key, MCP_RPC_INVALID_PARAMS,
+                          "Failed to retrieve task: Task not found");
+  return t;
+}
+
+/* Cancel a task that is not terminal: cancelled at once and for good (a
+ * late result is dropped); its call gets the cancel through the state
+ * machine (its tool's cancel policy applies). */
+static void cancel(mcp_task *t) {
+  mcp_call *c = t->call;
+  set_status(t, MCP__TASK_CANCELLED, "The task was cancelled by request.", 1);
+  if (c != NULL) mcp_call_fire(c, MCP_EV_CANCEL, "task cancelled");
+  input_abandon(t);                  /* a handler that ignores cancels waits no more */
 }
 
 void mcp_task_session_closed(mcp_session *s) {
   mcp_task *t, *next;
-  if (mcp_store_on()) mcp_task_store_session_closed(s);
+  if (mcp__task_stored()) mcp__task_stored()->session_closed(s);
   for (t = T.head; t; t = next) {
     next = t->next;
     if (s != NULL && t->session != s) continue;
@@ -942,7 +624,7 @@ void mcp_task_collect(mcp_buf *b) {
   for (mcp_task *t = T.head; t; t = t->next) n[t->status]++;
   mcp_metric_head(b, "luamcp_tasks", "gauge", "Tasks kept, by state.");
   for (int i = 0; i < 5; i++) {
-    snprintf(labels, sizeof labels, "state=\"%s\"", status_names[i]);
+    snprintf(labels, sizeof labels, "state=\"%s\"", mcp__task_status_names[i]);
     mcp_metric_sample(b, "luamcp_tasks", labels, (double)n[i]);
   }
   if (mcp_store_on()) mcp_store_collect(b);
@@ -964,7 +646,7 @@ mcp_task *mcp__task_next(const mcp_task *t) { return t->next; }
 
 void mcp__task_view_of(const mcp_task *t, mcp__task_view *v) {
   *v = (mcp__task_view){
-    .id = t->id, .status = status_names[t->status], .message = t->message, .subject = t->subject,
+    .id = t->id, .status = mcp__task_status_names[t->status], .message = t->message, .subject = t->subject,
     .session = t->session, .ext = t->ext, .created_ms = t->created_ms, .updated_ms = t->updated_ms,
     .ttl_ms = t->ttl_ms, .expires_ns = t->expires_ns
   };
@@ -976,24 +658,23 @@ mcp_task *mcp__task_by_id(const char *id) {
   return NULL;
 }
 
-void mcp__task_render(mcp_buf *b, const mcp_task *t, const char *result_type, int detailed) {
-  add_task(b, t, result_type, detailed);
-}
-
-void mcp__task_detail(mcp_buf *b, const mcp_task *t) { add_detail(b, t); }
-
 void mcp__task_cancel(mcp_task *t) {
-  if (!terminal(t->status)) cancel(t);
+  if (!mcp__task_terminal(t->status)) cancel(t);
 }
 
 void mcp__task_adopt(mcp_task *t, const char *status, const char *message) {
   int st;
   mcp_call *c = t->call;
-  for (st = ST_COMPLETED; st <= ST_CANCELLED; st++)
-    if (strcmp(status_names[st], status) == 0) break;
-  if (terminal(t->status) || st > ST_CANCELLED) return;
+  for (st = MCP__TASK_COMPLETED; st <= MCP__TASK_CANCELLED; st++)
+    if (strcmp(mcp__task_status_names[st], status) == 0) break;
+  if (mcp__task_terminal(t->status) || st > MCP__TASK_CANCELLED) return;
   mcp_warn("task %s: the store has it %s (%s): stopping it here", t->id, status, message);
   set_status(t, st, message[0] ? message : NULL, 0);   /* refused by the store: a no-op there */
   if (c != NULL) mcp_call_fire(c, MCP_EV_CANCEL, message[0] ? message : status);
   input_abandon(t);
+}
+
+void mcp_task_init(void) {
+  static const mcp_session_type row = { .clock = mcp_task_sweep, .closed = mcp_task_session_closed };
+  mcp_session_register(&row);
 }

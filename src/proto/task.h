@@ -70,30 +70,10 @@ void mcp_task_push_meta(lua_State *L, const mcp_call *c);
  * answer: its task is input_required; method NULL: working again. */
 void mcp_task_input(const mcp_call *c, const char *method);
 
-/* tasks/get, tasks/list and tasks/cancel of a session, answered at once.
- * Returns 0 for any other method (or when no tool offers tasks), 1 when it
- * answered. */
-int mcp_task_request(mcp_session *s, mcp_batch *b, void *stream, const char *key,
-                     const char *method, json_t *params);
-/* tasks/get, tasks/update or tasks/cancel of a 2026-07-28 request read on s
- * (its scope), which declared the extension: answered at once on stream. */
-void mcp_task_request_ext(mcp_session *s, void *stream, const char *key, const char *method,
-                          json_t *params);
-/* Is there a task of the extension with this id in scope s? If so, and b
- * is not NULL, append its DetailedTask (as notifications/tasks carries it). */
-int mcp_task_describe(mcp_session *s, const char *id, mcp_buf *b);
-/* Free the tasks whose ttl is over (also run on each task operation). */
-void mcp_task_sweep(void);
-/* Free every task of s (a session, or a scope of stateless requests; its
- * calls are gone), or of all (s NULL, at shutdown: also closes the expiry
- * timer). */
-void mcp_task_session_closed(mcp_session *s);
-/* --store URL: tasks in the shared store (task_store.c), so that every
- * instance answers for every task. 0, or -1 with why in err. */
-int mcp_task_store_open(const char *url, char *err, size_t cap);
-/* A listener on s named task id: its state now goes to s's listeners once
- * the store answers (the task may be another instance's). */
-void mcp_task_store_describe(mcp_session *s, const char *id);
+/* Register task.c's row into session.c: the ttl sweep before the test clock
+ * moves, a session's tasks at its end (task_int.h has the other task files'). */
+void mcp_task_init(void);
+#include "task_store.h"   /* mcp_task_store_open, where main.c looks for it */
 /* Tasks by state, for /metrics. */
 void mcp_task_collect(mcp_buf *b);
 void mcp_task_close(void);

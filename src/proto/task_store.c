@@ -26,6 +26,7 @@
 #include "session.h"
 #include "store.h"
 #include "task_int.h"
+#include "task_store.h"
 
 #define CANCEL_MESSAGE "The task was cancelled by request."
 
@@ -89,7 +90,7 @@ static void write_record(const mcp_task *t, int notify, mcp_store_cb cb, void *u
   mcp_buf_free(&note);
 }
 
-void mcp_task_store_write(const mcp_task *t, int notify) { write_record(t, notify, NULL, NULL); }
+static void store_write(const mcp_task *t, int notify) { write_record(t, notify, NULL, NULL); }
 
 /* Pending requests. */
 
@@ -114,7 +115,7 @@ static void pending_free(pending *p) {
   free(p);
 }
 
-void mcp_task_store_session_closed(mcp_session *s) {
+static void store_session_closed(mcp_session *s) {
   for (pending *p = P; p; p = p->next)
     if (s == NULL || p->s == s) p->s = NULL;
 }
@@ -217,8 +218,8 @@ done:
   pending_free(p);
 }
 
-void mcp_task_store_request(mcp_session *s, void *stream, const char *key, const char *method,
-                            json_t *params) {
+static void store_request(mcp_session *s, void *stream, const char *key, const char *method,
+                          json_t *params) {
   const char *id = json_string_value(json_object_get(params, "taskId"));
   int kind = strcmp(method, "tasks/get") == 0      ? P_GET
              : strcmp(method, "tasks/cancel") == 0 ? P_CANCEL
@@ -255,8 +256,8 @@ static void on_created(void *ud, const char *err, const mcp_store_task *rec, con
   pending_free(p);
 }
 
-void mcp_task_store_created(const mcp_task *t, mcp_session *s, void *stream, const char *response,
-                            size_t len) {
+static void store_created(const mcp_task *t, mcp_session *s, void *stream, const char *response,
+                          size_t len) {
   pending *p = pending_new(s, stream, NULL, P_CREATE);
   if ((p->response = malloc(len)) == NULL) abort();
   memcpy(p->response, response, len);
@@ -264,7 +265,7 @@ void mcp_task_store_created(const mcp_task *t, mcp_session *s, void *stream, con
   write_record(t, 0, on_created, p);
 }
 
-void mcp_task_store_describe(mcp_session *s, const char *id) {
+static void store_describe(mcp_session *s, const char *id) {
   if (strlen(id) <= 64) mcp_store_task_get(id, on_get, pending_new(s, NULL, NULL, P_DESCRIBE));
 }
 
@@ -322,15 +323,18 @@ static void on_resync(void) {
   for (mcp_task *t = mcp__task_head(); t; t = mcp__task_next(t), n++) {
     mcp__task_view v;
     mcp__task_view_of(t, &v);
-    mcp_task_store_write(t, v.ext);
+    store_write(t, v.ext);
   }
   /* Our listeners may have missed what others published meanwhile (they
    * resync on their own time, before or after us): read it back. */
-  mcp_rev2026_listen_each_task(mcp_task_store_describe);
+  mcp_rev2026_listen_each_task(store_describe);
   if (n) mcp_info("task store: %d local task(s) written again", n);
 }
 
 int mcp_task_store_open(const char *url, char *err, size_t cap) {
+  static const mcp_task_store_type row = { store_write, store_created, store_request,
+                                           store_session_closed, store_describe };
+  mcp__task_set_store(&row);
   static const mcp_store_hooks hooks = { on_cancel, on_update, on_adopt, on_reaped, on_notify,
                                           on_resync };
   return mcp_store_open(mcp_sched_loop(), url, &hooks, err, cap);
