@@ -66,7 +66,7 @@ static void closed(void) {
   uv_unref((uv_handle_t *)&sigterm);
   uv_unref((uv_handle_t *)&sigint);
   uv_close((uv_handle_t *)&drain_timer, NULL);
-  http_close(NULL);              /* the --metrics listener (stdio); none is left over HTTP */
+  mcp_http_close(NULL);              /* the --metrics listener (stdio); none is left over HTTP */
   mcp_task_close();
   mcp_store_close();             /* after the tasks' last writes */
   mcp_sched_close();

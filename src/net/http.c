@@ -20,12 +20,12 @@ static const char *const header_names[NH] = {
 
 typedef struct {
   uv_write_t req;
-  http_conn *conn;
+  mcp_http_conn *conn;
   char data[];
 } write_req;
 
 /* A connection. Owned by the server list: freed in its close callback. */
-struct http_conn {
+struct mcp_http_conn {
   uv_tcp_t tcp;
   uv_timer_t timer;            /* slow headers, then keep-alive idle */
   http_parser parser;
@@ -34,7 +34,7 @@ struct http_conn {
   mcp_buf url, body, values[NH];
   mcp_buf field;               /* the header name being read */
   mcp_buf collected;           /* headers named cfg.collect_prefix...: "name\0value\0", in order */
-  mcp_buf fieldv;              /* http_field[] pointing into collected, built for on_request */
+  mcp_buf fieldv;              /* mcp_http_field[] pointing into collected, built for on_request */
   size_t header_bytes;
   int cur;                     /* header of interest whose value is being read, COLLECT, or -1 */
   int in_value;                /* the last callback was a value */
@@ -51,40 +51,40 @@ struct http_conn {
   size_t pending;              /* bytes handed to libuv, not yet written */
   char *extra;                 /* header lines for every answer of this exchange (owned) */
   void *ud;
-  const http_config *cfg;      /* its listener's (or the one http_serve_fd was given) */
+  const mcp_http_config *cfg;      /* its listener's (or the one mcp_http_conn_adopt was given) */
   int *count;                  /* the connections of that listener */
-  http_listener *listener;     /* NULL for http_serve_fd's */
-  http_conn *prev, *next;
+  mcp_http_listener *listener;     /* NULL for mcp_http_conn_adopt's */
+  mcp_http_conn *prev, *next;
 };
 
 /* A listener. Owned by the list: freed once its handle is closed
- * (http_unlisten, http_close) and its last connection gone, since its
+ * (mcp_http_unlisten, mcp_http_close) and its last connection gone, since its
  * connections use its cfg until they close. */
-struct http_listener {
+struct mcp_http_listener {
   uv_tcp_t tcp;
-  http_config cfg;
+  mcp_http_config cfg;
   int port, nconns;
   unsigned closing : 1, closed : 1;
-  http_listener *next;
+  mcp_http_listener *next;
 };
 
 static struct {
   uv_loop_t *loop;
-  http_listener *listeners;    /* open and closing */
-  http_config fd_cfg;          /* http_serve_fd's connections' */
+  mcp_http_listener *listeners;    /* open and closing */
+  mcp_http_config fd_cfg;          /* mcp_http_conn_adopt's connections' */
   int fd_nconns;
   http_parser_settings settings;
-  http_conn *conns, *oldest;  /* newest first; the last */
+  mcp_http_conn *conns, *oldest;  /* newest first; the last */
   int nconns;
   void (*on_closed)(void);
   uint64_t statuses[500];      /* answers by status, 100..599 (/metrics) */
   int collecting;
 } H;
 
-static void conn_close(http_conn *c);
-static void listener_release(http_listener *l);
-static void conn_close_later(http_conn *c);
-static void drive(http_conn *c);
+static void conn_close(mcp_http_conn *c);
+static void listener_release(mcp_http_listener *l);
+static void conn_close_later(mcp_http_conn *c);
+static void drive(mcp_http_conn *c);
 static void on_timer(uv_timer_t *t);
 
 static void collect(mcp_buf *b) {
@@ -124,7 +124,7 @@ static const char *status_text(int status) {
 
 static void write_done(uv_write_t *req, int status) {
   write_req *w = (write_req *)req;
-  http_conn *c = w->conn;
+  mcp_http_conn *c = w->conn;
   size_t len = *(size_t *)w->data;
   c->pending -= len;
   free(w);
@@ -141,7 +141,7 @@ static void write_done(uv_write_t *req, int status) {
  * fails (the peer reset it) or overflows dooms the connection instead: later
  * writes are ignored and the close, with on_close, comes on the next loop
  * turn, when no caller holds the exchange. */
-static int conn_write(http_conn *c, const char *data, size_t len) {
+static int conn_write(mcp_http_conn *c, const char *data, size_t len) {
   uv_buf_t b;
   int n = 0;
   if (c->closing || c->doomed) return -1;
@@ -181,7 +181,7 @@ static int conn_write(http_conn *c, const char *data, size_t len) {
   return 0;
 }
 
-static void add_head(mcp_buf *b, http_conn *c, int status, const char *headers,
+static void add_head(mcp_buf *b, mcp_http_conn *c, int status, const char *headers,
                      const char *content_type) {
   const char *text = status_text(status);
   if (status >= 100 && status < 600) H.statuses[status - 100]++;
@@ -201,7 +201,7 @@ static void add_head(mcp_buf *b, http_conn *c, int status, const char *headers,
 }
 
 /* The exchange is over: read the next request, or close. */
-static void exchange_done(http_conn *c) {
+static void exchange_done(mcp_http_conn *c) {
   c->header_bytes = 0;
   free(c->extra);
   c->extra = NULL;
@@ -221,7 +221,7 @@ static void exchange_done(http_conn *c) {
   uv_timer_start(&c->timer, on_timer, 0, 0);
 }
 
-void http_respond(http_conn *c, int status, const char *headers, const char *content_type,
+void mcp_http_respond(mcp_http_conn *c, int status, const char *headers, const char *content_type,
                   const char *body, size_t len) {
   mcp_buf b = MCP_BUF_INIT;
   add_head(&b, c, status, headers, content_type);
@@ -235,7 +235,7 @@ void http_respond(http_conn *c, int status, const char *headers, const char *con
 }
 
 /* HTTP/1.0 has no chunked encoding: the stream is ended by closing. */
-void http_stream_begin(http_conn *c, int status, const char *headers, const char *content_type) {
+void mcp_http_stream_begin(mcp_http_conn *c, int status, const char *headers, const char *content_type) {
   mcp_buf b = MCP_BUF_INIT;
   if (c->http10) c->keep_alive = 0;
   add_head(&b, c, status, headers, content_type);
@@ -246,7 +246,7 @@ void http_stream_begin(http_conn *c, int status, const char *headers, const char
   mcp_buf_free(&b);
 }
 
-int http_stream_write(http_conn *c, const char *data, size_t len) {
+int mcp_http_stream_write(mcp_http_conn *c, const char *data, size_t len) {
   mcp_buf b = MCP_BUF_INIT;
   int r;
   if (len == 0 || c->head) return 0;
@@ -260,39 +260,39 @@ int http_stream_write(http_conn *c, const char *data, size_t len) {
   return r;
 }
 
-void http_stream_end(http_conn *c) {
+void mcp_http_stream_end(mcp_http_conn *c) {
   if (c->streaming && !c->http10 && !c->head) conn_write(c, "0\r\n\r\n", 5);
   exchange_done(c);
 }
 
-void http_conn_set_data(http_conn *c, void *ud) { c->ud = ud; }
-void http_conn_set_headers(http_conn *c, const char *headers) {
+void mcp_http_conn_set_data(mcp_http_conn *c, void *ud) { c->ud = ud; }
+void mcp_http_conn_set_headers(mcp_http_conn *c, const char *headers) {
   free(c->extra);
   c->extra = headers ? strdup(headers) : NULL;
 }
 
 /* Errors found while reading: answer and close. */
-static void fail(http_conn *c, int status, const char *why) {
+static void fail(mcp_http_conn *c, int status, const char *why) {
   char body[256];
   int n = snprintf(body, sizeof body,
                    "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"%s\"}}", why);
   mcp_debug("http: %d %s", status, why);
   c->error = 1;
   c->busy = 1;
-  http_respond(c, status, NULL, "application/json", body, (size_t)n);
+  mcp_http_respond(c, status, NULL, "application/json", body, (size_t)n);
 }
 
 /* Parser callbacks. */
 
-static http_conn *conn_of(http_parser *p) { return p->data; }
+static mcp_http_conn *conn_of(http_parser *p) { return p->data; }
 
-static int count_header(http_conn *c, size_t n) {
+static int count_header(mcp_http_conn *c, size_t n) {
   c->header_bytes += n;
   if (c->header_bytes > c->cfg->max_header) return -1;
   return 0;
 }
 
-static void reset_request(http_conn *c) {
+static void reset_request(mcp_http_conn *c) {
   c->url.len = c->body.len = 0;
   for (int i = 0; i < NH; i++) c->values[i].len = 0;
   c->field.len = c->collected.len = c->fieldv.len = 0;
@@ -302,27 +302,27 @@ static void reset_request(http_conn *c) {
 }
 
 static int on_message_begin(http_parser *p) {
-  http_conn *c = conn_of(p);
+  mcp_http_conn *c = conn_of(p);
   reset_request(c);
   uv_timer_start(&c->timer, on_timer, c->cfg->header_ms, 0);
   return 0;
 }
 
 static int on_url(http_parser *p, const char *at, size_t n) {
-  http_conn *c = conn_of(p);
+  mcp_http_conn *c = conn_of(p);
   if (count_header(c, n)) return -1;
   mcp_buf_add(&c->url, at, n);
   return 0;
 }
 
 /* The value being read is complete. */
-static void end_value(http_conn *c) {
+static void end_value(mcp_http_conn *c) {
   if (c->cur == COLLECT) mcp_buf_addc(&c->collected, '\0');
   c->cur = -1;
 }
 
 static int on_header_field(http_parser *p, const char *at, size_t n) {
-  http_conn *c = conn_of(p);
+  mcp_http_conn *c = conn_of(p);
   if (count_header(c, n)) return -1;
   if (c->in_value) {
     end_value(c);
@@ -334,7 +334,7 @@ static int on_header_field(http_parser *p, const char *at, size_t n) {
 }
 
 /* Which header is this name: one of header_names, COLLECT, or -1. */
-static int header_index(const http_conn *c, const char *name, size_t len) {
+static int header_index(const mcp_http_conn *c, const char *name, size_t len) {
   const char *prefix = c->cfg->collect_prefix;
   for (int i = 0; i < NH; i++)
     if (strlen(header_names[i]) == len && strncasecmp(header_names[i], name, len) == 0) return i;
@@ -344,7 +344,7 @@ static int header_index(const http_conn *c, const char *name, size_t len) {
 }
 
 static int on_header_value(http_parser *p, const char *at, size_t n) {
-  http_conn *c = conn_of(p);
+  mcp_http_conn *c = conn_of(p);
   if (count_header(c, n)) return -1;
   if (memchr(at, '\0', n) != NULL) return -1;   /* values are C strings: a NUL would cut one short */
   if (!c->in_value) {
@@ -363,7 +363,7 @@ static int on_header_value(http_parser *p, const char *at, size_t n) {
 }
 
 static int on_headers_complete(http_parser *p) {
-  http_conn *c = conn_of(p);
+  mcp_http_conn *c = conn_of(p);
   end_value(c);
   uv_timer_start(&c->timer, on_timer, c->cfg->idle_ms, 0);   /* the body must keep coming */
   c->http10 = p->http_major == 1 && p->http_minor == 0;
@@ -375,7 +375,7 @@ static int on_headers_complete(http_parser *p) {
 }
 
 static int on_body(http_parser *p, const char *at, size_t n) {
-  http_conn *c = conn_of(p);
+  mcp_http_conn *c = conn_of(p);
   if (c->body.len + n > c->cfg->max_body) return -2;
   mcp_buf_add(&c->body, at, n);
   uv_timer_start(&c->timer, on_timer, c->cfg->idle_ms, 0);
@@ -383,7 +383,7 @@ static int on_body(http_parser *p, const char *at, size_t n) {
 }
 
 static int on_message_complete(http_parser *p) {
-  http_conn *c = conn_of(p);
+  mcp_http_conn *c = conn_of(p);
   end_value(c);                /* a trailer's */
   c->ready = 1;
   uv_timer_stop(&c->timer);
@@ -400,7 +400,7 @@ static char *trim(char *s, size_t len) {
 }
 
 /* A header of interest, or NULL when absent or empty. */
-static const char *value(http_conn *c, int h) {
+static const char *value(mcp_http_conn *c, int h) {
   mcp_buf *b = &c->values[h];
   const char *v;
   if (b->len == 0) return NULL;
@@ -409,11 +409,11 @@ static const char *value(http_conn *c, int h) {
   return *v ? v : NULL;
 }
 
-/* The collected headers as http_field[] (an empty value stays ""). */
-static int collected(http_conn *c, const http_field **out) {
+/* The collected headers as mcp_http_field[] (an empty value stays ""). */
+static int collected(mcp_http_conn *c, const mcp_http_field **out) {
   size_t off = 0;
   while (off < c->collected.len) {
-    http_field f;
+    mcp_http_field f;
     size_t n;
     f.name = c->collected.data + off;
     off += strlen(f.name) + 1;
@@ -422,12 +422,12 @@ static int collected(http_conn *c, const http_field **out) {
     off += n + 1;
     mcp_buf_add(&c->fieldv, &f, sizeof f);
   }
-  *out = (const http_field *)c->fieldv.data;
-  return (int)(c->fieldv.len / sizeof(http_field));
+  *out = (const mcp_http_field *)c->fieldv.data;
+  return (int)(c->fieldv.len / sizeof(mcp_http_field));
 }
 
-static void dispatch(http_conn *c) {
-  http_request r;
+static void dispatch(mcp_http_conn *c) {
+  mcp_http_request r;
   struct http_parser_url u;
   memset(&r, 0, sizeof r);
   r.method = c->parser.method;
@@ -465,7 +465,7 @@ static void dispatch(http_conn *c) {
 }
 
 /* Parse what was read, one request at a time. */
-static void drive(http_conn *c) {
+static void drive(mcp_http_conn *c) {
   /* An exchange answered at once set kick: the next request waits for it
    * (parsed here, its header timer replaced the kick, whose firing then
    * stopped the timer: an incomplete request never timed out). */
@@ -496,13 +496,13 @@ static void drive(http_conn *c) {
 
 /* Its time is up, or its slot is wanted: a request begun gets 408, an idle
  * connection is closed. */
-static void conn_expire(http_conn *c) {
+static void conn_expire(mcp_http_conn *c) {
   if (c->in.len > 0 || c->header_bytes > 0) fail(c, 408, "request took too long to arrive");
   else conn_close(c);
 }
 
 static void on_timer(uv_timer_t *t) {
-  http_conn *c = t->data;
+  mcp_http_conn *c = t->data;
   if (c->doomed) {
     conn_close(c);
     return;
@@ -519,7 +519,7 @@ static void on_timer(uv_timer_t *t) {
 /* Connections. */
 
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
-  http_conn *c = h->data;
+  mcp_http_conn *c = h->data;
   (void)hint;
   if (c->in.cap - c->in.len < 65536) mcp_buf_grow(&c->in, 65536);
   buf->base = c->in.data + c->in.len;
@@ -527,7 +527,7 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
 }
 
 static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
-  http_conn *c = s->data;
+  mcp_http_conn *c = s->data;
   (void)buf;
   if (n < 0) {
     conn_close(c);
@@ -547,7 +547,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
 }
 
 static void conn_free(uv_handle_t *h) {
-  http_conn *c = h->data;
+  mcp_http_conn *c = h->data;
   free(c->extra);
   mcp_buf_free(&c->in);
   mcp_buf_free(&c->url);
@@ -565,11 +565,11 @@ static void conn_free(uv_handle_t *h) {
 }
 
 static void timer_closed(uv_handle_t *h) {
-  http_conn *c = h->data;
+  mcp_http_conn *c = h->data;
   uv_close((uv_handle_t *)&c->tcp, conn_free);
 }
 
-static void conn_close(http_conn *c) {
+static void conn_close(mcp_http_conn *c) {
   void *ud = c->ud;
   if (c->closing) return;
   c->closing = 1;
@@ -587,7 +587,7 @@ static void conn_close(http_conn *c) {
 
 /* Close from under a caller: read nothing more, write nothing more, and
  * close on the next loop turn (the connection's timer, due at once). */
-static void conn_close_later(http_conn *c) {
+static void conn_close_later(mcp_http_conn *c) {
   if (c->closing || c->doomed) return;
   c->doomed = 1;
   c->kick = 0;
@@ -595,8 +595,8 @@ static void conn_close_later(http_conn *c) {
   uv_timer_start(&c->timer, on_timer, 0, 0);
 }
 
-static http_conn *conn_new(const http_config *cfg, int *count) {
-  http_conn *c = calloc(1, sizeof *c);
+static mcp_http_conn *conn_new(const mcp_http_config *cfg, int *count) {
+  mcp_http_conn *c = calloc(1, sizeof *c);
   if (c == NULL) abort();
   c->cfg = cfg;
   c->count = count;
@@ -608,7 +608,7 @@ static http_conn *conn_new(const http_config *cfg, int *count) {
 }
 
 /* A connection whose socket could not be had: freed without on_close. */
-static void conn_drop(http_conn *c) {
+static void conn_drop(mcp_http_conn *c) {
   c->closing = 1;
   uv_close((uv_handle_t *)&c->timer, timer_closed);
 }
@@ -617,8 +617,8 @@ static void conn_drop(http_conn *c) {
  * nothing: no request handled or complete, no answer being written. A
  * client that trickles its headers (slowloris) or idles between requests
  * is one; a call waiting for its answer or an open SSE stream never is. */
-static http_conn *conn_idle_oldest(const int *count) {
-  for (http_conn *c = H.oldest; c; c = c->prev)
+static mcp_http_conn *conn_idle_oldest(const int *count) {
+  for (mcp_http_conn *c = H.oldest; c; c = c->prev)
     if (c->count == count && !c->busy && !c->ready && !c->streaming && !c->error &&
         !c->doomed && !c->closing && c->pending == 0)
       return c;
@@ -629,8 +629,8 @@ static http_conn *conn_idle_oldest(const int *count) {
  * gives its slot up, so connections that never finish their headers can
  * delay a newcomer by no more than their own number of arrivals, and only a
  * server full of real work answers 503. */
-static void conn_start(http_conn *c) {
-  http_conn *idle;
+static void conn_start(mcp_http_conn *c) {
+  mcp_http_conn *idle;
   http_parser_init(&c->parser, HTTP_REQUEST);
   c->parser.data = c;
   c->next = H.conns;
@@ -656,8 +656,8 @@ static void conn_start(http_conn *c) {
 }
 
 static void on_connection(uv_stream_t *server, int status) {
-  http_listener *l = server->data;
-  http_conn *c;
+  mcp_http_listener *l = server->data;
+  mcp_http_conn *c;
   if (status < 0) {
     mcp_warn("http: accept: %s", uv_strerror(status));
     return;
@@ -682,11 +682,11 @@ static void setup(uv_loop_t *loop) {
   H.settings.on_message_complete = on_message_complete;
 }
 
-int http_listen(uv_loop_t *loop, const char *host, int port, const http_config *cfg,
-                http_listener **out) {
+int mcp_http_listen(uv_loop_t *loop, const char *host, int port, const mcp_http_config *cfg,
+                mcp_http_listener **out) {
   struct sockaddr_storage addr;
   int r, len = sizeof addr;
-  http_listener *l;
+  mcp_http_listener *l;
   setup(loop);
   if (strchr(host, ':')) r = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr);
   else r = uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
@@ -709,10 +709,10 @@ int http_listen(uv_loop_t *loop, const char *host, int port, const http_config *
   return 0;
 }
 
-int http_listener_port(const http_listener *l) { return l ? l->port : 0; }
+int mcp_http_listener_port(const mcp_http_listener *l) { return l ? l->port : 0; }
 
-int http_serve_fd(uv_loop_t *loop, const http_config *cfg, uv_os_sock_t fd) {
-  http_conn *c;
+int mcp_http_conn_adopt(uv_loop_t *loop, const mcp_http_config *cfg, uv_os_sock_t fd) {
+  mcp_http_conn *c;
   int r;
   setup(loop);
   H.fd_cfg = *cfg;
@@ -725,8 +725,8 @@ int http_serve_fd(uv_loop_t *loop, const http_config *cfg, uv_os_sock_t fd) {
   return 0;
 }
 
-static void listener_release(http_listener *l) {
-  http_listener **p = &H.listeners;
+static void listener_release(mcp_http_listener *l) {
+  mcp_http_listener **p = &H.listeners;
   if (!l->closed || l->nconns > 0) return;
   while (*p && *p != l) p = &(*p)->next;
   if (*p) *p = l->next;
@@ -734,7 +734,7 @@ static void listener_release(http_listener *l) {
 }
 
 static void listener_closed(uv_handle_t *h) {
-  http_listener *l = h->data;
+  mcp_http_listener *l = h->data;
   l->closed = 1;
   listener_release(l);
   if (H.listeners == NULL && H.nconns == 0 && H.on_closed) {
@@ -744,15 +744,15 @@ static void listener_closed(uv_handle_t *h) {
   }
 }
 
-void http_unlisten(http_listener *l) {
+void mcp_http_unlisten(mcp_http_listener *l) {
   if (l == NULL || l->closing) return;
   l->closing = 1;
   uv_close((uv_handle_t *)&l->tcp, listener_closed);
 }
 
-void http_close(void (*on_closed)(void)) {
+void mcp_http_close(void (*on_closed)(void)) {
   H.on_closed = on_closed;
-  for (http_listener *l = H.listeners; l; l = l->next) http_unlisten(l);
+  for (mcp_http_listener *l = H.listeners; l; l = l->next) mcp_http_unlisten(l);
   while (H.conns) conn_close(H.conns);
   if (H.listeners == NULL && H.nconns == 0 && H.on_closed) {
     H.on_closed = NULL;

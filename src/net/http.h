@@ -10,11 +10,11 @@
 
 #include "buf.h"
 
-typedef struct http_conn http_conn;
+typedef struct mcp_http_conn mcp_http_conn;
 
 typedef struct {
   const char *name, *value;
-} http_field;
+} mcp_http_field;
 
 /* The parts of a request the MCP transport reads. Valid during on_request.
  * Header values come without the whitespace around them; an empty one is
@@ -29,11 +29,11 @@ typedef struct {
   const char *session_id, *protocol_version, *last_event_id;
   const char *mcp_method, *mcp_name;   /* 2026-07-28 request metadata headers */
   const char *preflight_headers;       /* Access-Control-Request-Headers */
-  const http_field *fields;   /* the headers named cfg.collect_prefix..., in order (repeats kept) */
+  const mcp_http_field *fields;   /* the headers named cfg.collect_prefix..., in order (repeats kept) */
   int nfields;
   const char *body;           /* never NULL, even when empty */
   size_t body_len;
-} http_request;
+} mcp_http_request;
 
 typedef struct {
   size_t max_body;            /* 413 past it */
@@ -43,47 +43,47 @@ typedef struct {
   unsigned header_ms;         /* a request's headers must arrive within this: 408 */
   size_t max_pending;         /* unsent bytes on one connection before it is dropped */
   const char *collect_prefix; /* collect the headers whose name starts with this (any case), or NULL */
-  /* A request is complete; answer it with http_respond or http_stream_*.
+  /* A request is complete; answer it with mcp_http_respond or mcp_http_stream_*.
    * Until the answer ends, the connection reads no further request. */
-  void (*on_request)(http_conn *c, const http_request *r);
+  void (*on_request)(mcp_http_conn *c, const mcp_http_request *r);
   /* The connection is gone (closed by the peer, an error, or a limit);
-   * ud is the exchange's user data (http_conn_set_data), or NULL. */
-  void (*on_close)(http_conn *c, void *ud);
-} http_config;
+   * ud is the exchange's user data (mcp_http_conn_set_data), or NULL. */
+  void (*on_close)(mcp_http_conn *c, void *ud);
+} mcp_http_config;
 
-typedef struct http_listener http_listener;
+typedef struct mcp_http_listener mcp_http_listener;
 /* Listen on host:port with cfg (copied). Several listeners may be open
  * (the MCP endpoint's, the metrics one), each with its callbacks and
  * limits. Returns 0 and *out (out may be NULL), or a libuv error. */
-int http_listen(uv_loop_t *loop, const char *host, int port, const http_config *cfg,
-                http_listener **out);
-int http_listener_port(const http_listener *l);  /* the port bound (useful with port 0) */
+int mcp_http_listen(uv_loop_t *loop, const char *host, int port, const mcp_http_config *cfg,
+                mcp_http_listener **out);
+int mcp_http_listener_port(const mcp_http_listener *l);  /* the port bound (useful with port 0) */
 /* Accept no more connections on l; those open go on. */
-void http_unlisten(http_listener *l);
+void mcp_http_unlisten(mcp_http_listener *l);
 /* Stop every listener and close every connection (on_close runs for
  * each); on_closed (may be NULL) once all are gone. */
-void http_close(void (*on_closed)(void));
+void mcp_http_close(void (*on_closed)(void));
 /* Serve one connected stream socket as if it had been accepted (the fuzz
  * target feeds requests through a socketpair); cfg is taken unless a
  * listener set one. Returns 0, or a libuv error (fd is then not closed). */
-int http_serve_fd(uv_loop_t *loop, const http_config *cfg, uv_os_sock_t fd);
+int mcp_http_conn_adopt(uv_loop_t *loop, const mcp_http_config *cfg, uv_os_sock_t fd);
 
-void http_conn_set_data(http_conn *c, void *ud);
+void mcp_http_conn_set_data(mcp_http_conn *c, void *ud);
 /* Header lines (each ending in \r\n) added to every answer of the current
  * exchange (e.g. CORS); copied. */
-void http_conn_set_headers(http_conn *c, const char *headers);
+void mcp_http_conn_set_headers(mcp_http_conn *c, const char *headers);
 /* The answer's writers never close the connection under their caller: when
  * a write fails (the peer reset the connection) or too much is pending, the
  * connection is doomed, later writes are ignored, and it is closed, with
  * on_close, on the next loop turn.
  * A whole response. headers: extra lines, each ending in \r\n, or NULL. */
-void http_respond(http_conn *c, int status, const char *headers, const char *content_type,
+void mcp_http_respond(mcp_http_conn *c, int status, const char *headers, const char *content_type,
                   const char *body, size_t len);
 /* A streamed response (chunked), e.g. Server-Sent Events. */
-void http_stream_begin(http_conn *c, int status, const char *headers, const char *content_type);
+void mcp_http_stream_begin(mcp_http_conn *c, int status, const char *headers, const char *content_type);
 /* Returns -1 when the connection is doomed: the peer reset it or reads too
  * slowly. */
-int http_stream_write(http_conn *c, const char *data, size_t len);
-void http_stream_end(http_conn *c);
+int mcp_http_stream_write(mcp_http_conn *c, const char *data, size_t len);
+void mcp_http_stream_end(mcp_http_conn *c);
 
 #endif

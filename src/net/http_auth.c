@@ -20,8 +20,8 @@
  * Its request's strings stay in the connection's buffers: the connection
  * reads no further request until this one is answered. */
 typedef struct authwait {
-  http_conn *c;
-  http_request r;
+  mcp_http_conn *c;
+  mcp_http_request r;
   mcp_http_serve_fn serve;
   mcp_auth_wait *w;
   struct authwait *prev, *next;
@@ -34,7 +34,7 @@ static struct {
 /* Does the identity hold the scopes of the tools/call m? Else
  * answer 403 insufficient_scope with the scopes to ask for (those granted
  * and those needed, so that a new token loses none) and return 0. */
-static int scopes_allow_one(http_conn *c, json_t *m, const mcp_identity *id) {
+static int scopes_allow_one(mcp_http_conn *c, json_t *m, const mcp_identity *id) {
   const char *method = json_string_value(json_object_get(m, "method"));
   const char *name = json_string_value(json_object_get(json_object_get(m, "params"), "name"));
   char *need, *key, *p;
@@ -63,7 +63,7 @@ static int scopes_allow_one(http_conn *c, json_t *m, const mcp_identity *id) {
   key = json_object_get(m, "id") ? json_dumps(json_object_get(m, "id"), JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
   mcp_rpc_error(&out, key, -32600, "Forbidden: insufficient scope: tool %.128s needs %s", name, missing.data);
   mcp_info("http: 403: %.64s may not call %.128s: missing scope %s", id->subject, name, missing.data);
-  http_respond(c, 403, hdr.data, "application/json", out.data, out.len);
+  mcp_http_respond(c, 403, hdr.data, "application/json", out.data, out.len);
   mcp_auth_count("insufficient_scope");
   free(key);
   free(need);
@@ -74,7 +74,7 @@ static int scopes_allow_one(http_conn *c, json_t *m, const mcp_identity *id) {
   return 0;
 }
 
-int mcp_http_auth_scopes(http_conn *c, json_t *msg, const mcp_identity *id) {
+int mcp_http_auth_scopes(mcp_http_conn *c, json_t *msg, const mcp_identity *id) {
   for (size_t i = 0; json_is_array(msg) && i < json_array_size(msg); i++)
     if (!scopes_allow_one(c, json_array_get(msg, i), id)) return 0;
   return json_is_array(msg) || scopes_allow_one(c, msg, id);
@@ -82,17 +82,17 @@ int mcp_http_auth_scopes(http_conn *c, json_t *msg, const mcp_identity *id) {
 
 /* The Protected Resource Metadata (RFC 9728): public, readable from any
  * origin (browser clients discover the authorization server with it). */
-void mcp_http_auth_metadata(http_conn *c, const http_request *r) {
+void mcp_http_auth_metadata(mcp_http_conn *c, const mcp_http_request *r) {
   mcp_buf out = MCP_BUF_INIT, arr = MCP_BUF_INIT;
   char *all;
   if (r->method == HTTP_OPTIONS) {
-    http_respond(c, 204, "Access-Control-Allow-Origin: *\r\nAccess-Control-Allow-Methods: GET\r\n"
+    mcp_http_respond(c, 204, "Access-Control-Allow-Origin: *\r\nAccess-Control-Allow-Methods: GET\r\n"
                          "Access-Control-Allow-Headers: MCP-Protocol-Version\r\n", NULL, NULL, 0);
     return;
   }
   if (r->method != HTTP_GET && r->method != HTTP_HEAD) {
     mcp_rpc_error(&out, NULL, -32600, "%s", "Method Not Allowed");
-    http_respond(c, 405, "Allow: GET\r\n", "application/json", out.data, out.len);
+    mcp_http_respond(c, 405, "Allow: GET\r\n", "application/json", out.data, out.len);
     mcp_buf_free(&out);
     return;
   }
@@ -107,7 +107,7 @@ void mcp_http_auth_metadata(http_conn *c, const http_request *r) {
   mcp_buf_adds(&arr, "]");
   mcp_buf_addc(&arr, '\0');
   mcp_auth_metadata(&out, arr.data);
-  http_respond(c, 200, "Access-Control-Allow-Origin: *\r\nCache-Control: max-age=60\r\n", "application/json",
+  mcp_http_respond(c, 200, "Access-Control-Allow-Origin: *\r\nCache-Control: max-age=60\r\n", "application/json",
                out.data, out.len);
   free(all);
   mcp_buf_free(&out);
@@ -116,7 +116,7 @@ void mcp_http_auth_metadata(http_conn *c, const http_request *r) {
 
 /* The scopes a 401 names: the tool's, for a tools/call of one that has
  * some; else every tool's. The caller frees it. */
-static char *scope_hint(const http_request *r) {
+static char *scope_hint(const mcp_http_request *r) {
   json_t *v = mcp_json_parse(r->body, r->body_len, NULL, 0);
   const char *name = NULL;
   char *s = NULL;
@@ -128,7 +128,7 @@ static char *scope_hint(const http_request *r) {
   return s ? s : mcp_sched_tool_scopes(NULL);
 }
 
-static void auth_refuse(http_conn *c, const http_request *r, const mcp_auth_failure *f) {
+static void auth_refuse(mcp_http_conn *c, const mcp_http_request *r, const mcp_auth_failure *f) {
   mcp_buf hdr = MCP_BUF_INIT, out = MCP_BUF_INIT;
   char *scope = f->status == 401 ? scope_hint(r) : NULL;
   if (f->status == 401 || f->status == 400) mcp_auth_challenge(&hdr, f, scope);
@@ -137,7 +137,7 @@ static void auth_refuse(http_conn *c, const http_request *r, const mcp_auth_fail
   mcp_rpc_error(&out, NULL, -32600, "%s: %s",
                 f->status == 401 ? "Unauthorized" : f->status == 400 ? "Bad Request" : "Service Unavailable",
                 f->description);
-  http_respond(c, f->status, hdr.data, "application/json", out.data, out.len);
+  mcp_http_respond(c, f->status, hdr.data, "application/json", out.data, out.len);
   free(scope);
   mcp_buf_free(&hdr);
   mcp_buf_free(&out);
@@ -150,8 +150,8 @@ static void authwait_unlink(authwait *p) {
 
 static void on_auth(void *ud, mcp_identity *id, const mcp_auth_failure *f) {
   authwait *p = ud;
-  http_conn *c = p->c;
-  http_request r = p->r;
+  mcp_http_conn *c = p->c;
+  mcp_http_request r = p->r;
   mcp_http_serve_fn serve = p->serve;
   authwait_unlink(p);
   free(p);
@@ -165,14 +165,14 @@ static void on_auth(void *ud, mcp_identity *id, const mcp_auth_failure *f) {
 
 /* RFC 6750 2.3 allows a token in the query; OAuth 2.1 and the MCP spec do
  * not: such a request is refused, not merely unauthenticated. */
-static int query_has_token(const http_request *r) {
+static int query_has_token(const mcp_http_request *r) {
   static const char k[] = "access_token=";
   for (size_t i = 0; r->query != NULL && i + sizeof k - 1 <= r->query_len; i++)
     if ((i == 0 || r->query[i - 1] == '&') && memcmp(r->query + i, k, sizeof k - 1) == 0) return 1;
   return 0;
 }
 
-void mcp_http_auth_begin(http_conn *c, const http_request *r, mcp_http_serve_fn serve) {
+void mcp_http_auth_begin(mcp_http_conn *c, const mcp_http_request *r, mcp_http_serve_fn serve) {
   authwait *p;
   mcp_auth_wait *w;
   if (query_has_token(r)) {
@@ -191,7 +191,7 @@ void mcp_http_auth_begin(http_conn *c, const http_request *r, mcp_http_serve_fn 
   if ((w = mcp_auth_check(r->authorization, on_auth, p)) != NULL) p->w = w;   /* else p is gone */
 }
 
-void mcp_http_auth_closed(http_conn *c) {
+void mcp_http_auth_closed(mcp_http_conn *c) {
   for (authwait *p = W.pending; p; p = p->next)
     if (p->c == c) {
       mcp_auth_cancel(p->w);

@@ -100,7 +100,7 @@ static void cors_param_headers(const char *requested, mcp_buf *b) {
   }
 }
 
-int mcp_http_cors(http_conn *c, const http_request *r) {
+int mcp_http_cors(mcp_http_conn *c, const mcp_http_request *r) {
   mcp_buf hdr = MCP_BUF_INIT;
   int preflight = r->method == HTTP_OPTIONS;
   if (r->origin == NULL) return 0;
@@ -114,9 +114,9 @@ int mcp_http_cors(http_conn *c, const http_request *r) {
     mcp_buf_adds(&hdr, "\r\n");
   }
   mcp_buf_addc(&hdr, '\0');
-  http_conn_set_headers(c, hdr.data);
+  mcp_http_conn_set_headers(c, hdr.data);
   mcp_buf_free(&hdr);
-  if (preflight) http_respond(c, 204, NULL, NULL, NULL, 0);
+  if (preflight) mcp_http_respond(c, 204, NULL, NULL, NULL, 0);
   return preflight;
 }
 

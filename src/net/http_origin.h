@@ -15,6 +15,6 @@ int mcp_http_host_allowed(const mcp_http_options *o, const char *hostport);
 int mcp_http_token_ok(const mcp_http_options *o, const char *auth);
 /* CORS headers for a request with an Origin; a preflight (OPTIONS) is
  * answered here: 1, and nothing more to do. */
-int mcp_http_cors(http_conn *c, const http_request *r);
+int mcp_http_cors(mcp_http_conn *c, const mcp_http_request *r);
 
 #endif

@@ -20,7 +20,7 @@ void mcp__hstream_free(hstream *st) {
   free(st);
 }
 
-hstream *mcp__hstream_new(hsession *hs, http_conn *conn) {
+hstream *mcp__hstream_new(hsession *hs, mcp_http_conn *conn) {
   hstream *st = calloc(1, sizeof *st);
   if (st == NULL) abort();
   st->hs = hs;
@@ -93,7 +93,7 @@ static void stream_remember(hstream *st, const char *text, size_t len) {
 
 static void stream_send(hstream *st, const char *text, size_t len, unsigned seq) {
   if (st->conn == NULL) return;
-  if (http_stream_write(st->conn, text, len) == 0) st->delivered = seq;
+  if (mcp_http_stream_write(st->conn, text, len) == 0) st->delivered = seq;
 }
 
 /* One SSE event: remembered for replay, sent when a connection is attached. */
@@ -122,7 +122,7 @@ static void stream_open_sse(hstream *st) {
   if (st->conn == NULL) return;
   session_headers(st->hs, hdr, sizeof hdr);
   strncat(hdr, "X-Accel-Buffering: no\r\n", sizeof hdr - strlen(hdr) - 1);
-  http_stream_begin(st->conn, 200, hdr, "text/event-stream");
+  mcp_http_stream_begin(st->conn, 200, hdr, "text/event-stream");
   /* 2025-11-25: prime the client with an event id it can resume from. */
   if (st->hs->s.revision >= REV_2025_11_25) stream_event(st, "", 0, "retry: 1000\n");
 }
@@ -130,9 +130,9 @@ static void stream_open_sse(hstream *st) {
 static void stream_end(hstream *st) {
   st->ended = 1;
   if (st->conn) {
-    http_conn *c = st->conn;
+    mcp_http_conn *c = st->conn;
     st->conn = NULL;
-    http_stream_end(c);
+    mcp_http_stream_end(c);
   }
   if (!st->is_get) mcp__hstream_retire(st);
 }
@@ -153,7 +153,7 @@ void mcp__hs_write(mcp_session *s, void *stream, const char *data, size_t len, i
   }
   if (st->ended) return;
   if (st->mode == UNDECIDED && last && st->conn != NULL) {
-    http_conn *c = st->conn;
+    mcp_http_conn *c = st->conn;
     session_headers(hs, hdr, sizeof hdr);
     st->conn = NULL;
     st->ended = 1;
@@ -161,9 +161,9 @@ void mcp__hs_write(mcp_session *s, void *stream, const char *data, size_t len, i
       /* 2026-07-28: a missing client capability is a 400 (streamable-http) */
       int status = hs->modern && mcp_rpc_error_code(data, len) == MCP_RPC_MISSING_CAPABILITY ? 400 : 200;
       st->mode = JSON;
-      http_respond(c, status, hdr, "application/json", data, len);
+      mcp_http_respond(c, status, hdr, "application/json", data, len);
     } else if (st->in_input) {      /* a notification or a response: accepted */
-      http_respond(c, 202, hdr, NULL, NULL, 0);
+      mcp_http_respond(c, 202, hdr, NULL, NULL, 0);
     } else {                        /* a request that ends with no answer (cancelled) */
       st->conn = c;
       stream_open_sse(st);
@@ -188,28 +188,28 @@ void mcp__hs_detach(mcp_session *s, void *stream) {
   if (st == NULL || st->ended || st->is_get) return;
   if (st->mode == UNDECIDED) stream_open_sse(st);
   if (st->conn != NULL) {
-    http_conn *c = st->conn;
+    mcp_http_conn *c = st->conn;
     mcp_debug("http: session %.8s: stream %u: connection closed for polling", st->hs->id, st->no);
     st->conn = NULL;
-    http_conn_set_data(c, NULL);
-    http_stream_end(c);          /* the HTTP answer ends cleanly; the MCP stream goes on */
+    mcp_http_conn_set_data(c, NULL);
+    mcp_http_stream_end(c);          /* the HTTP answer ends cleanly; the MCP stream goes on */
   }
 }
 
 /* GET: the standalone stream, or a resumption with Last-Event-ID. */
-void mcp__hstream_resume(hstream *st, http_conn *c, unsigned after, int prime) {
+void mcp__hstream_resume(hstream *st, mcp_http_conn *c, unsigned after, int prime) {
   char hdr[128];
   if (st->mode == UNDECIDED) st->mode = SSE;   /* resumed before it sent anything */
   st->conn = c;
-  http_conn_set_data(c, st);
+  mcp_http_conn_set_data(c, st);
   session_headers(st->hs, hdr, sizeof hdr);
   strncat(hdr, "X-Accel-Buffering: no\r\n", sizeof hdr - strlen(hdr) - 1);
-  http_stream_begin(c, 200, hdr, "text/event-stream");
+  mcp_http_stream_begin(c, 200, hdr, "text/event-stream");
   for (size_t i = 0; i < st->nevents; i++)
     if (st->events[i].seq > after) stream_send(st, st->events[i].text, st->events[i].len, st->events[i].seq);
   if (prime && st->hs->s.revision >= REV_2025_11_25) stream_event(st, "", 0, "retry: 1000\n");
   if (st->ended) {
     st->conn = NULL;
-    http_stream_end(c);
+    mcp_http_stream_end(c);
   }
 }

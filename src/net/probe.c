@@ -11,7 +11,7 @@
 
 static struct {
   int ready;
-  http_listener *listener;
+  mcp_http_listener *listener;
 } P;
 
 void mcp_probe_set_ready(int ready) { P.ready = ready; }
@@ -22,22 +22,22 @@ int mcp_probe_path(const char *path) {
   return 0;
 }
 
-static void plain(http_conn *c, int status, const char *text) {
-  http_respond(c, status, NULL, "text/plain; charset=utf-8", text, strlen(text));
+static void plain(mcp_http_conn *c, int status, const char *text) {
+  mcp_http_respond(c, status, NULL, "text/plain; charset=utf-8", text, strlen(text));
 }
 
-static void metrics(http_conn *c) {
+static void metrics(mcp_http_conn *c) {
   mcp_buf b = MCP_BUF_INIT;
   mcp_session_collect(&b);
   mcp_task_collect(&b);
   mcp_metrics_write(&b);
-  http_respond(c, 200, NULL, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
+  mcp_http_respond(c, 200, NULL, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
   mcp_buf_free(&b);
 }
 
-void mcp_probe_answer(http_conn *c, const http_request *r) {
+void mcp_probe_answer(mcp_http_conn *c, const mcp_http_request *r) {
   if (r->method != HTTP_GET && r->method != HTTP_HEAD) {
-    http_respond(c, 405, "Allow: GET, HEAD\r\n", NULL, NULL, 0);
+    mcp_http_respond(c, 405, "Allow: GET, HEAD\r\n", NULL, NULL, 0);
     return;
   }
   if (strcmp(r->path, "/healthz") == 0) plain(c, 200, "ok\n");
@@ -47,17 +47,17 @@ void mcp_probe_answer(http_conn *c, const http_request *r) {
 
 /* The --metrics listener: these three paths, nothing else, no checks: bind
  * it where only the scraper and the probes reach. */
-static void on_request(http_conn *c, const http_request *r) {
+static void on_request(mcp_http_conn *c, const mcp_http_request *r) {
   if (mcp_probe_path(r->path)) mcp_probe_answer(c, r);
   else plain(c, 404, "not found: /metrics, /healthz and /readyz are served here\n");
 }
 
 int mcp_probe_listen(uv_loop_t *loop, const char *host, int port) {
-  http_config cfg = {
+  mcp_http_config cfg = {
     .max_body = 4096, .max_header = 16384, .max_connections = 64, .idle_ms = 60000,
     .header_ms = 10000, .max_pending = 8u << 20, .on_request = on_request,
   };
-  return http_listen(loop, host, port, &cfg, &P.listener);
+  return mcp_http_listen(loop, host, port, &cfg, &P.listener);
 }
 
-int mcp_probe_port(void) { return http_listener_port(P.listener); }
+int mcp_probe_port(void) { return mcp_http_listener_port(P.listener); }

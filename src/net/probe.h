@@ -13,7 +13,7 @@
 void mcp_probe_set_ready(int ready);
 /* Is path one of the endpoints? (/healthz, /readyz: 1; /metrics: 2) */
 int mcp_probe_path(const char *path);
-void mcp_probe_answer(http_conn *c, const http_request *r);
+void mcp_probe_answer(mcp_http_conn *c, const mcp_http_request *r);
 /* The --metrics listener. 0, or a libuv error. */
 int mcp_probe_listen(uv_loop_t *loop, const char *host, int port);
 int mcp_probe_port(void);

@@ -51,7 +51,7 @@ static struct {
   void (*on_closed)(void);
   int shutting_down;
   int draining;                     /* mcp_http_drain: no new requests */
-  http_listener *listener;
+  mcp_http_listener *listener;
   int collecting;                   /* collect is registered */
 } T;
 
@@ -66,8 +66,8 @@ static void session_free(hsession *hs) {
     hstream *st = hs->streams;
     hs->streams = st->next;
     if (st->conn) {
-      http_conn_set_data(st->conn, NULL);
-      http_stream_end(st->conn);
+      mcp_http_conn_set_data(st->conn, NULL);
+      mcp_http_stream_end(st->conn);
     }
     mcp__hstream_free(st);
   }
@@ -77,7 +77,7 @@ static void session_free(hsession *hs) {
   if (T.shutting_down && T.sessions == NULL && T.on_closed) {
     void (*cb)(void) = T.on_closed;
     T.on_closed = NULL;
-    http_close(cb);
+    mcp_http_close(cb);
   }
 }
 
@@ -133,13 +133,13 @@ static int header_has(const char *value, const char *token) {
   return value != NULL && strcasestr(value, token) != NULL;
 }
 
-static void reply_error(http_conn *c, int status, const char *headers, int code, const char *msg) {
+static void reply_error(mcp_http_conn *c, int status, const char *headers, int code, const char *msg) {
   char body[512];
   int n = snprintf(body, sizeof body,
                    "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":%d,\"message\":\"%s\"}}",
                    code, msg);
   mcp_debug("http: %d: %s", status, msg);
-  http_respond(c, status, headers, "application/json", body, (size_t)n);
+  mcp_http_respond(c, status, headers, "application/json", body, (size_t)n);
 }
 
 static int revision_index(const char *v) {
@@ -149,7 +149,7 @@ static int revision_index(const char *v) {
 }
 
 /* The session a request names, or an answer (400/404) and NULL. */
-static hsession *request_session(http_conn *c, const http_request *r) {
+static hsession *request_session(mcp_http_conn *c, const mcp_http_request *r) {
   hsession *hs;
   if (r->session_id == NULL) {
     reply_error(c, 400, NULL, -32600, "Bad Request: Mcp-Session-Id header required");
@@ -190,14 +190,14 @@ static int is_initialize(const char *body, size_t len) {
 
 static int is_modern_version(const char *v) { return v != NULL && strcmp(v, MCP_REV_2026) == 0; }
 
-static void reply_rpc(http_conn *c, int status, const char *key, int code, const char *fmt,
+static void reply_rpc(mcp_http_conn *c, int status, const char *key, int code, const char *fmt,
                       const char *a, const char *b) {
   mcp_buf out = MCP_BUF_INIT;
   char msg[700];
   snprintf(msg, sizeof msg, fmt, a, b);
   mcp_rpc_error(&out, key, code, "%s", msg);
   mcp_debug("http: %d: %s", status, msg);
-  http_respond(c, status, NULL, "application/json", out.data, out.len);
+  mcp_http_respond(c, status, NULL, "application/json", out.data, out.len);
   mcp_buf_free(&out);
 }
 
@@ -219,7 +219,7 @@ static hsession *stateless_session(void) {
 }
 
 /* POST of a 2026-07-28 client: one request (or notification), no session. */
-static void on_post_modern(http_conn *c, const http_request *r) {
+static void on_post_modern(mcp_http_conn *c, const mcp_http_request *r) {
   json_t *msg = mcp_json_parse(r->body, r->body_len, NULL, 0), *id;
   char *key = NULL, why[600];
   mcp_buf out = MCP_BUF_INIT;
@@ -241,7 +241,7 @@ static void on_post_modern(http_conn *c, const http_request *r) {
   if (id == NULL) {                 /* no notification is defined over HTTP in this revision */
     mcp_debug("http: 2026-07-28 notification %.128s ignored",
               json_string_value(json_object_get(msg, "method")));
-    http_respond(c, 202, NULL, NULL, NULL, 0);
+    mcp_http_respond(c, 202, NULL, NULL, NULL, 0);
     goto done;
   }
   if (!json_is_string(id) && !json_is_integer(id)) {
@@ -260,13 +260,13 @@ static void on_post_modern(http_conn *c, const http_request *r) {
   }
   if ((status = mcp_rev2026_check(msg, key, &out)) != 0) {
     mcp_debug("http: %d: %.*s", status, (int)out.len, out.data);
-    http_respond(c, status, NULL, "application/json", out.data, out.len);
+    mcp_http_respond(c, status, NULL, "application/json", out.data, out.len);
     goto done;
   }
   if (T.opt.auth && !mcp_http_auth_scopes(c, msg, T.id)) goto done;
   hs = stateless_session();
   st = mcp__hstream_new(hs, c);
-  http_conn_set_data(c, st);
+  mcp_http_conn_set_data(c, st);
   st->in_input = 1;
   mcp_session_input(&hs->s, r->body, r->body_len, st);
   st->in_input = 0;
@@ -282,7 +282,7 @@ done:
 
 /* A POST of a 2026-07-28 client: the header says so, or (with no session)
  * the body's _meta does. */
-static int is_modern_post(const http_request *r) {
+static int is_modern_post(const mcp_http_request *r) {
   json_t *v;
   int yes;
   if (is_modern_version(r->protocol_version)) return 1;
@@ -293,7 +293,7 @@ static int is_modern_post(const http_request *r) {
   return yes;
 }
 
-static void on_post(http_conn *c, const http_request *r) {
+static void on_post(mcp_http_conn *c, const mcp_http_request *r) {
   hsession *hs;
   hstream *st;
   int fresh = 0;
@@ -331,7 +331,7 @@ static void on_post(http_conn *c, const http_request *r) {
     return;
   }
   st = mcp__hstream_new(hs, c);
-  http_conn_set_data(c, st);
+  mcp_http_conn_set_data(c, st);
   st->in_input = 1;
   mcp_session_input(&hs->s, r->body, r->body_len, st);
   st->in_input = 0;
@@ -344,7 +344,7 @@ static void on_post(http_conn *c, const http_request *r) {
 }
 
 /* GET: the standalone stream, or a resumption with Last-Event-ID. */
-static void on_get(http_conn *c, const http_request *r) {
+static void on_get(mcp_http_conn *c, const mcp_http_request *r) {
   hsession *hs;
   hstream *st = NULL;
   unsigned no = 0, after = 0;
@@ -380,16 +380,16 @@ static void on_get(http_conn *c, const http_request *r) {
   mcp__hstream_resume(st, c, after, st->is_get && r->last_event_id == NULL);
 }
 
-static void on_delete(http_conn *c, const http_request *r) {
+static void on_delete(mcp_http_conn *c, const mcp_http_request *r) {
   hsession *hs = request_session(c, r);
   if (hs == NULL) return;
   session_end(hs, "session ended");
-  http_respond(c, 200, NULL, NULL, NULL, 0);
+  mcp_http_respond(c, 200, NULL, NULL, NULL, 0);
 }
 
 /* Draining: does the POST carry a request (a new call)? Notifications
  * (a cancel) and responses (to a handler's question) still go in. */
-static int drain_refuses(const http_request *r, json_t **id) {
+static int drain_refuses(const mcp_http_request *r, json_t **id) {
   json_t *v = mcp_json_parse(r->body, r->body_len, NULL, 0), *m;
   int yes = 0;
   *id = NULL;
@@ -405,27 +405,27 @@ static int drain_refuses(const http_request *r, json_t **id) {
   return yes;
 }
 
-static void reply_draining(http_conn *c, json_t *id) {
+static void reply_draining(mcp_http_conn *c, json_t *id) {
   mcp_buf out = MCP_BUF_INIT;
   char *key = id && (json_is_string(id) || json_is_integer(id))
                   ? json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
   mcp_rpc_error(&out, key, RPC_DRAINING, "%s",
                 "Service Unavailable: the server is shutting down (draining); retry elsewhere");
-  http_respond(c, 503, "Retry-After: 5\r\n", "application/json", out.data, out.len);
+  mcp_http_respond(c, 503, "Retry-After: 5\r\n", "application/json", out.data, out.len);
   mcp_buf_free(&out);
   free(key);
 }
 
-static void serve(http_conn *c, const http_request *r);
+static void serve(mcp_http_conn *c, const mcp_http_request *r);
 
 /* With auth: a request whose token was accepted, served as id. */
-static void serve_as(http_conn *c, const http_request *r, mcp_identity *id) {
+static void serve_as(mcp_http_conn *c, const mcp_http_request *r, mcp_identity *id) {
   T.id = id;
   serve(c, r);
   T.id = NULL;
 }
 
-static void on_request(http_conn *c, const http_request *r) {
+static void on_request(mcp_http_conn *c, const mcp_http_request *r) {
   if (mcp_probe_path(r->path) == 1) {          /* /healthz, /readyz: no secrets, no checks */
     mcp_probe_answer(c, r);
     return;
@@ -460,7 +460,7 @@ static void on_request(http_conn *c, const http_request *r) {
 }
 
 /* A request past the checks (with auth, T.id is its identity). */
-static void serve(http_conn *c, const http_request *r) {
+static void serve(mcp_http_conn *c, const mcp_http_request *r) {
   if (mcp_probe_path(r->path) == 2) {          /* /metrics: behind the same checks as /mcp */
     mcp_probe_answer(c, r);
     return;
@@ -497,7 +497,7 @@ static void serve(http_conn *c, const http_request *r) {
 
 /* A connection went away. In these revisions that cancels nothing: the
  * stream keeps its messages for a resumption. */
-static void on_close(http_conn *c, void *ud) {
+static void on_close(mcp_http_conn *c, void *ud) {
   hstream *st = ud;
   if (st == NULL) {
     if (T.opt.auth && mcp_http_auth_waiting()) mcp_http_auth_closed(c);
@@ -515,10 +515,10 @@ static void on_close(http_conn *c, void *ud) {
 
 static void collect(mcp_buf *b);
 
-static http_config config(const mcp_http_options *opt) {
+static mcp_http_config config(const mcp_http_options *opt) {
   if (!T.collecting) mcp_metrics_collector(collect);
   T.collecting = 1;
-  http_config cfg = {
+  mcp_http_config cfg = {
     .max_body = opt->max_body,
     .max_header = 16384,
     .max_connections = opt->max_connections,
@@ -533,24 +533,24 @@ static http_config config(const mcp_http_options *opt) {
 }
 
 int mcp_http_start(uv_loop_t *loop, const mcp_http_options *opt) {
-  http_config cfg = config(opt);
+  mcp_http_config cfg = config(opt);
   T.opt = *opt;
-  return http_listen(loop, opt->host, opt->port, &cfg, &T.listener);
+  return mcp_http_listen(loop, opt->host, opt->port, &cfg, &T.listener);
 }
 
 int mcp_http_serve_fd(uv_loop_t *loop, const mcp_http_options *opt, uv_os_sock_t fd) {
-  http_config cfg = config(opt);
+  mcp_http_config cfg = config(opt);
   if (T.shutting_down && T.sessions == NULL && T.on_closed == NULL) T.shutting_down = 0;
   T.opt = *opt;
-  return http_serve_fd(loop, &cfg, fd);
+  return mcp_http_conn_adopt(loop, &cfg, fd);
 }
 
-int mcp_http_port(void) { return http_listener_port(T.listener); }
+int mcp_http_port(void) { return mcp_http_listener_port(T.listener); }
 
 void mcp_http_drain(void) {
   if (T.draining) return;
   T.draining = 1;
-  http_unlisten(T.listener);
+  mcp_http_unlisten(T.listener);
   T.listener = NULL;
 }
 
@@ -569,7 +569,7 @@ void mcp_http_shutdown(void (*on_closed)(void)) {
   T.on_closed = on_closed;
   if (T.sessions == NULL) {
     T.on_closed = NULL;
-    http_close(on_closed);
+    mcp_http_close(on_closed);
     return;
   }
   for (hsession *hs = T.sessions, *next; hs; hs = next) {

@@ -24,7 +24,7 @@ typedef struct {
 int mcp_http_start(uv_loop_t *loop, const mcp_http_options *opt);
 int mcp_http_port(void);
 /* Serve one connected stream socket as if it had been accepted (the fuzz
- * target's way in; http_serve_fd). After a shutdown has completed, the
+ * target's way in; mcp_http_serve_fd). After a shutdown has completed, the
  * transport serves afresh. */
 int mcp_http_serve_fd(uv_loop_t *loop, const mcp_http_options *opt, uv_os_sock_t fd);
 /* Drain: accept no new connection, and answer new requests (a POST with

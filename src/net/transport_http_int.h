@@ -25,7 +25,7 @@ typedef struct {
  * session. A call points at it until the call's last message. */
 struct hstream {
   hsession *hs;
-  http_conn *conn;                  /* attached connection, or NULL */
+  mcp_http_conn *conn;                  /* attached connection, or NULL */
   unsigned no;                      /* within the session */
   unsigned seq;                     /* last event id used */
   unsigned delivered;               /* last event handed to a connection */
@@ -53,14 +53,14 @@ struct hsession {
 };
 
 /* http_stream.c. A stream of hs, attached to conn (or NULL), first in its list. */
-hstream *mcp__hstream_new(hsession *hs, http_conn *conn);
+hstream *mcp__hstream_new(hsession *hs, mcp_http_conn *conn);
 void mcp__hstream_unlink(hstream *st);
 void mcp__hstream_free(hstream *st);
 /* An ended stream: freed, or kept for resumption (SSE). */
 void mcp__hstream_retire(hstream *st);
 /* Attach c to st (GET) and send the events after `after`; prime: a new GET
  * stream of 2025-11-25 gets a retry event first. */
-void mcp__hstream_resume(hstream *st, http_conn *c, unsigned after, int prime);
+void mcp__hstream_resume(hstream *st, mcp_http_conn *c, unsigned after, int prime);
 /* The session's writer (mcp_session_write_cb) and its detach (SSE polling). */
 void mcp__hs_write(mcp_session *s, void *stream, const char *data, size_t len, int last);
 void mcp__hs_detach(mcp_session *s, void *stream);

@@ -131,7 +131,7 @@ static void path_text(json_t *path, char *out, size_t cap) {
 
 /* One x-mcp-header declaration {name, path} against the headers and the
  * arguments. */
-static int check_param(const http_request *r, json_t *decl, json_t *args, char *why, size_t cap) {
+static int check_param(const mcp_http_request *r, json_t *decl, json_t *args, char *why, size_t cap) {
   const char *name = json_string_value(json_object_get(decl, "name")), *h = NULL;
   json_t *path = json_object_get(decl, "path"), *v = argument_at(args, path);
   size_t skip = strlen(MCP_PARAM_PREFIX);
@@ -166,7 +166,7 @@ static int check_param(const http_request *r, json_t *decl, json_t *args, char *
 
 /* The Mcp-Param headers of a tools/call. A tool that is not there has none
  * (the call itself answers that). */
-static int check_params(const http_request *r, json_t *params, char *why, size_t cap) {
+static int check_params(const mcp_http_request *r, json_t *params, char *why, size_t cap) {
   json_t *decls = mcp_sched_param_headers(json_string_value(json_object_get(params, "name")));
   json_t *args = json_object_get(params, "arguments"), *d;
   size_t i;
@@ -178,7 +178,7 @@ static int check_params(const http_request *r, json_t *params, char *why, size_t
   return ok;
 }
 
-int mcp_headers_check(const http_request *r, json_t *msg, char *why, size_t cap) {
+int mcp_headers_check(const mcp_http_request *r, json_t *msg, char *why, size_t cap) {
   const char *method = json_string_value(json_object_get(msg, "method"));
   const char *version = mcp_rev2026_version(msg);
   json_t *params = json_object_get(msg, "params");

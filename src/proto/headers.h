@@ -17,6 +17,6 @@
 /* 1 when the headers of r agree with the request msg; 0 with the reason in
  * why, for a 400 answer with -32020 (HeaderMismatch). A body without a
  * protocol version is not judged here (it is malformed: -32602). */
-int mcp_headers_check(const http_request *r, json_t *msg, char *why, size_t cap);
+int mcp_headers_check(const mcp_http_request *r, json_t *msg, char *why, size_t cap);
 
 #endif

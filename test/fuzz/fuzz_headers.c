@@ -3,7 +3,7 @@
  * the real server.lua (server.c).
  *
  * The input is header lines ("Name: value"), a blank line, and the body.
- * The headers become an http_request as http.c makes it (values trimmed,
+ * The headers become an mcp_http_request as http.c makes it (values trimmed,
  * an empty one absent, repeats joined by ", ", the Mcp-Param-* ones
  * collected in order); a body that transport_http.c would not hand over
  * (not an object with a string method and a string or integer id) is
@@ -87,8 +87,8 @@ static const char *value_of(mcp_buf *b) {
 }
 
 static int check(headers *h, json_t *msg, char *why, size_t cap) {
-  http_request r;
-  http_field f[MAXF];
+  mcp_http_request r;
+  mcp_http_field f[MAXF];
   int ok;
   memset(&r, 0, sizeof r);
   r.method = HTTP_POST;

@@ -1,7 +1,7 @@
 /* The HTTP server (http.c): raw bytes from a client, as one connection.
  *
  * The input is written to one end of a socketpair before the loop runs;
- * http_serve_fd serves the other end, and the client end reads every byte
+ * mcp_http_conn_adopt serves the other end, and the client end reads every byte
  * the server writes. When the input's length is odd the client then shuts
  * its side (EOF while requests wait or are being answered). Each request
  * is answered in a way its path picks: at once, with extra headers, as a
@@ -39,7 +39,7 @@
  * when it answers, or when the connection goes first. */
 typedef struct {
   uv_timer_t timer;
-  http_conn *conn;
+  mcp_http_conn *conn;
   int stream;               /* end a stream begun at once, rather than answer whole */
 } later;
 
@@ -60,25 +60,25 @@ static void later_cancel(later *l) {
 
 static void on_later(uv_timer_t *t) {
   later *l = t->data;
-  http_conn *c = l->conn;
-  http_conn_set_data(c, NULL);
+  mcp_http_conn *c = l->conn;
+  mcp_http_conn_set_data(c, NULL);
   later_cancel(l);
   if (l->stream) {
-    http_stream_write(c, "data: later\n\n", 13);
-    http_stream_end(c);
+    mcp_http_stream_write(c, "data: later\n\n", 13);
+    mcp_http_stream_end(c);
   } else {
-    http_respond(c, 202, NULL, NULL, NULL, 0);
+    mcp_http_respond(c, 202, NULL, NULL, NULL, 0);
   }
 }
 
-static void defer(http_conn *c, int stream) {
+static void defer(mcp_http_conn *c, int stream) {
   later *l = calloc(1, sizeof *l);
   if (l == NULL) abort();
   uv_timer_init(&F.loop, &l->timer);
   l->timer.data = l;
   l->conn = c;
   l->stream = stream;
-  http_conn_set_data(c, l);
+  mcp_http_conn_set_data(c, l);
   uv_timer_start(&l->timer, on_later, 0, 0);
 }
 
@@ -90,7 +90,7 @@ static void check_value(const char *name, const char *v) {
   REQUIRE(v[0] != ' ' && v[0] != '\t' && v[n - 1] != ' ' && v[n - 1] != '\t', "%s: not trimmed: '%s'", name, v);
 }
 
-static void on_request(http_conn *c, const http_request *r) {
+static void on_request(mcp_http_conn *c, const mcp_http_request *r) {
   mcp_buf body = MCP_BUF_INIT;
   REQUIRE(r->method >= 0 && r->method <= HTTP_SOURCE, "method %d", r->method);
   REQUIRE(strnlen(r->path, sizeof r->path) < sizeof r->path, "path not terminated");
@@ -118,32 +118,32 @@ static void on_request(http_conn *c, const http_request *r) {
   mcp_buf_printf(&body, "%s %s %d", http_method_str(r->method), r->path, r->nfields);
   switch (r->path[0] ? (unsigned char)r->path[strlen(r->path) - 1] % 6 : 0) {
     case 0:
-      http_respond(c, 200, NULL, "text/plain", body.data, body.len);
+      mcp_http_respond(c, 200, NULL, "text/plain", body.data, body.len);
       break;
     case 1:
-      http_conn_set_headers(c, "Access-Control-Allow-Origin: *\r\n");
-      http_respond(c, 404, "X-Test: 1\r\n", "text/plain", body.data, body.len);
+      mcp_http_conn_set_headers(c, "Access-Control-Allow-Origin: *\r\n");
+      mcp_http_respond(c, 404, "X-Test: 1\r\n", "text/plain", body.data, body.len);
       break;
     case 2:
-      http_stream_begin(c, 200, NULL, "text/event-stream");
-      http_stream_write(c, body.data, body.len);
-      http_stream_write(c, "", 0);
-      http_stream_end(c);
+      mcp_http_stream_begin(c, 200, NULL, "text/event-stream");
+      mcp_http_stream_write(c, body.data, body.len);
+      mcp_http_stream_write(c, "", 0);
+      mcp_http_stream_end(c);
       break;
     case 3:
       defer(c, 0);
       break;
     case 4:
-      http_stream_begin(c, 200, NULL, "text/event-stream");
+      mcp_http_stream_begin(c, 200, NULL, "text/event-stream");
       defer(c, 1);
       break;
     default:
-      http_respond(c, 204, NULL, NULL, NULL, 0);
+      mcp_http_respond(c, 204, NULL, NULL, NULL, 0);
   }
   mcp_buf_free(&body);
 }
 
-static void on_close(http_conn *c, void *ud) {
+static void on_close(mcp_http_conn *c, void *ud) {
   if (ud != NULL) later_cancel(ud);
   F.closed++;
 }
@@ -164,7 +164,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
 static void count_handle(uv_handle_t *h, void *arg) { (*(int *)arg)++; }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static const http_config cfg = {
+  static const mcp_http_config cfg = {
     .max_body = MAX_BODY, .max_header = MAX_HEADER, .max_connections = 4,
     .idle_ms = 1, .header_ms = 1, .max_pending = 1 << 20, .collect_prefix = PREFIX,
     .on_request = on_request, .on_close = on_close
@@ -183,7 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   REQUIRE(size == 0 || write(fds[1], data, size) == (ssize_t)size, "write");
   if (eof) shutdown(fds[1], SHUT_WR);
   uv_update_time(&F.loop);                         /* the timers count from now */
-  REQUIRE(http_serve_fd(&F.loop, &cfg, fds[0]) == 0, "http_serve_fd");
+  REQUIRE(mcp_http_conn_adopt(&F.loop, &cfg, fds[0]) == 0, "mcp_http_conn_adopt");
   uv_pipe_init(&F.loop, &F.client, 0);
   uv_pipe_open(&F.client, fds[1]);
   uv_read_start((uv_stream_t *)&F.client, alloc_cb, read_cb);
