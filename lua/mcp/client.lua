@@ -17,11 +17,11 @@ local fail = require "mcp.fail"
 
 local M = {}
 
-local MODERN = "2026-07-28"
+local REV2026 = "2026-07-28"
 local SESSION_REVISIONS = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" }
 local SESSION = {}
 for _, r in ipairs(SESSION_REVISIONS) do SESSION[r] = true end
-M.REVISIONS = { MODERN, table.unpack(SESSION_REVISIONS) }
+M.REVISIONS = { REV2026, table.unpack(SESSION_REVISIONS) }
 
 -- The client capability an upstream's request needs.
 local CAPABILITY = {
@@ -180,7 +180,7 @@ function Conn:cancel(rq, reason)
   rq.cancelled = true
   self.pending[rq.id], self.by_token[rq.id] = nil, nil
   if self.closed then return end
-  if not (self.modern and self.transport.stream_cancels) then
+  if not (self.rev2026 and self.transport.stream_cancels) then
     self:notify("notifications/cancelled", { requestId = rq.id, reason = reason })
   end
   if rq.op and not rq.op:done() then rq.op:cancel(reason) end
@@ -188,9 +188,9 @@ function Conn:cancel(rq, reason)
 end
 
 function Conn:meta(params)
-  if not self.modern then return end
+  if not self.rev2026 then return end
   local meta = copy(params._meta)
-  meta["io.modelcontextprotocol/protocolVersion"] = MODERN
+  meta["io.modelcontextprotocol/protocolVersion"] = REV2026
   meta["io.modelcontextprotocol/clientCapabilities"] = self.client.capabilities
   meta["io.modelcontextprotocol/clientInfo"] = self.client.info
   params._meta = meta
@@ -425,21 +425,21 @@ function Client:_open()
     if kind == "session" or kind == "rpc" then kind = "protocol" end
     return nil, self.name .. ": " .. msg, kind
   end
-  if proto == "auto" or proto == MODERN then
-    conn.modern, conn.revision = true, MODERN
+  if proto == "auto" or proto == REV2026 then
+    conn.rev2026, conn.revision = true, REV2026
     local res, msg, kind = conn:request("server/discover", {}, { timeout = ct })
-    if res and has(res.supportedVersions, MODERN) then
+    if res and has(res.supportedVersions, REV2026) then
       conn.server = result_server(conn, res)
       conn.handshake = false
       return conn
     end
-    if proto == MODERN then
-      return give_up("does not speak " .. MODERN .. ": " .. (msg or "server/discover does not list it"), "protocol")
+    if proto == REV2026 then
+      return give_up("does not speak " .. REV2026 .. ": " .. (msg or "server/discover does not list it"), "protocol")
     end
     if conn.closed or kind ~= "rpc" and kind ~= "protocol" then
       return give_up(msg or conn.closed, kind)              -- not an answer: no point asking again
     end
-    conn.modern, conn.revision = false, nil
+    conn.rev2026, conn.revision = false, nil
   end
   local first
   for _, v in ipairs(proto == "auto" and SESSION_REVISIONS or { proto }) do
@@ -626,7 +626,7 @@ local function check(opts)
     fail.raise("mcp.connect: url must be an http:// or https:// URL")
   end
   local proto = opts.protocol or "auto"
-  if proto ~= "auto" and proto ~= MODERN and not SESSION[proto] then
+  if proto ~= "auto" and proto ~= REV2026 and not SESSION[proto] then
     fail.raise("mcp.connect: protocol must be \"auto\" or one of " .. table.concat(M.REVISIONS, ", "))
   end
   for _, k in ipairs { "timeout", "connect_timeout" } do

@@ -15,7 +15,7 @@ local core = require "mcp.core"
 
 local H = { name = "http", stream_cancels = true }
 
-local MODERN = "2026-07-28"
+local REV2026 = "2026-07-28"
 local NAMED = { ["tools/call"] = "name", ["prompts/get"] = "name", ["resources/read"] = "uri" }
 
 -- A header value: visible ASCII as is, anything else as =?base64?...?=.
@@ -58,8 +58,8 @@ local function headers(conn, msg, accept)
   local h = { ["Accept"] = accept or "application/json, text/event-stream" }
   if msg then h["Content-Type"] = "application/json" end
   for k, v in pairs(conn.client.opts.headers or {}) do h[k] = v end
-  if conn.modern then
-    h["MCP-Protocol-Version"] = MODERN
+  if conn.rev2026 then
+    h["MCP-Protocol-Version"] = REV2026
     if msg and msg.method then
       h["Mcp-Method"] = msg.method
       local field = NAMED[msg.method]
@@ -202,7 +202,7 @@ local function open_stream(conn)
   conn.watch_at = core.now()
   local o, op = conn.client.opts
   local function on_sse(ev) on_event(conn, ev, nil) end
-  if conn.modern then
+  if conn.rev2026 then
     local params = { notifications = { toolsListChanged = true, promptsListChanged = true,
                                        resourcesListChanged = true } }
     conn:meta(params)
@@ -237,7 +237,7 @@ end
 function H.close(conn)
   if conn.watch_op and not conn.watch_op:done() then conn.watch_op:cancel("connection closed") end
   conn.watch_op = nil
-  if conn.session_id and not conn.modern then          -- end the session
+  if conn.session_id and not conn.rev2026 then          -- end the session
     local op = core.http { url = conn.client.opts.url, method = "DELETE", headers = headers(conn, nil),
                            background = true, timeout = 5 }
     if op then keep(conn, op) end

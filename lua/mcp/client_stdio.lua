@@ -46,7 +46,7 @@ end
 -- Notifications come on stdout anyway; a 2026-07-28 upstream sends them on
 -- a subscriptions/listen request that stays in flight.
 function S.watch(conn)
-  if conn.modern then conn:listen() end
+  if conn.rev2026 then conn:listen() end
 end
 
 function S.refresh() end

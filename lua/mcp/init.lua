@@ -493,7 +493,7 @@ function Ctx.require(self, ...) return input().require(self, ...) end
 -- cancelled), "busy" when the scope holds too many tasks.
 function Ctx.task()
   local id, err = false, nil
-  if core.modern() then id, err = core.task_create() end
+  if core.rev2026() then id, err = core.task_create() end
   if id then return id end
   if id == nil then return nil, "task: " .. err, "busy" end
   return nil, "task: no task here (a 2026-07-28 request declaring the tasks extension, to a tool " ..

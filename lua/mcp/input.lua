@@ -72,7 +72,7 @@ end
 -- read params.inputResponses and params.requestState into ctx. Returns true,
 -- or nil, code, message.
 function M.open(ctx, method, params, name, args)
-  if not core.modern() then return true end
+  if not core.rev2026() then return true end
   local responses, state = params.inputResponses, params.requestState
   if responses ~= nil and (type(responses) ~= "table" or mcp.is_array(responses)) then
     return nil, -32602, "Invalid params: inputResponses must be an object"

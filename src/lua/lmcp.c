@@ -132,10 +132,10 @@ static int l_realpath(lua_State *L) {
   return mcp_fsread_realpath(L, mcp_op_caller(L, "realpath"), path);
 }
 
-/* modern(): is the current request of revision 2026-07-28 (stateless)? */
-static int l_modern(lua_State *L) {
+/* rev2026(): is the current request of revision 2026-07-28 (stateless)? */
+static int l_rev2026(lua_State *L) {
   mcp_call *c = current(L);
-  lua_pushboolean(L, c != NULL && c->session->modern);
+  lua_pushboolean(L, c != NULL && c->session->rev2026);
   return 1;
 }
 
@@ -251,7 +251,7 @@ static const luaL_Reg core_funcs[] = {
   {"now", l_now},
   {"deadline", l_deadline},
   {"on_cancel", l_on_cancel},
-  {"modern", l_modern},
+  {"rev2026", l_rev2026},
   {"task_input", l_task_input},
   {"finish", l_finish},
   {"spawn", l_spawn},

@@ -30,10 +30,10 @@ static const char *needed_capability(const char *method) {
  * inputRequests, which carry sampling, elicitation and roots requests only. */
 static int cannot_ask(lua_State *L, mcp_call *c, const char *method) {
   const char *cap = needed_capability(method);
-  if (c->session->modern && !mcp_task_takes_input(c))    /* no requests to the client (MRTR instead) */
+  if (c->session->rev2026 && !mcp_task_takes_input(c))    /* no requests to the client (MRTR instead) */
     return mcp_push_fail(L, "unsupported", "%s cannot be sent to a 2026-07-28 client from this request",
                          method);
-  if (c->session->modern && cap == NULL)
+  if (c->session->rev2026 && cap == NULL)
     return mcp_push_fail(L, "unsupported", "a task can ask the client for sampling/createMessage, "
                          "elicitation/create or roots/list, not %s", method);
   if (cap != NULL && json_object_get(c->session->client_capabilities, cap) == NULL)

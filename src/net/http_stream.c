@@ -43,8 +43,8 @@ void mcp__hstream_unlink(hstream *st) {
 void mcp__hstream_retire(hstream *st) {
   hsession *hs = st->hs;
   int kept = 0;
-  if (hs->modern && st->in_input) return;    /* on_post_modern frees it */
-  if (st->mode != SSE || hs->modern) {
+  if (hs->rev2026 && st->in_input) return;    /* on_post_rev2026 frees it */
+  if (st->mode != SSE || hs->rev2026) {
     mcp__hstream_unlink(st);
     mcp__hstream_free(st);
     return;
@@ -100,7 +100,7 @@ static void stream_send(hstream *st, const char *text, size_t len, unsigned seq)
 static void stream_event(hstream *st, const char *data, size_t len, const char *extra) {
   mcp_buf b = MCP_BUF_INIT;
   st->seq++;
-  if (st->hs->modern) {             /* 2026-07-28: no event ids, no resumption */
+  if (st->hs->rev2026) {             /* 2026-07-28: no event ids, no resumption */
     mcp_buf_printf(&b, "%sdata: ", extra ? extra : "");
     mcp_buf_add(&b, data, len);
     mcp_buf_adds(&b, "\n\n");
@@ -159,7 +159,7 @@ void mcp__hs_write(mcp_session *s, void *stream, const char *data, size_t len, i
     st->ended = 1;
     if (data != NULL) {
       /* 2026-07-28: a missing client capability is a 400 (streamable-http) */
-      int status = hs->modern && mcp_rpc_error_code(data, len) == MCP_RPC_MISSING_CAPABILITY ? 400 : 200;
+      int status = hs->rev2026 && mcp_rpc_error_code(data, len) == MCP_RPC_MISSING_CAPABILITY ? 400 : 200;
       st->mode = JSON;
       mcp_http_respond(c, status, hdr, "application/json", data, len);
     } else if (st->in_input) {      /* a notification or a response: accepted */

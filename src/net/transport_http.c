@@ -114,7 +114,7 @@ static void session_auth(hsession *hs) {
 static hsession *session_find(const char *id) {
   if (strlen(id) != sizeof T.sessions->id - 1) return NULL;
   for (hsession *hs = T.sessions; hs; hs = hs->next)
-    if (!hs->ended && !hs->modern && mcp_equal(hs->id, id, sizeof hs->id - 1)) return hs;
+    if (!hs->ended && !hs->rev2026 && mcp_equal(hs->id, id, sizeof hs->id - 1)) return hs;
   return NULL;
 }
 
@@ -188,7 +188,7 @@ static int is_initialize(const char *body, size_t len) {
 
 /* 2026-07-28. */
 
-static int is_modern_version(const char *v) { return v != NULL && strcmp(v, MCP_REV_2026) == 0; }
+static int is_rev2026_version(const char *v) { return v != NULL && strcmp(v, MCP_REV_2026) == 0; }
 
 static void reply_rpc(mcp_http_conn *c, int status, const char *key, int code, const char *fmt,
                       const char *a, const char *b) {
@@ -207,10 +207,10 @@ static hsession *stateless_session(void) {
   hsession *hs = T.stateless;
   if (T.opt.auth)
     for (hs = T.sessions; hs; hs = hs->next)
-      if (hs->modern && !hs->ended && mcp_identity_same_subject(hs->s.auth, T.id)) break;
+      if (hs->rev2026 && !hs->ended && mcp_identity_same_subject(hs->s.auth, T.id)) break;
   if (hs == NULL) {
     hs = session_new();
-    hs->modern = 1;
+    hs->rev2026 = 1;
     hs->s.name[0] = '\0';                /* its requests have no session */
     if (!T.opt.auth) T.stateless = hs;
   }
@@ -219,7 +219,7 @@ static hsession *stateless_session(void) {
 }
 
 /* POST of a 2026-07-28 client: one request (or notification), no session. */
-static void on_post_modern(mcp_http_conn *c, const mcp_http_request *r) {
+static void on_post_rev2026(mcp_http_conn *c, const mcp_http_request *r) {
   json_t *msg = mcp_json_parse(r->body, r->body_len, NULL, 0), *id;
   char *key = NULL, why[600];
   mcp_buf out = MCP_BUF_INIT;
@@ -282,10 +282,10 @@ done:
 
 /* A POST of a 2026-07-28 client: the header says so, or (with no session)
  * the body's _meta does. */
-static int is_modern_post(const mcp_http_request *r) {
+static int is_rev2026_post(const mcp_http_request *r) {
   json_t *v;
   int yes;
-  if (is_modern_version(r->protocol_version)) return 1;
+  if (is_rev2026_version(r->protocol_version)) return 1;
   if (r->session_id != NULL) return 0;
   v = mcp_json_parse(r->body, r->body_len, NULL, 0);
   yes = json_is_object(v) && mcp_rev2026_version(v) != NULL;
@@ -307,8 +307,8 @@ static void on_post(mcp_http_conn *c, const mcp_http_request *r) {
                 "Not Acceptable: Accept must list application/json and text/event-stream");
     return;
   }
-  if (is_modern_post(r)) {
-    on_post_modern(c, r);
+  if (is_rev2026_post(r)) {
+    on_post_rev2026(c, r);
     return;
   }
   if (T.opt.auth) {                 /* the scopes of the tools called, before anything starts */
@@ -481,7 +481,7 @@ static void serve(mcp_http_conn *c, const mcp_http_request *r) {
       return;
     }
   }
-  if (r->method != HTTP_POST && is_modern_version(r->protocol_version)) {
+  if (r->method != HTTP_POST && is_rev2026_version(r->protocol_version)) {
     reply_error(c, 405, "Allow: POST\r\n", -32600,
                 "Method Not Allowed: a 2026-07-28 client sends every message with POST");
     return;
@@ -504,7 +504,7 @@ static void on_close(mcp_http_conn *c, void *ud) {
     return;
   }
   st->conn = NULL;
-  if (st->hs->modern) {             /* 2026-07-28: closing the stream cancels the request */
+  if (st->hs->rev2026) {             /* 2026-07-28: closing the stream cancels the request */
     if (!st->ended) mcp_rev2026_stream_closed(&st->hs->s, st, "client disconnected");
     return;
   }

@@ -48,7 +48,7 @@ struct hsession {
   hstream *get;
   unsigned ended : 1;
   unsigned ending : 1;              /* session_end is cancelling its calls: it frees it after */
-  unsigned modern : 1;              /* the session of stateless 2026-07-28 requests */
+  unsigned rev2026 : 1;              /* the session of stateless 2026-07-28 requests */
   hsession *next;
 };
 

@@ -541,7 +541,7 @@ static int stateless_request(mcp_session *s, json_t *msg, const char *key, void 
   mcp__session_init(&e->s, eph_write, e);
   e->s.parent = s;
   e->s.auth = mcp_identity_ref(s->auth);      /* this request's token, whatever later ones bring */
-  e->s.modern = 1;
+  e->s.rev2026 = 1;
   e->s.on_drained = eph_drained;
   e->stream = stream;
   e->cacheable = is_cacheable(method) != 0;
@@ -559,7 +559,7 @@ static int stateless_request(mcp_session *s, json_t *msg, const char *key, void 
 static mcp_req *stateless_find(mcp_session *s, const char *key, size_t keylen) {
   for (mcp_session *x = mcp_sessions; x; x = x->next) {
     mcp_req *r;
-    if (x->modern && x->parent == s && (r = mcp_reqtab_find(&x->reqs, key, keylen)) != NULL)
+    if (x->rev2026 && x->parent == s && (r = mcp_reqtab_find(&x->reqs, key, keylen)) != NULL)
       return r;
   }
   return NULL;
@@ -575,7 +575,7 @@ void mcp_rev2026_stream_closed(mcp_session *s, void *stream, const char *reason)
   /* A task's call answered its stream when the task was created: a stream
    * closed now is another request's (it may even reuse the address). */
   for (mcp_session *x = mcp_sessions; x; x = x->next)
-    if (x->modern && x->parent == s && ((eph *)x)->stream == stream && !((eph *)x)->call->tasked) {
+    if (x->rev2026 && x->parent == s && ((eph *)x)->stream == stream && !((eph *)x)->call->tasked) {
       c = ((eph *)x)->call;
       break;
     }

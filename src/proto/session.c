@@ -59,7 +59,7 @@ void mcp__session_init(mcp_session *s, mcp_session_write_cb write, void *transpo
 void mcp_session_collect(mcp_buf *b) {
   int n = 0;
   for (mcp_session *s = mcp_sessions; s; s = s->next)
-    if (s->revision >= 0 && !s->modern) n++;
+    if (s->revision >= 0 && !s->rev2026) n++;
   mcp_metric_head(b, "luamcp_sessions", "gauge", "Initialized MCP sessions (stdio's, HTTP's).");
   mcp_metric_sample(b, "luamcp_sessions", NULL, n);
 }

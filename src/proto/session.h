@@ -48,7 +48,7 @@ struct mcp_session {
   char name[12];                 /* for the access log: the transport's ("stdio", an HTTP id's
                                     first 8 characters), or "" */
   unsigned ready : 1;            /* notifications/initialized received */
-  unsigned modern : 1;           /* one stateless 2026-07-28 request (rev2026.c) */
+  unsigned rev2026 : 1;           /* one stateless 2026-07-28 request (rev2026.c) */
 };
 
 extern mcp_session *mcp_sessions;

@@ -293,7 +293,7 @@ int mcp_task_l_create(lua_State *L) {
    * 2026-07-28 request gets a task only for a tool with task support and when
    * it declares the extension; the task belongs to the transport session that
    * read it (its scope). */
-  ext = c->session->modern;
+  ext = c->session->rev2026;
   scope = ext ? c->session->parent : c->session;
   if (c->batch != NULL || c->req.state != MCP_REQ_RUNNING ||   /* cancelled, timing out: no answer */
       (ext && (mcp_policy_task(c->tool) == MCP_TASK_FORBIDDEN ||
@@ -462,7 +462,7 @@ static const mcp_call_owner task_owner = { task_respond, task_stopping, task_gon
 
 /* Its task may be gone (expired, evicted) while the handler runs on: the
  * call still takes input as a task, and mcp_task_input_wait answers nil. */
-int mcp_task_takes_input(const mcp_call *c) { return c->tasked && c->session->modern; }
+int mcp_task_takes_input(const mcp_call *c) { return c->tasked && c->session->rev2026; }
 
 int mcp_task_input_wait(lua_State *L, mcp_call *c, int idx, double timeout, int single) {
   mcp_task *t = c->task;

@@ -306,7 +306,7 @@ static void on_notify(const char *scope, const char *params) {
   if (v == NULL) return;
   /* Only the listeners of the task's scope hear of it. */
   for (mcp_session *s = mcp_sessions; s; s = s->next) {
-    if (s->modern || (s->name[0] != '\0' && strcmp(s->name, "stdio") != 0)) continue;
+    if (s->rev2026 || (s->name[0] != '\0' && strcmp(s->name, "stdio") != 0)) continue;
     scope_of(s, 1, mine, sizeof mine);
     if (strcmp(mine, scope) == 0) mcp_rev2026_listen_notify_scope(s, "notifications/tasks", v);
   }

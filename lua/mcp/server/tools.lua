@@ -55,7 +55,7 @@ local function prepare(params)
   local task, support = params.task, tool.task or "forbidden"
   -- without the tasks capability (no tool offers tasks), params.task is ignored
   if not methods["tasks/result"] then task = nil end
-  if core.modern() then                     -- the tasks extension: params.task means nothing
+  if core.rev2026() then                     -- the tasks extension: params.task means nothing
     if not tool.defer_task then
       local ok, err = core.task_create()       -- false: no task support, or the extension is not declared
       if ok == nil then return nil, -32603, "Internal error: " .. err end
