@@ -2,8 +2,9 @@
  * completed, failed, cancelled, and the ends of a task (tasks/cancel, the
  * session's end, its ttl), each through a real handler on the real
  * scheduler. task.c reaches its session through mcp_session_send and
- * mcp_session_owner; this file plays the session there, and the store
- * and the 2026-07-28 side are off (never called). */
+ * mcp_session_owner, and the session reaches the task files through the
+ * rows they register (mcp_session_type); this file plays the session on
+ * both sides, and the store and the 2026-07-28 side are off (never called). */
 #include "sched_fixture.h"
 #include "session.h"
 #include "store.h"
@@ -12,10 +13,13 @@
 #include "task_int.h"
 
 /* The session's side, as task.c sees it: every message it is given to
- * write, and the call's owner that it delegates to. */
+ * write, the call's owner that it delegates to, and the rows the task
+ * files register, which the session calls as session.c does. */
 static char *sent[32];
 static int nsent;
 static mcp_session sess;
+static const mcp_session_type *rows[8];
+static int nrows;
 
 void mcp_session_send(mcp_session *s, mcp_batch *b, void *stream, const char *data, size_t len,
                       int last) {
@@ -31,29 +35,50 @@ static void session_gone(mcp_call *c) {
 const struct mcp_call_owner mcp_session_owner = { owner_respond, owner_stopping, session_gone,
                                                   owner_session_name };
 
-/* Off in these tests: the store and the 2026-07-28 requests. */
+void mcp_session_register(const mcp_session_type *t) {
+  for (int i = 0; i < nrows; i++)
+    if (rows[i] == t) return;
+  if (nrows == 8) abort();
+  rows[nrows++] = t;
+}
+
+/* Off in these tests: the store and the 2026-07-28 requests. The store's
+ * row is registered, but with mcp_store NULL task.c must not call it. */
 void *mcp_store;
 int mcp_rev2026_declares(json_t *caps, const char *ext) { return 0; }
 int mcp_rev2026_listen_notify(const char *method, json_t *params) { abort(); }
 void mcp_store_collect(mcp_buf *b) { abort(); }
-void mcp_task_store_write(const mcp_task *t, int notify) { abort(); }
-void mcp_task_store_created(const mcp_task *t, mcp_session *s, void *stream, const char *response,
-                            size_t len) { abort(); }
-void mcp_task_store_request(mcp_session *s, void *stream, const char *key, const char *method,
-                            json_t *params) { abort(); }
-void mcp_task_store_session_closed(mcp_session *s) { abort(); }
+static void store_write(const mcp_task *t, int notify) { abort(); }
+static void store_created(const mcp_task *t, mcp_session *s, void *stream, const char *response,
+                          size_t len) { abort(); }
+static void store_request(mcp_session *s, void *stream, const char *key, const char *method,
+                          json_t *params) { abort(); }
+static void store_session_closed(mcp_session *s) { abort(); }
+static void store_describe(mcp_session *s, const char *id) { abort(); }
+static const mcp_task_store_type store_off = { store_write, store_created, store_request,
+                                               store_session_closed, store_describe };
 
 static const char *str(json_t *v) {
   const char *s = json_string_value(v);
   return s ? s : "";
 }
 
-/* The session ends as session.c ends it: its calls get CLOSE, then its
- * tasks go. */
+/* The session ends as session.c ends it: its calls get CLOSE, then the
+ * rows hear of it (its tasks go). */
 static void end_session(void) {
   mcp_sched_close_all(NULL, NULL, "session ended");
-  mcp_task_session_closed(&sess);
+  for (int i = 0; i < nrows; i++)
+    if (rows[i]->closed) rows[i]->closed(&sess);
   run();
+}
+
+/* The test clock moves as session.c moves it: the rows first (tasks past
+ * their ttl go), then what is due fires. */
+static void clock_advance(double seconds) {
+  mcp_clock_advance(seconds);
+  for (int i = 0; i < nrows; i++)
+    if (rows[i]->clock) rows[i]->clock();
+  mcp_deadlines_run();
 }
 
 static void task_open(void) {
@@ -61,11 +86,16 @@ static void task_open(void) {
   memset(&sess, 0, sizeof sess);
   mcp_reqtab_init(&sess.reqs);
   nsent = 0;
+  nrows = 0;
+  mcp_task_init();                  /* as proto.c wires them */
+  mcp_task_methods_init();
+  mcp__task_set_store(&store_off);
   lua_pushcfunction(F.L, mcp_task_l_create);
   lua_setglobal(F.L, "task_create");
   lua_pushcfunction(F.L, mcp_task_l_result);
   lua_setglobal(F.L, "task_result");
   lua("handlers['tasks/result'] = function(p) return task_result(p.taskId) end");
+  lua("handlers['tools/call'] = true");   /* a method served (dispatch runs tools[name]) */
   mcp_policy_set("job", MCP_CANCEL_COOPERATIVE, 0, 1, NULL, MCP_TASK_OPTIONAL);
 }
 
@@ -76,13 +106,21 @@ static void task_close(void) {
   for (int i = 0; i < nsent && i < 32; i++) free(sent[i]);
 }
 
-/* A request of the session (its table, its owner). */
+/* A request of the session, as session.c serves it: a row that takes it
+ * answers it (NULL), else it is a call (its table, its owner) of a method
+ * the server has (NULL when it has not: not found). */
 static mcp_call *request(const char *key, const char *method, const char *params) {
   json_t *p = json_loads(params ? params : "{}", 0, NULL);
-  mcp_call *c = mcp_call_start(&mcp_session_owner, 1, key, strlen(key), method, p);
-  json_decref(p);
+  mcp_call *c = NULL;
+  for (int i = 0; i < nrows; i++)
+    if (rows[i]->request && rows[i]->request(&sess, NULL, NULL, key, method, p)) goto served;
+  CHECK(mcp_sched_has_method(method), "no row took %s, and no handler serves it", method);
+  if (!mcp_sched_has_method(method)) goto served;
+  c = mcp_call_start(&mcp_session_owner, 1, key, strlen(key), method, p);
   c->session = &sess;
   mcp_reqtab_insert(&sess.reqs, &c->req);
+served:
+  json_decref(p);
   return c;
 }
 
@@ -99,12 +137,10 @@ static const char job_lua[] =
 static const char *status_of(const char *id) {
   static char st[64];
   char params[128];
-  json_t *p, *r;
+  json_t *r;
   int before = nsent;
   snprintf(params, sizeof params, "{\"taskId\":\"%s\"}", id);
-  p = json_loads(params, 0, NULL);
-  mcp_task_request(&sess, NULL, NULL, "99", "tasks/get", p);
-  json_decref(p);
+  CHECK(request("99", "tasks/get", params) == NULL, "tasks/get is a row's, not a call");
   st[0] = '\0';
   if (nsent == before + 1 && (r = json_loads(sent[before], 0, NULL)) != NULL) {
     json_t *res = json_object_get(r, "result"), *err = json_object_get(r, "error");
@@ -186,8 +222,7 @@ static void test_tasks_result_waits_for_the_end_of_the_task(void) {
   request("2", "tasks/result", params);
   turns(3);
   CHECK(F.nresp == 0, "tasks/result answered before the end");
-  mcp_clock_advance(10);
-  mcp_deadlines_run();
+  clock_advance(10);
   run();
   CHECK(F.nresp == 1 && strcmp(field(0, "result", "n"), "5") == 0, "the result: %s",
         F.nresp ? F.resp[0] : "(none)");
@@ -199,15 +234,12 @@ static void test_tasks_result_waits_for_the_end_of_the_task(void) {
  * result is dropped. */
 static void test_tasks_cancel_cancels_the_task_and_its_call(void) {
   char params[128];
-  json_t *p;
   task_open();
   lua(job_lua);
   request("1", "tools/call", "{\"name\":\"job\",\"arguments\":{\"then\":\"wait\"}}");
   run();
   snprintf(params, sizeof params, "{\"taskId\":\"%s\"}", global("task_id"));
-  p = json_loads(params, 0, NULL);
-  mcp_task_request(&sess, NULL, NULL, "5", "tasks/cancel", p);
-  json_decref(p);
+  CHECK(request("5", "tasks/cancel", params) == NULL, "tasks/cancel is a row's, not a call");
   CHECK(strcmp(status_of(global("task_id")), "cancelled") == 0, "status: %s", status_of(global("task_id")));
   run();
   CHECK(strcmp(global("wait_got"), "cancelled: task cancelled") == 0, "the handler's wait: %s",
@@ -220,15 +252,13 @@ static void test_tasks_cancel_cancels_the_task_and_its_call(void) {
 
 static void test_a_terminal_task_cannot_be_cancelled(void) {
   char params[128];
-  json_t *p, *r;
+  json_t *r;
   task_open();
   lua(job_lua);
   request("1", "tools/call", "{\"name\":\"job\"}");
   run();
   snprintf(params, sizeof params, "{\"taskId\":\"%s\"}", global("task_id"));
-  p = json_loads(params, 0, NULL);
-  mcp_task_request(&sess, NULL, NULL, "5", "tasks/cancel", p);
-  json_decref(p);
+  CHECK(request("5", "tasks/cancel", params) == NULL, "tasks/cancel is a row's, not a call");
   r = json_loads(sent[nsent - 1], 0, NULL);
   CHECK(strcmp(str(json_object_get(json_object_get(r, "error"), "message")),
                "Cannot cancel task: already in terminal status 'completed'") == 0, "%s", sent[nsent - 1]);
@@ -274,8 +304,8 @@ static void test_a_task_past_its_ttl_is_gone(void) {
   request("1", "tools/call", "{\"name\":\"job\"}");
   run();
   CHECK(strcmp(status_of(global("task_id")), "completed") == 0, "completed first");
-  mcp_clock_advance(1.001);
-  mcp_task_sweep();
+  clock_advance(1.001);
+  CHECK(mcp__task_head() == NULL, "the clock's row swept it");
   CHECK(strcmp(status_of(global("task_id")), "error: Failed to retrieve task: Task not found") == 0,
         "after its ttl: %s", status_of(global("task_id")));
   task_close();
