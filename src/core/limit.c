@@ -4,7 +4,7 @@
  * A call waiting here is a request in the state machine's QUEUED state
  * that was not started: whatever ends a queued request (a cancel, its
  * timeout, which counts from its arrival, the end of its session) ends it
- * the usual way, and mcp_limit_leave takes it out of the queue. A slot
+ * the usual way, and the row's leave takes it out of the queue. A slot
  * passes straight from a call that ends to the first waiting one, so a
  * call that arrives meanwhile cannot take it out of turn. */
 #include <stdio.h>
