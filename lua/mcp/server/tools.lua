@@ -12,24 +12,18 @@ local M = {}
 local methods = reg.methods
 local tools, tool_list = reg.tools, reg.tool_list
 
+local function tool_entry(t)
+  return {
+    name = t.name, title = t.title, description = t.description,
+    inputSchema = t.inputSchema, outputSchema = t.outputSchema, annotations = t.annotations,
+    execution = t.task and { taskSupport = t.task } or nil, icons = t.icons, _meta = t._meta,
+  }
+end
+
 function methods.tools_list(params)
-  local start = 1
-  if params.cursor ~= nil then
-    start = type(params.cursor) == "string" and tonumber(params.cursor:match("^%d+$") or "")
-    if not start or start < 1 or start > #tool_list + 1 then
-      return nil, -32602, "Invalid params: invalid cursor"
-    end
-  end
-  local page, stop = mcp.array(), math.min(#tool_list, start + core.config.page_size - 1)
-  for i = start, stop do
-    local t = tool_list[i]
-    page[#page + 1] = {
-      name = t.name, title = t.title, description = t.description,
-      inputSchema = t.inputSchema, outputSchema = t.outputSchema, annotations = t.annotations,
-      execution = t.task and { taskSupport = t.task } or nil, icons = t.icons, _meta = t._meta,
-    }
-  end
-  return { tools = page, nextCursor = stop < #tool_list and tostring(stop + 1) or nil }
+  local page, next_cursor, msg = reg.paginate(tool_list, params, tool_entry)
+  if not page then return nil, next_cursor, msg end
+  return { tools = page, nextCursor = next_cursor }
 end
 
 -- The checks before a handler runs: tool, args; or nil, code, message for a
