@@ -94,9 +94,9 @@ local function bearer(tok) return { Authorization = "Bearer " .. tok } end
 
 -- A 2026-07-28 request with a token. Returns the JSON-RPC response, the HTTP response.
 local rid = 0
-local function rpc26(srv, tok, method, p, caps)
+local function rpc_rev2026(srv, tok, method, p, caps)
   rid = rid + 1
-  local r, resp = HH.rpc26(srv, { jsonrpc = "2.0", id = rid, method = method, params = HH.params26(p, caps) },
+  local r, resp = HH.rpc_rev2026(srv, { jsonrpc = "2.0", id = rid, method = method, params = HH.params_rev2026(p, caps) },
                            { headers = tok and bearer(tok) or nil })
   return resp, r
 end
@@ -166,7 +166,7 @@ describe("OAuth resource server", function()
     -- the metadata URL it names is served
     assert.are.equal(200, http(srv.port, "GET", "/.well-known/oauth-protected-resource/mcp").status)
     -- a tools/call of a tool with scopes names that tool's
-    local resp26, r26 = rpc26(srv, nil, "tools/call", { name = "write", arguments = {} })
+    local resp26, r26 = rpc_rev2026(srv, nil, "tools/call", { name = "write", arguments = {} })
     assert.are.equal(401, r26.status)
     assert.are.equal("notes:write", challenge(r26).scope)
     assert.are.equal(-32600, resp26.error.code)
@@ -193,7 +193,7 @@ describe("OAuth resource server", function()
     assert.are.equal(as.issuer, me.claims.iss)
     assert.are.equal(srv.aud, me.claims.aud)
     -- a 2026-07-28 request too
-    me = cjson.decode(text(rpc26(srv, tok, "tools/call", { name = "whoami", arguments = {} })))
+    me = cjson.decode(text(rpc_rev2026(srv, tok, "tools/call", { name = "whoami", arguments = {} })))
     assert.are.equal("alice", me.subject)
     assert.truthy(srv:wait_stderr("auth: 1 key%(s%) from " .. as.issuer:gsub("%p", "%%%0") .. "/jwks"))
   end)
@@ -211,7 +211,7 @@ describe("OAuth resource server", function()
     assert.are.equal(-32600, resp.error.code)
     assert.truthy(resp.error.message:find("notes:write notes:admin", 1, true))
     -- the same for a 2026-07-28 client, and for a tool needing one scope
-    local _, r26 = rpc26(srv, tok, "tools/call", { name = "write", arguments = {} })
+    local _, r26 = rpc_rev2026(srv, tok, "tools/call", { name = "write", arguments = {} })
     assert.are.equal(403, r26.status)
     assert.are.equal("notes:read notes:write", challenge(r26).scope)
     -- step-up: a new token of the same subject with the scope, same session
@@ -290,16 +290,16 @@ describe("OAuth resource server", function()
   it("keeps tasks their subject's (2026-07-28: -32602 for another subject, one task scope per subject)", function()
     local srv = start(as)
     local alice, bob = as:mint(claims("alice", "", nil, srv)), as:mint(claims("bob", "", nil, srv))
-    local created = rpc26(srv, alice, "tools/call", { name = "slow", arguments = { seconds = 0.2 } }, TASKS)
+    local created = rpc_rev2026(srv, alice, "tools/call", { name = "slow", arguments = { seconds = 0.2 } }, TASKS)
     assert.are.equal("task", created.result.resultType, cjson.encode(created))
     local id = created.result.taskId
-    local theirs = rpc26(srv, bob, "tasks/get", { taskId = id }, TASKS)
+    local theirs = rpc_rev2026(srv, bob, "tasks/get", { taskId = id }, TASKS)
     assert.are.equal(-32602, theirs.error.code)
-    local cancel = rpc26(srv, bob, "tasks/cancel", { taskId = id }, TASKS)
+    local cancel = rpc_rev2026(srv, bob, "tasks/cancel", { taskId = id }, TASKS)
     assert.are.equal(-32602, cancel.error.code)
     local got
     for _ = 1, 200 do
-      local g = rpc26(srv, alice, "tasks/get", { taskId = id }, TASKS)
+      local g = rpc_rev2026(srv, alice, "tasks/get", { taskId = id }, TASKS)
       got = assert(g.result, cjson.encode(g) .. srv:stderr_text())
       if got.status == "completed" then break end
       H.pump(0.02)
@@ -317,15 +317,15 @@ describe("OAuth resource server", function()
       local A, B = cl.instances[1], cl.instances[2]
       local function mint(sub) return as:mint({ sub = sub, scope = "", aud = aud, client_id = "spec-client" }) end
       local alice, bob = mint("alice"), mint("bob")
-      local created = rpc26(A, alice, "tools/call", { name = "slow", arguments = { seconds = 30 } }, TASKS)
+      local created = rpc_rev2026(A, alice, "tools/call", { name = "slow", arguments = { seconds = 30 } }, TASKS)
       local id = assert(created.result and created.result.taskId, cjson.encode(created))
       -- on B, from Redis: bob is told it does not exist, and cannot cancel it
-      assert.are.equal(-32602, rpc26(B, bob, "tasks/get", { taskId = id }, TASKS).error.code)
-      assert.are.equal(-32602, rpc26(B, bob, "tasks/cancel", { taskId = id }, TASKS).error.code)
-      assert.are.equal("working", rpc26(B, alice, "tasks/get", { taskId = id }, TASKS).result.status)
+      assert.are.equal(-32602, rpc_rev2026(B, bob, "tasks/get", { taskId = id }, TASKS).error.code)
+      assert.are.equal(-32602, rpc_rev2026(B, bob, "tasks/cancel", { taskId = id }, TASKS).error.code)
+      assert.are.equal("working", rpc_rev2026(B, alice, "tasks/get", { taskId = id }, TASKS).result.status)
       -- alice's cancel on B reaches the handler on A
-      assert.is_table(rpc26(B, alice, "tasks/cancel", { taskId = id }, TASKS).result)
-      local got = H.until_equal(function() return rpc26(A, alice, "tasks/get", { taskId = id }, TASKS).result.status end,
+      assert.is_table(rpc_rev2026(B, alice, "tasks/cancel", { taskId = id }, TASKS).result)
+      local got = H.until_equal(function() return rpc_rev2026(A, alice, "tasks/get", { taskId = id }, TASKS).result.status end,
                                 "cancelled")
       assert.are.equal("cancelled", got)
     end)
@@ -348,26 +348,26 @@ describe("OAuth resource server", function()
   it("binds requestState to the subject: another subject's retry is -32602", function()
     local srv = start(as)
     local ann, ben = as:mint(claims("ann", "", nil, srv)), as:mint(claims("ben", "", nil, srv))
-    local r1 = rpc26(srv, ann, "tools/call", { name = "ask", arguments = {} }, ASKING)
+    local r1 = rpc_rev2026(srv, ann, "tools/call", { name = "ask", arguments = {} }, ASKING)
     assert.are.equal("input_required", r1.result.resultType, cjson.encode(r1))
     local retry = { name = "ask", arguments = {}, requestState = r1.result.requestState,
                     inputResponses = { name = { action = "accept", content = { name = "Ann" } } } }
-    local stolen = rpc26(srv, ben, "tools/call", retry, ASKING)
+    local stolen = rpc_rev2026(srv, ben, "tools/call", retry, ASKING)
     assert.are.equal(-32602, stolen.error.code, cjson.encode(stolen))
     assert.truthy(stolen.error.message:find("requestState", 1, true))
-    assert.are.equal("hello Ann", text(rpc26(srv, ann, "tools/call", retry, ASKING)))
+    assert.are.equal("hello Ann", text(rpc_rev2026(srv, ann, "tools/call", retry, ASKING)))
   end)
 
   it("fetches the keys again for a new kid, at most once per period for unknown ones", function()
     local srv = start(as)
     local first = as:mint(claims("ivy", "", nil, srv))
-    assert.are.equal("ivy", cjson.decode(text(rpc26(srv, first, "tools/call", { name = "whoami", arguments = {} }))).subject)
+    assert.are.equal("ivy", cjson.decode(text(rpc_rev2026(srv, first, "tools/call", { name = "whoami", arguments = {} }))).subject)
     local before = as:hits("/jwks")
     for _, alg in ipairs { "ES256", "EdDSA" } do
       local kid = as:post("/addkey", { alg = alg }).kid
       local tok = as:mint(claims("ivy", "", nil, srv), { kid = kid })
       assert.truthy(tok:match("^eyJ"))
-      local resp, r = rpc26(srv, tok, "tools/call", { name = "whoami", arguments = {} })
+      local resp, r = rpc_rev2026(srv, tok, "tools/call", { name = "whoami", arguments = {} })
       if alg == "ES256" then
         assert.are.equal(200, r.status, alg .. ": " .. r:describe() .. srv:stderr_text())
         assert.are.equal("ivy", cjson.decode(text(resp)).subject)
@@ -389,7 +389,7 @@ describe("OAuth resource server", function()
     as:post("/opaque", { token = "opaque-lee-1", answer = { active = true, sub = "lee", aud = "http://other/mcp" } })
     local before = as:hits("/introspect")
     for i = 1, 3 do
-      local rr, hr = rpc26(srv, "opaque-kim-1", "tools/call", { name = "whoami", arguments = {} })
+      local rr, hr = rpc_rev2026(srv, "opaque-kim-1", "tools/call", { name = "whoami", arguments = {} })
       assert(text(rr), hr:describe() .. srv:stderr_text())
       local me = cjson.decode(text(rr))
       assert.are.equal("kim", me.subject, i)
@@ -397,16 +397,16 @@ describe("OAuth resource server", function()
       assert.are.equal("c9", me.client_id)
     end
     assert.are.equal(before + 1, as:hits("/introspect"))
-    assert.are.equal("written by kim: k", text(rpc26(srv, "opaque-kim-1", "tools/call", { name = "write", arguments = { text = "k" } })))
-    local _, r = rpc26(srv, "opaque-nobody", "tools/call", { name = "whoami", arguments = {} })
+    assert.are.equal("written by kim: k", text(rpc_rev2026(srv, "opaque-kim-1", "tools/call", { name = "write", arguments = { text = "k" } })))
+    local _, r = rpc_rev2026(srv, "opaque-nobody", "tools/call", { name = "whoami", arguments = {} })
     assert.are.equal(401, r.status)
     assert.truthy(challenge(r).error_description:find("not active", 1, true))
-    _, r = rpc26(srv, "opaque-lee-1", "tools/call", { name = "whoami", arguments = {} })
+    _, r = rpc_rev2026(srv, "opaque-lee-1", "tools/call", { name = "whoami", arguments = {} })
     assert.are.equal(401, r.status)
     assert.truthy(challenge(r).error_description:find("audience", 1, true))
     -- JWTs are still verified locally
     local jwt = as:mint(claims("mo", "", nil, srv))
-    assert.are.equal("mo", cjson.decode(text(rpc26(srv, jwt, "tools/call", { name = "whoami", arguments = {} }))).subject)
+    assert.are.equal("mo", cjson.decode(text(rpc_rev2026(srv, jwt, "tools/call", { name = "whoami", arguments = {} }))).subject)
   end)
 
   it("answers 503 with the reason when the issuer is down, without hanging, and recovers", function()
@@ -414,20 +414,20 @@ describe("OAuth resource server", function()
     local srv = start(nil, { "--auth-issuer", "http://127.0.0.1:" .. dead })
     local tok = as:mint(claims("nina", "", nil, srv))
     local t0 = H.now()
-    local resp, r = rpc26(srv, tok, "tools/call", { name = "whoami", arguments = {} })
+    local resp, r = rpc_rev2026(srv, tok, "tools/call", { name = "whoami", arguments = {} })
     assert.are.equal(503, r.status, r:describe())
     assert.is_string(r:header("retry-after"))
     assert.truthy(resp.error.message:find("unreachable", 1, true), resp.error.message)
     assert.is_true(H.now() - t0 < 6)
     -- within the retry period: at once, the same reason
-    _, r = rpc26(srv, tok, "tools/call", { name = "whoami", arguments = {} })
+    _, r = rpc_rev2026(srv, tok, "tools/call", { name = "whoami", arguments = {} })
     assert.are.equal(503, r.status)
     -- the probes answer meanwhile
     assert.are.equal(200, http(srv.port, "GET", "/healthz").status)
     -- down mid-way: the real issuer stops answering
     local srv2 = start(as)
     as:post("/down", { down = true })
-    local _, r2 = rpc26(srv2, as:mint(claims("nina", "", nil, srv2)), "tools/call", { name = "whoami", arguments = {} })
+    local _, r2 = rpc_rev2026(srv2, as:mint(claims("nina", "", nil, srv2)), "tools/call", { name = "whoami", arguments = {} })
     as:post("/down", { down = false })
     assert.are.equal(503, r2.status, r2:describe())
   end)
@@ -444,9 +444,9 @@ describe("OAuth resource server", function()
     end)
     local srv = start(nil, { "--auth-issuer", "http://127.0.0.1:" .. silent:getsockname().port })
     local tok = as:mint(claims("pat", "", nil, srv))
-    local _, waiting = HH.post26(srv, { jsonrpc = "2.0", id = 1, method = "tools/list", params = HH.params26() },
+    local _, waiting = HH.post_rev2026(srv, { jsonrpc = "2.0", id = 1, method = "tools/list", params = HH.params_rev2026() },
                               { headers = bearer(tok), nowait = true })
-    local dropped = select(2, HH.post26(srv, { jsonrpc = "2.0", id = 2, method = "tools/list", params = HH.params26() },
+    local dropped = select(2, HH.post_rev2026(srv, { jsonrpc = "2.0", id = 2, method = "tools/list", params = HH.params_rev2026() },
                                          { headers = bearer(tok), nowait = true }))
     local t0 = H.now()
     H.pump(0.3)
@@ -474,16 +474,16 @@ describe("OAuth resource server", function()
     f:close()
     local srv = start(nil, { "--auth-jwks", dir .. "/jwks.json" })
     local tok = as:mint(claims("quinn", "", nil, srv))
-    assert.are.equal("quinn", cjson.decode(text(rpc26(srv, tok, "tools/call", { name = "whoami", arguments = {} }))).subject)
+    assert.are.equal("quinn", cjson.decode(text(rpc_rev2026(srv, tok, "tools/call", { name = "whoami", arguments = {} }))).subject)
     local kid = as:post("/addkey", { alg = "ES256" }).kid
-    local _, r = rpc26(srv, as:mint(claims("quinn", "", nil, srv), { kid = kid }), "tools/call", { name = "whoami", arguments = {} })
+    local _, r = rpc_rev2026(srv, as:mint(claims("quinn", "", nil, srv), { kid = kid }), "tools/call", { name = "whoami", arguments = {} })
     assert.are.equal(401, r.status)                        -- a file is the whole set
     -- the PRM names no authorization server without --auth-issuer
     assert.is_nil(http(srv.port, "GET", "/.well-known/oauth-protected-resource"):json().authorization_servers)
     local before = as:hits("/.well-known/openid-configuration")
     local srv2 = start(nil, { "--auth-jwks", as.issuer .. "/jwks" })
     local tok2 = as:mint(claims("quinn", "", nil, srv2), { kid = kid })
-    assert.are.equal("quinn", cjson.decode(text(rpc26(srv2, tok2, "tools/call", { name = "whoami", arguments = {} }))).subject)
+    assert.are.equal("quinn", cjson.decode(text(rpc_rev2026(srv2, tok2, "tools/call", { name = "whoami", arguments = {} }))).subject)
     assert.are.equal(before, as:hits("/.well-known/openid-configuration"))
   end)
 
@@ -497,7 +497,7 @@ describe("OAuth resource server", function()
     local srv = HH.start { plugins = FIX, args = { "--config", dir .. "/luamcp.conf.lua" } }
     srv.aud = aud
     local tok = as:mint(claims("olga", "", nil, srv))
-    assert.are.equal("olga", cjson.decode(text(rpc26(srv, tok, "tools/call", { name = "whoami", arguments = {} }))).subject)
+    assert.are.equal("olga", cjson.decode(text(rpc_rev2026(srv, tok, "tools/call", { name = "whoami", arguments = {} }))).subject)
     local bad = assert(io.open(dir .. "/bad.conf.lua", "w"))
     bad:write("return { auth = { issuer = 'http://x', nonsense = 1 } }\n")
     bad:close()

@@ -224,7 +224,7 @@ function Http:post(msg)
     local _, c = self.s:post(msg, { fresh = true, nowait = true })
     return c
   end
-  local _, c = HH.post26(self.srv, msg, { nowait = true })
+  local _, c = HH.post_rev2026(self.srv, msg, { nowait = true })
   return c
 end
 
@@ -236,7 +236,7 @@ function Http:step()
     local name, args = pick_call(id)
     local params = { name = name, arguments = args }
     if self.mode == "session" then params._meta = { progressToken = id }
-    else params = HH.params26(params, nil, { progressToken = id }) end
+    else params = HH.params_rev2026(params, nil, { progressToken = id }) end
     local c = self:post{ jsonrpc = "2.0", id = id, method = "tools/call", params = params }
     self.flights[#self.flights + 1] = { id = id, conn = c, kind = "call" }
     self.world.calls = self.world.calls + 1

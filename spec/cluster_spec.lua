@@ -55,8 +55,8 @@ end
 
 -- A stateless 2026-07-28 tools/call whoami through the front: the pid.
 local function whoami26(cl)
-  local r, msg = HH.rpc26(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/call",
-                                      params = HH.params26{ name = "whoami", arguments = {} } })
+  local r, msg = HH.rpc_rev2026(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/call",
+                                      params = HH.params_rev2026{ name = "whoami", arguments = {} } })
   assert(r.status == 200 and msg and msg.result, "stateless whoami: " .. r:describe())
   assert.is_nil(r:header("mcp-session-id"))
   return msg.result.content[1].text
@@ -120,7 +120,7 @@ describe("many instances behind HAProxy", function()
 
   it("with --token on every instance: HAProxy's checks need none, every request through it does", function()
     local cl = start{ instances = 2, args = { "--token", "s3cret" } }     -- C.start waited for UP
-    local r = HH.post26(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/list", params = HH.params26() })
+    local r = HH.post_rev2026(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/list", params = HH.params_rev2026() })
     r:wait_done()
     assert.equals(401, r.status, r:describe())
     local s = HH.initialize(cl.front, nil, { token = "s3cret" })
@@ -141,7 +141,7 @@ describe("many instances behind HAProxy", function()
       assert.equals(200, r.status, path .. ": " .. r:describe())
       assert.equals(aud, r:json().resource, path)
     end
-    local r = HH.post26(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/list", params = HH.params26() })
+    local r = HH.post_rev2026(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/list", params = HH.params_rev2026() })
     r:wait_done()
     assert.equals(401, r.status, r:describe())
     assert.truthy((r:header("www-authenticate") or ""):find('resource_metadata="', 1, true), r:describe())
@@ -149,8 +149,8 @@ describe("many instances behind HAProxy", function()
 
   it("a 2026-07-28 request whose client goes away is cancelled on its instance", function()
     local cl = start{ args = { "--timeout", "0" } }
-    local _, c = HH.post26(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/call",
-      params = HH.params26{ name = "wait", arguments = { tag = "gone", seconds = 1000 } } }, { nowait = true })
+    local _, c = HH.post_rev2026(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/call",
+      params = HH.params_rev2026{ name = "wait", arguments = { tag = "gone", seconds = 1000 } } }, { nowait = true })
     local srv
     H.poll_until(function()
       for _, s in ipairs(cl.instances) do
@@ -169,8 +169,8 @@ describe("many instances behind HAProxy", function()
     local function greet(extra)
       local p = { name = "greet", arguments = {} }
       for k, v in pairs(extra or {}) do p[k] = v end
-      local r, msg = HH.rpc26(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/call",
-                                          params = HH.params26(p, caps) })
+      local r, msg = HH.rpc_rev2026(cl.front, { jsonrpc = "2.0", id = 1, method = "tools/call",
+                                          params = HH.params_rev2026(p, caps) })
       assert(r.status == 200 and msg, r:describe())
       return msg
     end

@@ -137,10 +137,10 @@ uv.run()
     assert_serving(srv, s)
     -- 2026-07-28: the request's stream is the request; closing it cancels the call
     local msg = { jsonrpc = "2.0", id = 7, method = "tools/call",
-                  params = HH.params26({ name = "sleep", arguments = { seconds = 600, tag = "k" } }) }
+                  params = HH.params_rev2026({ name = "sleep", arguments = { seconds = 600, tag = "k" } }) }
     body = cjson.encode(msg)
     h = { { "Host", srv.host }, { "Accept", HH.ACCEPT }, { "Content-Type", "application/json" },
-          { "MCP-Protocol-Version", HH.V26 }, { "Mcp-Method", "tools/call" }, { "Mcp-Name", "sleep" },
+          { "MCP-Protocol-Version", HH.REV2026 }, { "Mcp-Method", "tools/call" }, { "Mcp-Name", "sleep" },
           { "Content-Length", tostring(#body) } }
     proc, got, done = client_process(srv.port, HH.request_text{ method = "POST", headers = h, body = body })
     srv:expect_stderr("fixture: started k", nil, { plain = true })

@@ -4,8 +4,8 @@
 --   local srv = HH.start{ args = { "--token", "s3cret" } }     -- --http 127.0.0.1:0
 --   local s = HH.initialize(srv, "2025-11-25")                 -- POST initialize + initialized
 --   local resp, r = s:rpc("tools/call", { name = "echo", arguments = { text = "hi" } })
---   local r, msg = HH.rpc26(srv, { jsonrpc = "2.0", id = 1, method = "tools/list",  -- 2026-07-28
---                                  params = HH.params26() })
+--   local r, msg = HH.rpc_rev2026(srv, { jsonrpc = "2.0", id = 1, method = "tools/list",  -- 2026-07-28
+--                                  params = HH.params_rev2026() })
 --   local c = HH.connect(srv); c:send("GET /mcp HTTP/1.1\r\n...\r\n\r\n"); local r = c:response()
 --   HH.cleanup()                                               -- after_each
 --
@@ -569,24 +569,24 @@ end
 -- carries its protocol version and client capabilities in params._meta and
 -- the request metadata headers.
 
-M.V26 = "2026-07-28"
+M.REV2026 = "2026-07-28"
 
 -- The _meta of a 2026-07-28 request: the protocol version, the client
 -- capabilities caps (default none: cjson writes {} for the empty table), then
 -- the fields of extra (which may replace those two).
-function M.meta26(caps, extra)
+function M.meta_rev2026(caps, extra)
   local m = {
-    ["io.modelcontextprotocol/protocolVersion"] = M.V26,
+    ["io.modelcontextprotocol/protocolVersion"] = M.REV2026,
     ["io.modelcontextprotocol/clientCapabilities"] = caps or {},
   }
   for k, v in pairs(extra or {}) do m[k] = v end
   return m
 end
 
--- params (default {}) with _meta = meta26(caps, extra). Returns params.
-function M.params26(p, caps, extra)
+-- params (default {}) with _meta = meta_rev2026(caps, extra). Returns params.
+function M.params_rev2026(p, caps, extra)
   p = p or {}
-  p._meta = M.meta26(caps, extra)
+  p._meta = M.meta_rev2026(caps, extra)
   return p
 end
 
@@ -608,13 +608,13 @@ end
 -- encoded; msg still gives the headers), nowait, timeout. Returns the
 -- response (head read) and the conn; with nowait, only the conn (nil, c): a
 -- JSON answer has no head before the answer.
-function M.post26(srv, msg, opts)
+function M.post_rev2026(srv, msg, opts)
   opts = opts or {}
   local h = {
     { "Host", srv.host },
     { "Accept", M.ACCEPT },
     { "Content-Type", "application/json" },
-    { "MCP-Protocol-Version", M.V26 },
+    { "MCP-Protocol-Version", M.REV2026 },
     { "Mcp-Method", msg.method },
   }
   local name = mcp_name(msg.method, msg.params)
@@ -633,10 +633,10 @@ function M.post26(srv, msg, opts)
   return r, c
 end
 
--- post26, then wait for the whole answer. Returns the response and its
--- JSON-RPC message (nil when there is none), then the conn. opts as for post26.
-function M.rpc26(srv, msg, opts)
-  local r, c = M.post26(srv, msg, opts)
+-- post_rev2026, then wait for the whole answer. Returns the response and its
+-- JSON-RPC message (nil when there is none), then the conn. opts as for post_rev2026.
+function M.rpc_rev2026(srv, msg, opts)
+  local r, c = M.post_rev2026(srv, msg, opts)
   return r, M.rpc_response(r, opts and opts.timeout), c
 end
 

@@ -106,8 +106,8 @@ describe("HTTP: a client that resets its connection", function()
 
   describe("of a 2026-07-28 request", function()
     it("before the answer: the call is cancelled as a disconnect", function()
-      local _, c = HH.post26(srv, { jsonrpc = "2.0", id = 1, method = "tools/call",
-                                    params = HH.params26{ name = "quiet", arguments = { seconds = 2 } } },
+      local _, c = HH.post_rev2026(srv, { jsonrpc = "2.0", id = 1, method = "tools/call",
+                                    params = HH.params_rev2026{ name = "quiet", arguments = { seconds = 2 } } },
                              { nowait = true })
       H.pump(0.1)
       c:reset()
@@ -116,8 +116,8 @@ describe("HTTP: a client that resets its connection", function()
     end)
 
     it("during a JSON answer: the server serves", function()
-      local _, c = HH.post26(srv, { jsonrpc = "2.0", id = 2, method = "tools/call",
-                                    params = HH.params26(block_args(0.4)) }, { nowait = true })
+      local _, c = HH.post_rev2026(srv, { jsonrpc = "2.0", id = 2, method = "tools/call",
+                                    params = HH.params_rev2026(block_args(0.4)) }, { nowait = true })
       H.pump(0.15)
       c:reset()
       wait_block_done(srv)
@@ -125,8 +125,8 @@ describe("HTTP: a client that resets its connection", function()
     end)
 
     it("during an SSE answer: the server serves", function()
-      local r, c = HH.post26(srv, { jsonrpc = "2.0", id = 3, method = "tools/call",
-                                    params = HH.params26(block_args(0.4, { log = true }), nil,
+      local r, c = HH.post_rev2026(srv, { jsonrpc = "2.0", id = 3, method = "tools/call",
+                                    params = HH.params_rev2026(block_args(0.4, { log = true }), nil,
                                                         { ["io.modelcontextprotocol/logLevel"] = "info" }) })
       assert.is_table(r:next_message(), r:describe())
       c:reset()
@@ -155,8 +155,8 @@ describe("HTTP: a client that resets its connection", function()
         end
         local msg = s:req("tools/call", call)
         if round % 2 == 0 then
-          local _, c = HH.post26(srv, { jsonrpc = "2.0", id = i, method = "tools/call",
-                                        params = HH.params26(call) }, { nowait = true })
+          local _, c = HH.post_rev2026(srv, { jsonrpc = "2.0", id = i, method = "tools/call",
+                                        params = HH.params_rev2026(call) }, { nowait = true })
           conns[i] = c
         else
           local _, c = s:post(msg, { fresh = true, nowait = true })

@@ -13,7 +13,7 @@ local V = "2026-07-28"
 -- params with the 2026-07-28 _meta; caps: the client capabilities (default:
 -- elicitation, sampling and roots).
 local function params(p, caps)
-  return HH.params26(p, caps or { elicitation = {}, sampling = {}, roots = {} })
+  return HH.params_rev2026(p, caps or { elicitation = {}, sampling = {}, roots = {} })
 end
 
 local function call(c, name, extra, caps)
@@ -279,7 +279,7 @@ describe("input-required results over Streamable HTTP", function()
 
   -- A 2026-07-28 tools/call. Returns the response and its JSON-RPC message.
   local function post(srv, id, p)
-    return HH.rpc26(srv, { jsonrpc = "2.0", id = id, method = "tools/call", params = p })
+    return HH.rpc_rev2026(srv, { jsonrpc = "2.0", id = id, method = "tools/call", params = p })
   end
 
   it("round-trip over two independent POSTs; -32021 is a 400", function()

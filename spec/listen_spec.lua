@@ -13,7 +13,7 @@ local uv = require "luv"
 local SUB = "io.modelcontextprotocol/subscriptionId"
 
 -- params with the 2026-07-28 _meta (no client capabilities).
-local function params(p) return HH.params26(p) end
+local function params(p) return HH.params_rev2026(p) end
 
 local function write(path, text)
   local tmp = path .. ".tmp"
@@ -80,7 +80,7 @@ end
 -- Streamable HTTP
 
 local function listen(srv, id, filter)
-  local r, c = HH.post26(srv, { jsonrpc = "2.0", id = id, method = "subscriptions/listen",
+  local r, c = HH.post_rev2026(srv, { jsonrpc = "2.0", id = id, method = "subscriptions/listen",
                                params = params{ notifications = filter } })
   assert.are.equal(200, r.status, r:describe())
   assert.is_true(r:is_sse(), r:describe())
@@ -88,7 +88,7 @@ local function listen(srv, id, filter)
 end
 
 local function call(srv, id, name, args)
-  local _, resp = HH.rpc26(srv, { jsonrpc = "2.0", id = id, method = "tools/call",
+  local _, resp = HH.rpc_rev2026(srv, { jsonrpc = "2.0", id = id, method = "tools/call",
                                  params = params{ name = name, arguments = args or {} } })
   return resp
 end
@@ -165,7 +165,7 @@ describe("subscriptions/listen over Streamable HTTP", function()
 
   it("server/discover states listChanged (with --watch) and subscribe", function()
     local srv = HH.start{ plugins = { plugin_dir() }, args = { "--watch" } }
-    local r = HH.post26(srv, { jsonrpc = "2.0", id = 1, method = "server/discover", params = params() })
+    local r = HH.post_rev2026(srv, { jsonrpc = "2.0", id = 1, method = "server/discover", params = params() })
     r:wait_done()
     local caps = HH.rpc_response(r).result.capabilities
     assert.is_true(caps.tools.listChanged)
@@ -175,7 +175,7 @@ describe("subscriptions/listen over Streamable HTTP", function()
 
   it("rejects a listen without a notifications filter with -32602", function()
     local srv = HH.start{ plugins = { plugin_dir() } }
-    local r = HH.post26(srv, { jsonrpc = "2.0", id = 1, method = "subscriptions/listen", params = params() })
+    local r = HH.post_rev2026(srv, { jsonrpc = "2.0", id = 1, method = "subscriptions/listen", params = params() })
     r:wait_done()
     assert.are.equal(-32602, HH.rpc_response(r).error.code)
   end)

@@ -8,7 +8,7 @@ local cjson = H.cjson
 
 local FIX = "spec/fixtures/param_headers"
 
-local meta = HH.meta26               -- no client capabilities
+local meta = HH.meta_rev2026               -- no client capabilities
 
 local next_id = 0
 
@@ -20,7 +20,7 @@ local function call(srv, tool, args, headers)
   local body = ('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%s,"arguments":%s,"_meta":%s}}')
     :format(next_id, cjson.encode(tool), type(args) == "string" and args or cjson.encode(args),
             cjson.encode(meta()))
-  local r, msg = HH.rpc26(srv, { method = "tools/call", params = { name = tool } },   -- for the headers
+  local r, msg = HH.rpc_rev2026(srv, { method = "tools/call", params = { name = tool } },   -- for the headers
                           { body = body, extra = headers })
   assert.are.equal(next_id, msg and msg.id, r:describe())
   return r, msg
@@ -60,7 +60,7 @@ describe("Mcp-Param headers over Streamable HTTP (2026-07-28)", function()
   after_each(function() HH.cleanup() end)
 
   it("lists x-mcp-header as declared", function()
-    local _, list = HH.rpc26(srv, { jsonrpc = "2.0", id = 1, method = "tools/list", params = { _meta = meta() } })
+    local _, list = HH.rpc_rev2026(srv, { jsonrpc = "2.0", id = 1, method = "tools/list", params = { _meta = meta() } })
     local props
     for _, t in ipairs(list.result.tools) do
       if t.name == "mirror" then props = t.inputSchema.properties end
@@ -168,7 +168,7 @@ describe("Mcp-Param headers over Streamable HTTP (2026-07-28)", function()
   it("applies the same encoding to Mcp-Name: trimmed, Base64 decoded strictly", function()
     local function named(name)
       next_id = next_id + 1
-      return HH.rpc26(srv, { jsonrpc = "2.0", id = next_id, method = "tools/call",
+      return HH.rpc_rev2026(srv, { jsonrpc = "2.0", id = next_id, method = "tools/call",
                              params = { name = "plain", arguments = {}, _meta = meta() } },
                       { headers = { ["Mcp-Name"] = name } })
     end
@@ -297,7 +297,7 @@ return mcp.plugin { name = "dup", tools = {
                                   "Mcp-Param-myfield is the header of inputSchema.properties.a already " ..
                                   "(Mcp-Param-MyField", nil, { plain = true }), srv:stderr_text())
     -- only the valid tool is served ("Method" makes Mcp-Param-Method, not Mcp-Method)
-    local _, list = HH.rpc26(srv, { jsonrpc = "2.0", id = 1, method = "tools/list", params = { _meta = meta() } })
+    local _, list = HH.rpc_rev2026(srv, { jsonrpc = "2.0", id = 1, method = "tools/list", params = { _meta = meta() } })
     local names = {}
     for _, t in ipairs(list.result.tools) do names[#names + 1] = t.name end
     assert.are.same({ "good" }, names)

@@ -13,7 +13,7 @@ local V = "2026-07-28"
 local function params(p, extra)
   local m = { ["io.modelcontextprotocol/clientInfo"] = { name = "spec", version = "1" } }
   for k, v in pairs(extra or {}) do m[k] = v end
-  return HH.params26(p, nil, m)
+  return HH.params_rev2026(p, nil, m)
 end
 
 local function proc_state(pid)
@@ -29,10 +29,10 @@ end
 
 local function req(id, method, p) return { jsonrpc = "2.0", id = id, method = method, params = p } end
 
--- A 2026-07-28 request on a fresh connection (HH.post26; headers: overrides,
+-- A 2026-07-28 request on a fresh connection (HH.post_rev2026; headers: overrides,
 -- false drops one). Returns the whole response and its JSON-RPC message.
 local function rpc(srv, id, method, p, headers)
-  return HH.rpc26(srv, req(id, method, p), { headers = headers })
+  return HH.rpc_rev2026(srv, req(id, method, p), { headers = headers })
 end
 
 describe("2026-07-28 over Streamable HTTP", function()
@@ -155,7 +155,7 @@ describe("2026-07-28 over Streamable HTTP", function()
   end)
 
   it("sends logs only to a request that asked for them, on its own SSE stream", function()
-    local r = HH.post26(srv, req(1, "tools/call", params({ name = "slow", arguments = { seconds = 0.1 } },
+    local r = HH.post_rev2026(srv, req(1, "tools/call", params({ name = "slow", arguments = { seconds = 0.1 } },
                                                         { ["io.modelcontextprotocol/logLevel"] = "info" })))
     r:wait_done()
     assert.is_true(r:is_sse(), r:describe())
@@ -170,7 +170,7 @@ describe("2026-07-28 over Streamable HTTP", function()
   end)
 
   it("cancels a request whose connection closes: the handler sees ctx:cancelled()", function()
-    local _, c = HH.post26(srv, req(41, "tools/call", params{ name = "slow", arguments = { seconds = 20 } }),
+    local _, c = HH.post_rev2026(srv, req(41, "tools/call", params{ name = "slow", arguments = { seconds = 20 } }),
                            { nowait = true })
     assert.truthy(srv:wait_stderr("fixture: slow started 41"))
     c:close()
@@ -180,7 +180,7 @@ describe("2026-07-28 over Streamable HTTP", function()
   end)
 
   it("cancels a request whose SSE stream closes after its first message", function()
-    local r, c = HH.post26(srv, req(43, "tools/call", params({ name = "slow", arguments = { seconds = 20 } },
+    local r, c = HH.post_rev2026(srv, req(43, "tools/call", params({ name = "slow", arguments = { seconds = 20 } },
                                                            { ["io.modelcontextprotocol/logLevel"] = "debug" })))
     assert.is_true(r:is_sse(), r:describe())
     local m = r:next_message()
@@ -194,10 +194,10 @@ describe("2026-07-28 over Streamable HTTP", function()
   end)
 
   it("accepts a notification with 202 and cancels nothing with it", function()
-    local _, c = HH.post26(srv, req(45, "tools/call", params{ name = "slow", arguments = { seconds = 0.3 } }),
+    local _, c = HH.post_rev2026(srv, req(45, "tools/call", params{ name = "slow", arguments = { seconds = 0.3 } }),
                            { nowait = true })
     assert.truthy(srv:wait_stderr("fixture: slow started 45"))
-    local r = HH.post26(srv, { jsonrpc = "2.0", method = "notifications/cancelled",
+    local r = HH.post_rev2026(srv, { jsonrpc = "2.0", method = "notifications/cancelled",
                               params = { requestId = 45, reason = "no" } })
     r:wait_done()
     assert.are.equal(202, r.status, r:describe())
@@ -207,7 +207,7 @@ describe("2026-07-28 over Streamable HTTP", function()
   end)
 
   it("kills the child process of a request whose connection closes", function()
-    local _, c = HH.post26(srv, req(42, "tools/call", params{ name = "sleeper", arguments = {} }),
+    local _, c = HH.post_rev2026(srv, req(42, "tools/call", params{ name = "sleeper", arguments = {} }),
                            { nowait = true })
     local line = srv:wait_stderr("spawned sleep %(pid %d+%)")
     assert.truthy(line, srv:stderr_text())
@@ -228,7 +228,7 @@ describe("2026-07-28 over Streamable HTTP", function()
     c1:send(HH.request_text{ method = "POST", headers = h, body = body })
     assert.truthy(srv:wait_stderr("fixture: slow started 7"))
     -- a 2026-07-28 request with the same id, on its own connection
-    local _, c2 = HH.post26(srv, req(7, "tools/call", params{ name = "slow", arguments = { seconds = 20 } }),
+    local _, c2 = HH.post_rev2026(srv, req(7, "tools/call", params{ name = "slow", arguments = { seconds = 20 } }),
                             { nowait = true })
     assert.truthy(H.run_until(function() return srv:count_stderr("fixture: slow started 7", true) == 2 end))
     c1:drop()

@@ -16,12 +16,12 @@ local EXT = "io.modelcontextprotocol/tasks"
 local TASKS = { extensions = { [EXT] = {} } }
 local ASKING = { elicitation = {}, extensions = { [EXT] = {} } }
 
-local function params(p, caps) return HH.params26(p or {}, caps or TASKS) end
+local function params(p, caps) return HH.params_rev2026(p or {}, caps or TASKS) end
 
 local next_id = 0
 local function rpc(srv, method, p, opts)
   next_id = next_id + 1
-  local r, resp, c = HH.rpc26(srv, { jsonrpc = "2.0", id = next_id, method = method, params = p }, opts)
+  local r, resp, c = HH.rpc_rev2026(srv, { jsonrpc = "2.0", id = next_id, method = method, params = p }, opts)
   c:close()                            -- polls make many: each on its own connection
   return resp, r
 end
@@ -51,7 +51,7 @@ end
 
 local function cluster(n, extra)
   return C.start {
-    instances = n or 2, redis = true, plugins = { "spec/fixtures/tasks26" },
+    instances = n or 2, redis = true, plugins = { "spec/fixtures/tasks_rev2026" },
     args = function(_, cl)
       local a = { "--store", cl.redis.url, "--log-level", "debug" }
       for _, x in ipairs(extra or {}) do a[#a + 1] = x end
@@ -148,7 +148,7 @@ describe("--store: tasks shared through Redis", function()
     local A, B = cl.instances[1], cl.instances[2]
     local id = start_task(A, "asks", {}, ASKING)
     until_status(cl, A, id, "input_required")
-    local r = HH.post26(B, { jsonrpc = "2.0", id = 77, method = "subscriptions/listen", params = params {
+    local r = HH.post_rev2026(B, { jsonrpc = "2.0", id = 77, method = "subscriptions/listen", params = params {
       notifications = { taskIds = { id } } } })
     assert.is_true(r:is_sse(), r:describe())
     local ack = r:next_message()
@@ -174,7 +174,7 @@ describe("--store: tasks shared through Redis", function()
     local cl = cluster(2)
     local A, B = cl.instances[1], cl.instances[2]
     local id = start_task(A, "slow", { seconds = 3, tag = "away" })
-    local r = HH.post26(B, { jsonrpc = "2.0", id = 78, method = "subscriptions/listen", params = params {
+    local r = HH.post_rev2026(B, { jsonrpc = "2.0", id = 78, method = "subscriptions/listen", params = params {
       notifications = { taskIds = { id } } } })
     assert.are.equal("notifications/subscriptions/acknowledged", r:next_message().method)
     assert.are.equal("working", r:next_message().params.status)
@@ -272,7 +272,7 @@ describe("--store: configuration, stdio, metrics", function()
     local f = assert(io.open(conf, "w"))
     f:write(('return { store = "%s", http = "127.0.0.1:0" }\n'):format(cl.redis.url))
     f:close()
-    local srv = HH.start { plugins = { "spec/fixtures/tasks26" }, args = { "--config", conf } }
+    local srv = HH.start { plugins = { "spec/fixtures/tasks_rev2026" }, args = { "--config", conf } }
     assert.is_truthy(srv:wait_stderr("task store redis://.*: connected"))
     -- a task made on the cluster's instance is known to the one configured by file
     local id = start_task(cl.instances[1], "slow", { seconds = 0, tag = "conf" })
@@ -288,7 +288,7 @@ describe("--store: configuration, stdio, metrics", function()
 
   it("a stdio server's tasks are its own scope: in the store, not visible over HTTP", function()
     local cl = cluster(1)
-    local c = H.start { plugins = { "spec/fixtures/tasks26" }, args = { "--store", cl.redis.url } }
+    local c = H.start { plugins = { "spec/fixtures/tasks_rev2026" }, args = { "--store", cl.redis.url } }
     assert.is_truthy(c:wait_stderr("task store redis://.*: connected"))
     local resp = c:request("tools/call", params { name = "slow", arguments = { seconds = 0, tag = "io" } })
     local id = resp.result.taskId
@@ -355,7 +355,7 @@ describe("--store: bad values", function()
 
   it("starts without Redis and says why tasks cannot be read", function()
     local port = C.free_port()
-    local srv = HH.start { plugins = { "spec/fixtures/tasks26" },
+    local srv = HH.start { plugins = { "spec/fixtures/tasks_rev2026" },
                            args = { "--store", "redis://127.0.0.1:" .. port .. "/3" } }
     assert.is_truthy(srv:wait_stderr("task store redis://127%.0%.0%.1:%d+/3: connect: Connection refused"))
     local resp = get(srv, "x")

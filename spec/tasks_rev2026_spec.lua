@@ -9,7 +9,7 @@ local H = require "spec.helper"
 local HH = require "spec.http_helper"
 local cjson = H.cjson
 
-local FIX = { "spec/fixtures/tasks26" }
+local FIX = { "spec/fixtures/tasks_rev2026" }
 local EXT = "io.modelcontextprotocol/tasks"
 local SUB = "io.modelcontextprotocol/subscriptionId"
 local ISO = "^%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%d%.%d%d%dZ$"
@@ -22,7 +22,7 @@ local NONE = {}                      -- no capabilities ({} in JSON)
 -- the request's client capabilities (default: the tasks extension only).
 local function params(p, caps)
   p = p or {}
-  return HH.params26(p, caps or TASKS, p._meta)
+  return HH.params_rev2026(p, caps or TASKS, p._meta)
 end
 
 ---------------------------------------------------------------------------
@@ -506,12 +506,12 @@ end)
 -- Streamable HTTP
 
 -- A 2026-07-28 request on a fresh connection, with the headers the method
--- needs (HH.post26; headers: overrides, false drops one). Returns the
+-- needs (HH.post_rev2026; headers: overrides, false drops one). Returns the
 -- JSON-RPC response and the HTTP response.
 local next_id = 0
 local function rpc(srv, method, p, headers)
   next_id = next_id + 1
-  local r, resp = HH.rpc26(srv, { jsonrpc = "2.0", id = next_id, method = method, params = p },
+  local r, resp = HH.rpc_rev2026(srv, { jsonrpc = "2.0", id = next_id, method = method, params = p },
                            { headers = headers })
   return resp, r
 end
@@ -568,7 +568,7 @@ describe("tasks extension over Streamable HTTP", function()
   end)
 
   it("a closed connection does not cancel a task: its request was answered with the task", function()
-    local r, c = HH.post26(srv, { jsonrpc = "2.0", id = 1, method = "tools/call",
+    local r, c = HH.post_rev2026(srv, { jsonrpc = "2.0", id = 1, method = "tools/call",
                                  params = params { name = "slow", arguments = { seconds = 0.3, tag = "d" } } })
     r:wait_done()
     local id = HH.rpc_response(r).result.taskId
@@ -592,7 +592,7 @@ describe("tasks extension over Streamable HTTP", function()
   it("subscriptions/listen with taskIds: ack, the current state, then each change, as tasks/get shows it", function()
     local id = rpc(srv, "tools/call", params({ name = "asks", arguments = {} }, ASKING)).result.taskId
     http_until(srv, id, "input_required")
-    local r = HH.post26(srv, { jsonrpc = "2.0", id = 77, method = "subscriptions/listen", params = params {
+    local r = HH.post_rev2026(srv, { jsonrpc = "2.0", id = 77, method = "subscriptions/listen", params = params {
       notifications = { taskIds = { id, "not-a-task" } } } })
     assert.is_true(r:is_sse(), r:describe())
     local ack = r:next_message()
@@ -626,7 +626,7 @@ describe("tasks extension over Streamable HTTP", function()
 end)
 
 ---------------------------------------------------------------------------
--- plugins/conformance/tasks26.lua: the fixtures the suite's tasks-* scenarios call
+-- plugins/conformance/tasks_rev2026.lua: the fixtures the suite's tasks-* scenarios call
 
 describe("conformance fixtures of the tasks extension", function()
   after_each(H.cleanup)
