@@ -1,21 +1,9 @@
 -- Failures as luamcp's functions return them, the Lua side of
--- src/lua/fail.h: nil, message, code, where code is one word of CODES and
--- the message keeps the original system name where there was one.
+-- src/lua/fail.h: nil, message, code, where code is one word of the list in
+-- docs/reference/lua-api.md and the message keeps the original system name.
 local core = require "mcp.core"
 
 local M = {}
-
-M.CODES = {
-  cancelled = true, timeout = true, not_found = true, exists = true, denied = true, invalid = true,
-  too_large = true, busy = true, constraint = true, unreachable = true, tls = true, closed = true,
-  protocol = true, rpc = true, unsupported = true, io = true,
-}
-
--- nil, message, code (a programming mistake when code is not one of CODES).
-function M.fail(code, message)
-  if not M.CODES[code] then error("fail: unknown code " .. tostring(code), 2) end
-  return nil, message, code
-end
 
 -- An outcome passed on as it came: res on success; a failure as nil,
 -- message, code, and the error object only when there is one (so that a
