@@ -67,15 +67,8 @@ end
 
 -- The checks before get runs: prompt, args; or nil, code, message.
 local function prepare_prompt(params)
-  local name = params.name
-  if type(name) ~= "string" then return nil, -32602, "Invalid params: name must be a string" end
-  local p = prompts[name]
-  if not p then return nil, -32602, "Invalid params: unknown prompt: " .. name end
-  local args = params.arguments
-  if args == nil then args = {} end
-  if type(args) ~= "table" or mcp.is_array(args) then
-    return nil, -32602, "Invalid params: arguments must be an object"
-  end
+  local p, args, msg = reg.named(params, prompts, "Invalid params: unknown prompt: ")
+  if not p then return nil, args, msg end
   for k, v in pairs(args) do
     if type(v) ~= "string" then
       return nil, -32602, "Invalid params: argument " .. tostring(k) .. " must be a string"

@@ -29,6 +29,22 @@ local function paginate(list, params, entry)
 end
 R.paginate = paginate
 
+-- What a tools/call or prompts/get names: the entry of by_name that
+-- params.name is, and params.arguments (an object; {} when absent); or nil,
+-- -32602, message (unknown: the message's head for a name not in by_name).
+function R.named(params, by_name, unknown)
+  local name = params.name
+  if type(name) ~= "string" then return nil, -32602, "Invalid params: name must be a string" end
+  local entry = by_name[name]
+  if not entry then return nil, -32602, unknown .. name end
+  local args = params.arguments
+  if args == nil then args = {} end
+  if type(args) ~= "table" or mcp.is_array(args) then
+    return nil, -32602, "Invalid params: arguments must be an object"
+  end
+  return entry, args
+end
+
 -- A failure of get or a completion function as a JSON-RPC error.
 local function invalid_or_internal(msg, code)
   if code == "invalid" or code == "not_found" then return nil, -32602, "Invalid params: " .. msg end

@@ -37,15 +37,9 @@ end
 -- without it was refused with -32021 before the call started; one with
 -- defer_task starts its task itself, ctx:task()), and params.task is ignored.
 local function prepare(params)
-  local name = params.name
-  if type(name) ~= "string" then return nil, -32602, "Invalid params: name must be a string" end
-  local tool = tools[name]
-  if not tool then return nil, -32602, "Unknown tool: " .. name end
-  local args = params.arguments
-  if args == nil then args = {} end
-  if type(args) ~= "table" or mcp.is_array(args) then
-    return nil, -32602, "Invalid params: arguments must be an object"
-  end
+  local tool, args, msg = reg.named(params, tools, "Unknown tool: ")
+  if not tool then return nil, args, msg end
+  local name = tool.name
   local task, support = params.task, tool.task or "forbidden"
   -- without the tasks capability (no tool offers tasks), params.task is ignored
   if not methods["tasks/result"] then task = nil end
