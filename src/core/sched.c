@@ -1,6 +1,7 @@
 /* Calls: coroutines, the count hook, timers, waits, and the actions of the
  * cancellation state machine. */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@
 #include "slice.h"
 
 #define SLICE_NS      2000000ull    /* a CPU-bound handler yields after 2 ms */
+#define STUCK_NS      50000000ull   /* a sandboxed call may run this long unable to yield */
 #define HOOK_COUNT    1000          /* instructions between hook checks */
 #define CLOSE_NS      1000000000ull /* <close> handlers of an aborted call: 1 s */
 #define POOL_MAX      256           /* idle coroutines kept for reuse */
@@ -30,6 +32,10 @@ static struct {
   mcp_call *graveyard;              /* finished calls, freed after this loop turn (bury) */
   mcp_call *main_as;                /* the call the main thread acts for (mcp_call_pcall) */
   uint64_t slice_end_ns;            /* preemption point of the resume running now */
+  uint64_t resume_ns;               /* when the resume running now began */
+  mcp_call *running;                /* the call whose resume runs now, or NULL */
+  mcp_budget *account;              /* outside resumes: a sandboxed plugin's file loading */
+  size_t account_held;              /* what it allocated and holds */
   mcp_call *refusing;               /* refused by its limits, while it starts and fails */
   char refusal[128];                /* why */
   int live;
@@ -72,22 +78,62 @@ void mcp_sched_fail_alloc(unsigned long n) {
   fail_count = 0;
 }
 
+static void call_over(mcp_call *c, int why);
+
+/* Memory of a sandboxed plugin: what the code of its calls (or of its file,
+ * loading) allocates is counted to its budget, what that code frees is taken
+ * back up to what it holds (the collector, running in its call, frees others'
+ * garbage too). Past the limit the allocation fails and the call is ended. */
+static int budget_refuses(mcp_budget *b, size_t grow) {
+  if (b->mem_limit == 0 || b->mem_used + grow <= b->mem_limit) return 0;
+  if (S.running != NULL) call_over(S.running, MCP_OVER_MEMORY);
+  return 1;
+}
+
+static void budget_take(mcp_budget *b, size_t old, size_t nsize) {
+  size_t *held = S.running ? &S.running->mem_held : &S.account_held;
+  if (nsize >= old) {
+    b->mem_used += nsize - old;
+    *held += nsize - old;
+  } else {
+    size_t back = old - nsize < *held ? old - nsize : *held;
+    b->mem_used -= back;
+    *held -= back;
+  }
+}
+
 void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   size_t old = ptr ? osize : 0;
+  mcp_budget *b = S.running ? S.running->budget : S.account;
   void *p;
   (void)ud;
   if (nsize == 0) {
     free(ptr);
     mem_used -= old;
+    if (b) budget_take(b, old, 0);
     return NULL;
   }
+  if (b && nsize > old && budget_refuses(b, nsize - old)) return NULL;
   if (mem_enforced && mcp_cfg.memory_limit && nsize > old &&
       mem_used + (nsize - old) > mcp_cfg.memory_limit)
     return NULL;
   if (mem_enforced && fail_at && nsize > old && ++fail_count >= fail_at) return NULL;
   p = realloc(ptr, nsize);
   if (p != NULL) mem_used = mem_used - old + nsize;
+  if (p != NULL && b) budget_take(b, old, nsize);
   return p;
+}
+
+mcp_budget *mcp_sched_budget(void) { return S.running ? S.running->budget : S.account; }
+
+void mcp_sched_account(mcp_budget *b) {
+  if (S.account) S.account->mem_used -= S.account_held;
+  S.account = b;
+  S.account_held = 0;
+}
+
+uint64_t mcp_sched_cpu_used(void) {
+  return S.running ? S.running->cpu_used_ns + (uv_hrtime() - S.resume_ns) : 0;
 }
 
 size_t mcp_sched_memory(void) { return mem_used; }
@@ -236,14 +282,65 @@ static void co_release(mcp_call *c) {
  * restores that flag only in pcall), so a thread the hook raised in is
  * never reused: it is marked tainted and left to the collector.
  */
+/* Why a sandboxed call was ended, into buf. */
+static const char *over_message(mcp_call *c, char *buf, size_t cap) {
+  const mcp_budget *b = c->budget;
+  const char *name = b ? b->plugin : "?";
+  if (c->over == MCP_OVER_MEMORY)
+    snprintf(buf, cap, "sandbox: plugin %s passed its memory limit (memory_mb = %g): the call is ended", name,
+             b ? (double)b->mem_limit / (1 << 20) : 0);
+  else if (c->over == MCP_OVER_CPU)
+    snprintf(buf, cap, "sandbox: plugin %s passed its CPU limit (cpu_ms = %g): the call is ended", name,
+             b ? (double)b->cpu_ns / 1e6 : 0);
+  else
+    snprintf(buf, cap, "sandbox: plugin %s ran %llu ms where it could not yield (cpu_ms): the call is ended",
+             name, STUCK_NS / 1000000ull);
+  return buf;
+}
+
+/* End a sandboxed call from inside it: the hook raises on its every
+ * instruction from now on, as for an abort, with the limit's message. */
+static void call_over(mcp_call *c, int why) {
+  if (c->over) return;
+  c->over = (unsigned)why;
+  c->killing = c->tainted = 1;
+  if (c->co) lua_sethook(c->co, hook, LUA_MASKCOUNT, 1);
+}
+
+int mcp_sched_over(lua_State *L, int why) {
+  char msg[200];
+  mcp_call *c = S.running;
+  if (c == NULL) return luaL_error(L, "sandbox: over its limit");
+  call_over(c, why);
+  lua_sethook(L, hook, LUA_MASKCOUNT, 1);
+  return luaL_error(L, "%s", over_message(c, msg, sizeof msg));
+}
+
+/* A sandboxed call over its CPU, or too long where it cannot yield. */
+static int call_too_long(lua_State *L, mcp_call *c) {
+  uint64_t ran;
+  if (c->budget == NULL || c != S.running) return MCP_OVER_NONE;
+  ran = uv_hrtime() - S.resume_ns;
+  if (c->budget->cpu_ns && c->cpu_used_ns + ran > c->budget->cpu_ns) return MCP_OVER_CPU;
+  if (ran > STUCK_NS && !(L == c->co && lua_isyieldable(L))) return 3;
+  return MCP_OVER_NONE;
+}
+
 static void hook(lua_State *L, lua_Debug *ar) {
   mcp_call *c = mcp_call_current(L);
+  int why;
   (void)ar;
   if (c == NULL) return;
   if (c->killing) {
+    char msg[200];
     c->tainted = 1;
     lua_sethook(L, hook, LUA_MASKCOUNT, 1);
+    if (c->over) luaL_error(L, "%s", over_message(c, msg, sizeof msg));
     luaL_error(L, "request aborted: %s", c->req.reason ? c->req.reason : "cancelled");
+    return;
+  }
+  if (!c->closing && (why = call_too_long(L, c)) != MCP_OVER_NONE) {
+    mcp_sched_over(L, why);
     return;
   }
   if (c->closing) {
@@ -406,6 +503,7 @@ static void call_finish(mcp_call *c) {
   if (c->aprev) c->aprev->anext = c->anext; else S.all = c->anext;
   if (c->anext) c->anext->aprev = c->aprev;
   S.live--;
+  if (c->budget) c->budget->mem_used -= c->mem_held;   /* its memory is given back to the plugin */
   EACH_TYPE(finish, c);
   c->owner->gone(c);
   c->qnext = S.graveyard;            /* freed after this loop turn, never under a caller */
@@ -417,12 +515,17 @@ static void call_finish(mcp_call *c) {
 static void call_resume(mcp_call *c, int nargs) {
   int nres, status;
   c->in_resume = 1;
-  S.slice_end_ns = uv_hrtime() + SLICE_NS;   /* one call runs at a time */
+  S.resume_ns = uv_hrtime();
+  S.slice_end_ns = S.resume_ns + SLICE_NS;   /* one call runs at a time */
+  S.running = c;
   mem_enforced = 1;
+  if (c->budget && c->budget->cpu_ns && c->cpu_used_ns > c->budget->cpu_ns) call_over(c, MCP_OVER_CPU);
   mcp_slice_begin(c->co);
   status = lua_resume(c->co, S.L, nargs, &nres);
   mcp_slice_end();
   mem_enforced = 0;
+  S.running = NULL;
+  if (c->budget) c->cpu_used_ns += uv_hrtime() - S.resume_ns;
   if (fail_at && fail_count >= fail_at) fail_at = 0;   /* the test hook fired */
   c->in_resume = 0;
   if (status == LUA_YIELD && mcp_slice_on() && !c->killing) lua_sethook(c->co, NULL, 0, 0);
@@ -442,6 +545,11 @@ static void call_resume(mcp_call *c, int nargs) {
   }
   if (status == LUA_OK) {
     mcp_call_fire(c, MCP_EV_RETURN, NULL);
+    return;
+  }
+  if (c->over) {                             /* a sandbox limit ended it: its message is the error */
+    if (c->req.state == MCP_REQ_RUNNING) mcp__log_raised(c);
+    mcp_call_fire(c, MCP_EV_RAISE, NULL);
     return;
   }
   if (c->killing) {
@@ -581,6 +689,7 @@ mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char 
     double timeout = c->timeout, grace = c->grace;
     if (name && mcp_policy_get(name, &mode, &timeout, &grace, &c->logger)) {
       c->tool = (char *)mcp_name_intern(name);
+      c->budget = mcp_budget_of(c->logger, 0);
       c->timeout = (float)timeout;
       c->grace = (float)grace;
     } else if (name) {
