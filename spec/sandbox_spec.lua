@@ -260,6 +260,33 @@ describe("sandbox", function()
                      run "local ctx = ...; return ctx:spawn{ command = { 'echo', 'x' } }", 1, true)
       unharmed()
     end)
+    it("cannot hand a granted program the loader's variables (LD_PRELOAD) or the server's secrets", function()
+      local out = run [[local ctx = ...
+        local r = ctx:spawn{ command = { '/bin/echo', 'x' }, env = { LD_PRELOAD = '/tmp/evil.so', MINE = 'y' } }
+        return r.stdout, r.code]]
+      assert.equal("ok: x\n | 0", out)
+      write(tmp .. "/granted/env.sh", "#!/bin/sh\nenv\n")
+      sh("chmod +x '" .. tmp .. "/granted/env.sh'")
+      config()
+      c:close()
+      write(tmp .. "/luamcp.conf", (io.open(tmp .. "/luamcp.conf"):read("a"):gsub('exec = { "/bin/echo" }',
+        'exec = { "' .. tmp .. '/granted/env.sh" }')))
+      start()
+      out = run(([[local ctx = ...
+        local r = ctx:spawn{ command = { %q }, env = { LD_PRELOAD = '/tmp/evil.so', MINE = 'y' } }
+        return r.stdout]]):format(tmp .. "/granted/env.sh"))
+      assert.matches("MINE=y", out, 1, true)
+      assert.not_matches("LD_PRELOAD", out, 1, true)
+      assert.not_matches("SPEC_SECRET", out, 1, true)
+      unharmed()
+    end)
+    it("checks the command mcp.connect uses, not one its __index answers first", function()
+      local out = run [[local n = 0
+        local cmd = setmetatable({}, { __index = function() n = n + 1; return n == 1 and '/bin/echo' or '/bin/sh' end })
+        return mcp.connect{ command = cmd }]]
+      assert.matches("ok: nil | sandbox: evil may not connect to nil", out, 1, true)
+      unharmed()
+    end)
     it("opens a granted database, not another", function()
       assert.equal("ok: userdata", run(("return type(mcp.sqlite.open(%q))"):format(tmp .. "/granted/db.sqlite")))
       assert.matches("may not open the database", run(("return mcp.sqlite.open(%q)"):format(tmp .. "/other.sqlite")),

@@ -45,6 +45,20 @@ local function own_copy(t, seen)
   return c
 end
 
+-- A raw copy of mcp.connect / mount options, command copied too: what is
+-- checked is what is used (no __index of the plugin's answers twice).
+local function plain(opts)
+  if type(opts) ~= "table" then return opts end
+  local c = {}
+  for k, v in next, opts do c[k] = v end
+  local cmd = rawget(opts, "command")
+  if type(cmd) == "table" then
+    c.command = {}
+    for i = 1, rawlen(cmd) do c.command[i] = rawget(cmd, i) end
+  end
+  return c
+end
+
 -- The target of mcp.connect / mount options: the program, or the URL.
 local function connect_target(opts)
   if type(opts) ~= "table" then return nil end
@@ -56,6 +70,7 @@ local function own_mcp(view)
   local m = own_copy(mcp, {})
   m.settings = view.settings
   function m.connect(opts)
+    opts = plain(opts)
     local target = connect_target(opts)
     if target then
       local ok, msg, code = core.sandbox_check("connect", target)
@@ -64,7 +79,8 @@ local function own_mcp(view)
     return mcp.connect(opts)
   end
   function m.plugin(p)
-    local target = type(p) == "table" and connect_target(p.mount)
+    if type(p) == "table" and rawget(p, "mount") ~= nil then rawset(p, "mount", plain(rawget(p, "mount"))) end
+    local target = type(p) == "table" and connect_target(rawget(p, "mount"))
     if target then
       local ok, msg = core.sandbox_check("connect", target)
       if not ok then error(msg, 2) end
