@@ -5,6 +5,7 @@
 -- (a ping answers) and the trusted plugin beside it (fixtures/sandbox/trusted)
 -- unaffected.
 local H = require "spec.helper"
+local O = require "spec.origin"
 local uv = require "luv"
 
 local FIX = H.fixtures .. "/sandbox"
@@ -23,7 +24,7 @@ end
 
 local function sh(cmd) assert(os.execute(cmd)) end
 
-local function config(extra)
+local function config(extra, http)
   write(tmp .. "/luamcp.conf", ([[
 return {
   plugins = { %q },
@@ -31,12 +32,12 @@ return {
     dirs = { %q },
     grants = {
       evil = { read = { "granted" }, sqlite = { "granted" }, env = { "SPEC_ALLOWED" }, exec = { "/bin/echo" },
-               http = { "127.0.0.1:9" }, memory_mb = 8, cpu_ms = 300 },
+               http = { "%s" }, memory_mb = 8, cpu_ms = 300 },
     },
   },
   %s
 }
-]]):format(FIX .. "/trusted", tmp .. "/untrusted", extra or ""))
+]]):format(FIX .. "/trusted", tmp .. "/untrusted", http or "127.0.0.1:9", extra or ""))
 end
 
 local function start(args)
@@ -320,6 +321,44 @@ describe("sandbox", function()
     it("cannot reach the cloud metadata address", function()
       local out = run "local ctx = ...; return ctx:http{ url = 'http://169.254.169.254/latest/meta-data/', timeout = 2 }"
       assert.matches("sandbox: evil may not reach 169.254.169.254:80", out, 1, true)
+    end)
+  end)
+
+  describe("callbacks the host runs for a call", function()
+    local o
+    after_each(function() if o then o:stop() end o = nil end)
+
+    it("a loop in an HTTP on_chunk callback ends the call", function()
+      o = O.start()
+      config(nil, "127.0.0.1:" .. o.port)
+      c:close()
+      start()
+      local res = raw(([[local ctx = ...
+        return ctx:http{ url = %q, on_chunk = function() while true do end end }]]):format(o.url .. "/slow?n=3&delay=0.05"))
+      assert.matches("sandbox: plugin evil", res.content[1].text, 1, true)
+      unharmed()
+    end)
+    it("req.background is refused (its callbacks would belong to no call)", function()
+      local out = run "local ctx = ...; return ctx:http{ url = 'http://127.0.0.1:9/', background = true }"
+      assert.matches("(req.background is refused) | denied", out, 1, true)
+    end)
+    it("a loop in ctx:on_cancel is cut off; the server goes on", function()
+      c:send({ jsonrpc = "2.0", id = "oc", method = "tools/call", params = { name = "raw", arguments = {
+        code = "local ctx = ...; ctx:on_cancel(function() while true do end end); ctx:sleep(30)" } } })
+      H.pump(0.1)
+      c:send(H.cancel_msg("oc", "stop"))
+      H.pump(0.1)
+      local t0 = uv.hrtime()
+      assert.truthy(c:request("ping").result)
+      assert.is_true((uv.hrtime() - t0) / 1e6 < PING_MS * 2)
+      unharmed()
+    end)
+    it("a resource's read is held to the limits too", function()
+      local r = c:request("resources/read", { uri = "evil://spin" }, { timeout = 10 })
+      assert.matches("sandbox: plugin evil", require("cjson").encode(r), 1, true)
+      r = c:request("resources/read", { uri = "evil://hog" }, { timeout = 10 })
+      assert.matches("memory_mb = 8", require("cjson").encode(r), 1, true)
+      unharmed()
     end)
   end)
 

@@ -35,6 +35,7 @@ static struct {
   uint64_t resume_ns;               /* when the resume running now began */
   mcp_call *running;                /* the call whose resume runs now, or NULL */
   mcp_budget *account;              /* outside resumes: a sandboxed plugin's file loading */
+  mcp_budget *budget;               /* what allocations count to now: running's, or account */
   size_t account_held;              /* what it allocated and holds */
   mcp_call *refusing;               /* refused by its limits, while it starts and fails */
   char refusal[128];                /* why */
@@ -104,7 +105,7 @@ static void budget_take(mcp_budget *b, size_t old, size_t nsize) {
 
 void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   size_t old = ptr ? osize : 0;
-  mcp_budget *b = S.running ? S.running->budget : S.account;
+  mcp_budget *b = S.budget;
   void *p;
   (void)ud;
   if (nsize == 0) {
@@ -124,12 +125,24 @@ void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   return p;
 }
 
-mcp_budget *mcp_sched_budget(void) { return S.running ? S.running->budget : S.account; }
+mcp_budget *mcp_sched_budget(void) { return S.budget; }
+
+/* The call whose code runs now (NULL: none), and so the budget counted to. */
+static void set_running(mcp_call *c) {
+  S.running = c;
+  S.budget = c != NULL ? c->budget : S.account;
+}
+
+void mcp_call_set_budget(mcp_call *c, mcp_budget *b) {
+  c->budget = b;
+  if (c == S.running) S.budget = b;
+}
 
 void mcp_sched_account(mcp_budget *b) {
   if (S.account) S.account->mem_used -= S.account_held;
   S.account = b;
   S.account_held = 0;
+  if (S.running == NULL) S.budget = b;
 }
 
 uint64_t mcp_sched_cpu_used(void) {
@@ -437,11 +450,26 @@ void mcp_call_rearm(mcp_call *c) { timer_arm(c); }
 lua_State *mcp_sched_lua(void) { return S.L; }
 uv_loop_t *mcp_sched_loop(void) { return S.loop; }
 
+/* A function run on the main thread for c (an HTTP or a child's callback,
+ * an on_cancel). For a sandboxed call outside its resume, it is counted as
+ * one: its memory and CPU to its budget, the hook on the main thread (which
+ * cannot yield: 50 ms at most, STUCK_NS). */
 int mcp_call_pcall(mcp_call *c, int nargs, int nresults) {
   mcp_call *saved = S.main_as;
-  int status;
+  int status, bounded = c != NULL && c->budget != NULL && S.running == NULL;
   S.main_as = c;
+  if (bounded) {
+    set_running(c);
+    S.resume_ns = uv_hrtime();
+    S.slice_end_ns = S.resume_ns;
+    lua_sethook(S.L, hook, LUA_MASKCOUNT, c->killing ? 1 : HOOK_COUNT);
+  }
   status = lua_pcall(S.L, nargs, nresults, 0);
+  if (bounded) {
+    lua_sethook(S.L, NULL, 0, 0);
+    c->cpu_used_ns += uv_hrtime() - S.resume_ns;
+    set_running(NULL);
+  }
   S.main_as = saved;
   return status;
 }
@@ -517,14 +545,14 @@ static void call_resume(mcp_call *c, int nargs) {
   c->in_resume = 1;
   S.resume_ns = uv_hrtime();
   S.slice_end_ns = S.resume_ns + SLICE_NS;   /* one call runs at a time */
-  S.running = c;
+  set_running(c);
   mem_enforced = 1;
   if (c->budget && c->budget->cpu_ns && c->cpu_used_ns > c->budget->cpu_ns) call_over(c, MCP_OVER_CPU);
   mcp_slice_begin(c->co);
   status = lua_resume(c->co, S.L, nargs, &nres);
   mcp_slice_end();
   mem_enforced = 0;
-  S.running = NULL;
+  set_running(NULL);
   if (c->budget) c->cpu_used_ns += uv_hrtime() - S.resume_ns;
   if (fail_at && fail_count >= fail_at) fail_at = 0;   /* the test hook fired */
   c->in_resume = 0;
@@ -604,7 +632,7 @@ static void run_oncancel(mcp_call *c) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, c->oncancel_ref);
   for (lua_Integer i = 1; lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
     lua_pushstring(L, c->req.reason);
-    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+    if (mcp_call_pcall(c, 1, 0) != LUA_OK) {
       mcp_warn("request %.64s: on_cancel: %s", c->req.key, lua_tostring(L, -1));
       lua_pop(L, 1);
     }
@@ -618,7 +646,7 @@ static void run_oncancel(mcp_call *c) {
 static void co_reset(mcp_call *c) {
   c->killing = 0;
   c->closing = 1;
-  c->hard_ns = mcp_clock_ns() + CLOSE_NS;
+  c->hard_ns = mcp_clock_ns() + (c->budget ? STUCK_NS : CLOSE_NS);   /* a sandboxed plugin's: 50 ms */
   lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
   wait_cancel(c);
   EACH_TYPE(stop, c, c->req.reason ? c->req.reason : "request aborted", 0);

@@ -106,6 +106,8 @@ void mcp_sched_account(struct mcp_budget *b);
 /* End the running sandboxed call: why is MCP_OVER_*. From C code that
  * cannot return to Lua's hook (the bounded pattern matcher): raises. */
 int mcp_sched_over(lua_State *L, int why);
+/* c's plugin is known (resources, prompts, completion: core.set_logger): its budget. */
+void mcp_call_set_budget(mcp_call *c, struct mcp_budget *b);
 /* The CPU the running sandboxed call has used, with this resume's share. */
 uint64_t mcp_sched_cpu_used(void);
 

@@ -84,7 +84,7 @@ static int l_set_logger(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   if (c != NULL) {
     c->logger = mcp_policy_intern(name);
-    c->budget = mcp_budget_of(c->logger, 0);
+    mcp_call_set_budget(c, mcp_budget_of(c->logger, 0));
   }
   return 0;
 }
