@@ -190,6 +190,18 @@ describe("sandbox", function()
       assert.equal("OTHER X nil", H.text(c:call("other_hi")))
       unharmed()
     end)
+    it("cannot set a finalizer (__gc runs with hooks off, anywhere)", function()
+      assert.matches("__gc (a finalizer) is not available",
+                     run "setmetatable({}, { __gc = function() while true do end end })", 1, true)
+      assert.equal("ok: set", run [[local mt = {}; setmetatable({}, mt); mt.__gc = function() while true do end end
+        mt = nil; for i = 1, 1e5 do local x = {} end; return 'set']])
+      unharmed()
+    end)
+    it("cannot feed load a chunk too large through a reader", function()
+      assert.matches("load of a chunk over",
+                     run "local n = 0; return load(function() n = n + 1; if n < 100 then return string.rep(' ', 65536) end end)",
+                     1, true)
+    end)
     it("may set and read back its own metatables", function()
       assert.equal("ok: true", run "local mt = {}; local t = setmetatable({}, mt); return getmetatable(t) == mt")
     end)

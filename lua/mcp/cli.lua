@@ -481,7 +481,7 @@ local function plugin_env(path, cfg, sandbox_dir)
   if sandbox_dir then
     local sandbox, name, grants = require "mcp.sandbox", config.name_of(path), config.grants(cfg, path)
     core.sandbox_set(name, grants)
-    return sandbox.env(name, sandbox_dir, own_mcp), function(chunk)
+    return sandbox.env(name, sandbox_dir, own_mcp, grants), function(chunk)
       local ok, problems, cok, plugin = pcall(sandbox.run, name, grants, collect, chunk)
       if not ok then return {}, false, { msg = problems, tb = problems } end
       return problems, cok, plugin

@@ -66,11 +66,20 @@ local function connect_target(opts)
   if type(opts.url) == "string" then return opts.url end
 end
 
-local function own_mcp(view)
+-- fn as a callback the host runs for no call (mcp.connect's on_notification):
+-- under the plugin's memory and 50 ms of CPU, as its file's loading is.
+local function no_call(name, grants, fn)
+  if type(fn) ~= "function" then return fn end
+  local limits = { cpu_ms = 50, memory_mb = grants.memory_mb }
+  return function(...) return M.run(name, limits, fn, ...) end
+end
+
+local function own_mcp(view, name, grants)
   local m = own_copy(mcp, {})
   m.settings = view.settings
   function m.connect(opts)
     opts = plain(opts)
+    if type(opts) == "table" then opts.on_notification = no_call(name, grants, opts.on_notification) end
     local target = connect_target(opts)
     if target then
       local ok, msg, code = core.sandbox_check("connect", target)
@@ -129,9 +138,9 @@ local function sandbox_require(dir, env)
   end
 end
 
--- The environment of the sandboxed plugin file at path, named name, in dir;
--- view: its mcp as config.plugin_mcp gives it (for mcp.settings).
-function M.env(name, dir, view)
+-- The environment of the sandboxed plugin file at path, named name, in dir,
+-- under grants; view: its mcp as config.plugin_mcp gives it (mcp.settings).
+function M.env(name, dir, view, grants)
   local env = {}
   for _, k in ipairs(BASE) do env[k] = _G[k] end
   local own_mt = setmetatable({}, { __mode = "k" })   -- metatables it set: the ones it may read back
@@ -147,6 +156,11 @@ function M.env(name, dir, view)
     return os.getenv(var)
   end
   function env.setmetatable(t, mt)
+    -- a finalizer runs where the collector happens to run, with hooks off:
+    -- nothing could stop one that loops
+    if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
+      error("sandbox: __gc (a finalizer) is not available to a sandboxed plugin", 2)
+    end
     local r = setmetatable(t, mt)
     if type(mt) == "table" then own_mt[mt] = true end
     return r
@@ -161,8 +175,18 @@ function M.env(name, dir, view)
     if mode ~= nil and mode ~= "t" then
       return nil, "sandbox: load of binary chunks is refused (mode \"t\" only)"
     end
-    if type(chunk) == "string" and #chunk > MAX_LOAD then   -- Lua's parser cannot be preempted
-      return nil, ("sandbox: load of a chunk over %d bytes is refused"):format(MAX_LOAD)
+    local too_big = ("sandbox: load of a chunk over %d bytes is refused"):format(MAX_LOAD)
+    if type(chunk) == "string" and #chunk > MAX_LOAD then return nil, too_big end   -- the parser cannot be preempted
+    if type(chunk) == "function" then
+      local read, total = chunk, 0
+      chunk = function()
+        local piece = read()
+        if type(piece) == "string" then
+          total = total + #piece
+          if total > MAX_LOAD then error(too_big, 0) end
+        end
+        return piece
+      end
     end
     if select("#", ...) > 0 then return load(chunk, chunkname, "t", ...) end
     return load(chunk, chunkname, "t", env)
@@ -179,7 +203,7 @@ function M.env(name, dir, view)
   for _, k in ipairs { "dofile", "loadfile", "io", "debug", "package", "warn" } do
     env[k] = nil
   end
-  env.mcp = own_mcp(view)
+  env.mcp = own_mcp(view, name, grants or {})
   env._G = env
   env.require = sandbox_require(dir, env)
   return env
@@ -237,8 +261,8 @@ local LIB = debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "\0"
 -- checks and its memory are its own while it runs (core.sandbox_loading),
 -- and a count hook holds it to its cpu_ms: past it, every instruction of
 -- the plugin's own code raises (so its pcall cannot hold it), the host's
--- code (decl.collect around it) unwinds as usual. run(chunk) -> results.
-function M.run(name, grants, run, chunk)
+-- code (decl.collect around it) unwinds as usual. run(...) -> its results.
+function M.run(name, grants, run, ...)
   local limit = grants.cpu_ms or 1000
   local deadline, expired = os.clock() + limit / 1000, false
   local msg = ("sandbox: plugin %s passed its CPU limit while loading (cpu_ms = %g)"):format(name, limit)
@@ -253,7 +277,7 @@ function M.run(name, grants, run, chunk)
   end
   core.sandbox_loading(name)
   debug.sethook(tick, "", 1000)
-  local r = table.pack(pcall(run, chunk))
+  local r = table.pack(pcall(run, ...))
   debug.sethook()
   core.sandbox_loading(nil)
   local memory = ("sandbox: plugin %s passed its memory limit while loading (memory_mb = %g)"):format(name,

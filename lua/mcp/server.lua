@@ -175,7 +175,7 @@ local function environment(path, dir)
   end
   local name, grants = config.name_of(path), config.grants(cfg, path)
   core.sandbox_set(name, grants)
-  return sandbox.env(name, dir, view), function(chunk)
+  return sandbox.env(name, dir, view, grants), function(chunk)
     return sandbox.run(name, grants, function(c) return decl.collect(c, debug.traceback) end, chunk)
   end
 end
