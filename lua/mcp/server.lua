@@ -258,7 +258,10 @@ local function rebuild(list, fresh)
   local kept, trusted = {}, {}
   mounts = 0
   for _, u in ipairs(list) do
-    if not u.plugin.sandboxed then trusted[u.plugin.name] = true end
+    if not u.plugin.sandboxed then
+      trusted[u.plugin.name] = true
+      core.sandbox_set(u.plugin.name, nil)        -- a name once sandboxed is a trusted plugin's now
+    end
   end
   for _, u in ipairs(list) do
     local ok, err = true, nil

@@ -432,6 +432,7 @@ static int l_proc(lua_State *L) {
   }
   argv[nargs] = NULL;
   lua_pop(L, 1);
+  if ((r = mcp_sandbox_check(L, mcp_call_current(L), MCP_CAP_CONNECT, argv[0])) != 0) return r;
   if (lua_getfield(L, 1, "cwd") != LUA_TNIL) cwd = mcp_child_anchored(L, anchor, -1, "proc", "opts.cwd");
   lua_pop(L, 1);
   if (lua_getfield(L, 1, "max_line") != LUA_TNIL) {
