@@ -207,6 +207,29 @@ describe("sandbox", function()
     end)
   end)
 
+  describe("upvalues and the registry", function()
+    it("cannot read a library function's upvalues", function()
+      assert.equal("ok: nil | nil", run "return debug, rawget(_ENV, 'debug')")
+      assert.matches("string.dump is not available", run "return ('').dump(mcp.text)", 1, true)
+      unharmed()
+    end)
+    it("cannot reach the registry through a userdata's metatable", function()
+      assert.equal("ok: userdata | nil", run "local db = mcp.sqlite.open(':memory:'); return type(db), getmetatable(db)")
+    end)
+    it("a _ENV of its own making still has no host global", function()
+      assert.equal("ok: nil | nil", run [[local function f()
+          local _ENV = setmetatable({}, { __index = _G })
+          return io, debug
+        end
+        return f()]])
+    end)
+    it("changing its ctx changes only that call's", function()
+      run "local ctx = ...; ctx.sleep = function() error('hijacked') end; ctx.log = nil"
+      assert.equal("ok: true", run "local ctx = ...; return ctx:sleep(0)")
+      unharmed()
+    end)
+  end)
+
   describe("hijacking mcp.* and the libraries for others", function()
     it("replacing mcp functions changes only its own mcp", function()
       run "mcp.text = function() return 'hijacked' end; mcp.json.encode = function() return 'x' end"
@@ -427,6 +450,11 @@ describe("sandbox", function()
     end)
     it("a loop inside a table.sort comparator ends", function()
       ended_by("table.sort({ 3, 2, 1 }, function() while true do end end)", "sandbox: plugin evil")
+    end)
+    it("many coroutines spinning in turn end at cpu_ms", function()
+      ended_by([[local cos = {}
+        for i = 1, 100 do cos[i] = coroutine.wrap(function() while true do coroutine.yield() end end) end
+        while true do for i = 1, 100 do cos[i]() end end]], "cpu_ms = 300")
     end)
     it("a loop in a coroutine of its own ends", function()
       ended_by("coroutine.wrap(function() while true do end end)()", "sandbox: plugin evil")
