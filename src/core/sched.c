@@ -33,10 +33,7 @@ static struct {
   mcp_call *main_as;                /* the call the main thread acts for (mcp_call_pcall) */
   uint64_t slice_end_ns;            /* preemption point of the resume running now */
   uint64_t resume_ns;               /* when the resume running now began */
-  mcp_call *running;                /* the call whose resume runs now, or NULL */
-  mcp_budget *account;              /* outside resumes: a sandboxed plugin's file loading */
-  mcp_budget *budget;               /* what allocations count to now: running's, or account */
-  size_t account_held;              /* what it allocated and holds */
+  mcp_call *running;                /* the call whose code runs now, or NULL (alloc.c knows it too) */
   mcp_call *refusing;               /* refused by its limits, while it starts and fails */
   char refusal[128];                /* why */
   int live;
@@ -67,89 +64,16 @@ static uint64_t clock_offset;
 
 uint64_t mcp_clock_ns(void) { return uv_hrtime() + clock_offset; }
 
-static size_t mem_used;
-static int mem_enforced;          /* inside a resume */
-/* Test hook (--test-clock: notifications/luamcp/fail_alloc): the Nth
- * allocation inside a resume from now fails, and every one after it until
- * that resume ends (Lua retries a failed one after an emergency collection). */
-static unsigned long fail_at, fail_count;
-
-void mcp_sched_fail_alloc(unsigned long n) {
-  fail_at = n;
-  fail_count = 0;
-}
-
-static void call_over(mcp_call *c, int why);
-
-/* Memory of a sandboxed plugin: what the code of its calls (or of its file,
- * loading) allocates is counted to its budget, what that code frees is taken
- * back up to what it holds (the collector, running in its call, frees others'
- * garbage too). Past the limit the allocation fails and the call is ended. */
-static int budget_refuses(mcp_budget *b, size_t grow) {
-  if (b->mem_limit == 0 || b->mem_used + grow <= b->mem_limit) return 0;
-  if (S.running != NULL) call_over(S.running, MCP_OVER_MEMORY);
-  return 1;
-}
-
-static void budget_take(mcp_budget *b, size_t old, size_t nsize) {
-  size_t *held = S.running ? &S.running->mem_held : &S.account_held;
-  if (nsize >= old) {
-    b->mem_used += nsize - old;
-    *held += nsize - old;
-  } else {
-    size_t back = old - nsize < *held ? old - nsize : *held;
-    b->mem_used -= back;
-    *held -= back;
-  }
-}
-
-void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  size_t old = ptr ? osize : 0;
-  mcp_budget *b = S.budget;
-  void *p;
-  (void)ud;
-  if (nsize == 0) {
-    free(ptr);
-    mem_used -= old;
-    if (b) budget_take(b, old, 0);
-    return NULL;
-  }
-  if (b && nsize > old && budget_refuses(b, nsize - old)) return NULL;
-  if (mem_enforced && mcp_cfg.memory_limit && nsize > old &&
-      mem_used + (nsize - old) > mcp_cfg.memory_limit)
-    return NULL;
-  if (mem_enforced && fail_at && nsize > old && ++fail_count >= fail_at) return NULL;
-  p = realloc(ptr, nsize);
-  if (p != NULL) mem_used = mem_used - old + nsize;
-  if (p != NULL && b) budget_take(b, old, nsize);
-  return p;
-}
-
-mcp_budget *mcp_sched_budget(void) { return S.budget; }
-
-/* The call whose code runs now (NULL: none), and so the budget counted to. */
-static void set_running(mcp_call *c) {
-  S.running = c;
-  S.budget = c != NULL ? c->budget : S.account;
-}
-
-void mcp_call_set_budget(mcp_call *c, mcp_budget *b) {
-  c->budget = b;
-  if (c == S.running) S.budget = b;
-}
-
-void mcp_sched_account(mcp_budget *b) {
-  if (S.account) S.account->mem_used -= S.account_held;
-  S.account = b;
-  S.account_held = 0;
-  if (S.running == NULL) S.budget = b;
-}
 
 uint64_t mcp_sched_cpu_used(void) {
   return S.running ? S.running->cpu_used_ns + (uv_hrtime() - S.resume_ns) : 0;
 }
 
-size_t mcp_sched_memory(void) { return mem_used; }
+/* The call whose code runs now (NULL: none): its memory and CPU are counted. */
+static void set_running(mcp_call *c, int resume) {
+  S.running = c;
+  mcp__alloc_running(c, resume);
+}
 
 static inline mcp_call **extra(lua_State *L) { return (mcp_call **)lua_getextraspace(L); }
 
@@ -268,33 +192,6 @@ static void co_release(mcp_call *c) {
   c->co_ref = LUA_NOREF;
 }
 
-/*
- * The count hook. A handler's own coroutine runs without it until its time
- * slice is over: then the alarm (slice.c) installs it, and it runs every
- * HOOK_COUNT instructions for the rest of that resume. Coroutines a handler
- * creates have it at all times (mcp_call_watch), since the alarm cannot
- * tell which of them runs. Without the alarm every coroutine has it always.
- *
- * It does three things, in this order of precedence:
- * 1. Killing: once a call is being aborted by error, the hook raises on every
- *    instruction. A handler's pcall may catch one error, but the very next
- *    instruction raises again, so the abort always reaches the top and the
- *    coroutine dies (Redis re-arms its SCRIPT KILL hook the same way).
- * 2. Time slices: after SLICE_NS of running, the handler's own coroutine
- *    yields back to the loop (lua_yield as the hook's last action), so pings
- *    and cancels are read while a CPU-bound handler runs. The scheduler
- *    resumes it on the next loop turn; an abort then simply resets the
- *    suspended thread.
- * 3. Hard deadline: when the handler cannot yield (inside a non-yieldable C
- *    call such as a table.sort comparator, or in a coroutine it created) and
- *    its timeout or grace is over, the loop never gets a chance to act, so the
- *    hook starts killing it itself.
- * While <close> variables of an aborted call run, only a time limit applies.
- *
- * An error raised from a hook leaves the thread with hooks disabled (Lua
- * restores that flag only in pcall), so a thread the hook raised in is
- * never reused: it is marked tainted and left to the collector.
- */
 /* Why a sandboxed call was ended, into buf. */
 static const char *over_message(mcp_call *c, char *buf, size_t cap) {
   const mcp_budget *b = c->budget;
@@ -335,10 +232,37 @@ static int call_too_long(lua_State *L, mcp_call *c) {
   if (c->budget == NULL || c != S.running) return MCP_OVER_NONE;
   ran = uv_hrtime() - S.resume_ns;
   if (c->budget->cpu_ns && c->cpu_used_ns + ran > c->budget->cpu_ns) return MCP_OVER_CPU;
-  if (ran > STUCK_NS && !(L == c->co && lua_isyieldable(L))) return 3;
+  if (ran > STUCK_NS && !(L == c->co && lua_isyieldable(L))) return MCP_OVER_STUCK;
   return MCP_OVER_NONE;
 }
 
+/*
+ * The count hook. A handler's own coroutine runs without it until its time
+ * slice is over: then the alarm (slice.c) installs it, and it runs every
+ * HOOK_COUNT instructions for the rest of that resume. Coroutines a handler
+ * creates have it at all times (mcp_call_watch), since the alarm cannot
+ * tell which of them runs. Without the alarm every coroutine has it always.
+ *
+ * It does three things, in this order of precedence:
+ * 1. Killing: once a call is being aborted by error, the hook raises on every
+ *    instruction. A handler's pcall may catch one error, but the very next
+ *    instruction raises again, so the abort always reaches the top and the
+ *    coroutine dies (Redis re-arms its SCRIPT KILL hook the same way).
+ * 2. Time slices: after SLICE_NS of running, the handler's own coroutine
+ *    yields back to the loop (lua_yield as the hook's last action), so pings
+ *    and cancels are read while a CPU-bound handler runs. The scheduler
+ *    resumes it on the next loop turn; an abort then simply resets the
+ *    suspended thread.
+ * 3. Hard deadline: when the handler cannot yield (inside a non-yieldable C
+ *    call such as a table.sort comparator, or in a coroutine it created) and
+ *    its timeout or grace is over, the loop never gets a chance to act, so the
+ *    hook starts killing it itself.
+ * While <close> variables of an aborted call run, only a time limit applies.
+ *
+ * An error raised from a hook leaves the thread with hooks disabled (Lua
+ * restores that flag only in pcall), so a thread the hook raised in is
+ * never reused: it is marked tainted and left to the collector.
+ */
 static void hook(lua_State *L, lua_Debug *ar) {
   mcp_call *c = mcp_call_current(L);
   int why;
@@ -459,7 +383,7 @@ int mcp_call_pcall(mcp_call *c, int nargs, int nresults) {
   int status, bounded = c != NULL && c->budget != NULL && S.running == NULL;
   S.main_as = c;
   if (bounded) {
-    set_running(c);
+    set_running(c, 0);
     S.resume_ns = uv_hrtime();
     S.slice_end_ns = S.resume_ns;
     lua_sethook(S.L, hook, LUA_MASKCOUNT, c->killing ? 1 : HOOK_COUNT);
@@ -468,7 +392,7 @@ int mcp_call_pcall(mcp_call *c, int nargs, int nresults) {
   if (bounded) {
     lua_sethook(S.L, NULL, 0, 0);
     c->cpu_used_ns += uv_hrtime() - S.resume_ns;
-    set_running(NULL);
+    set_running(NULL, 0);
   }
   S.main_as = saved;
   return status;
@@ -545,16 +469,13 @@ static void call_resume(mcp_call *c, int nargs) {
   c->in_resume = 1;
   S.resume_ns = uv_hrtime();
   S.slice_end_ns = S.resume_ns + SLICE_NS;   /* one call runs at a time */
-  set_running(c);
-  mem_enforced = 1;
+  set_running(c, 1);
   if (c->budget && c->budget->cpu_ns && c->cpu_used_ns > c->budget->cpu_ns) call_over(c, MCP_OVER_CPU);
   mcp_slice_begin(c->co);
   status = lua_resume(c->co, S.L, nargs, &nres);
   mcp_slice_end();
-  mem_enforced = 0;
-  set_running(NULL);
+  set_running(NULL, 1);
   if (c->budget) c->cpu_used_ns += uv_hrtime() - S.resume_ns;
-  if (fail_at && fail_count >= fail_at) fail_at = 0;   /* the test hook fired */
   c->in_resume = 0;
   if (status == LUA_YIELD && mcp_slice_on() && !c->killing) lua_sethook(c->co, NULL, 0, 0);
   if (status == LUA_YIELD && c->finishing) {   /* mcp.core.finish: its values are the return */
@@ -801,7 +722,10 @@ static void run_queue(uv_check_t *h) {
   bury();
 }
 
+static void over_memory(mcp_call *c) { call_over(c, MCP_OVER_MEMORY); }
+
 void mcp__sched_start(uv_loop_t *loop, lua_State *L, int server_ref) {
+  mcp__alloc_over_cb = over_memory;
   S.loop = loop;
   S.L = L;
   S.server_ref = server_ref;

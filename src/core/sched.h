@@ -96,7 +96,7 @@ struct mcp_call {
 };
 
 /* The sandbox limit a call passed (mcp_call.over). */
-enum { MCP_OVER_NONE, MCP_OVER_MEMORY, MCP_OVER_CPU };
+enum { MCP_OVER_NONE, MCP_OVER_MEMORY, MCP_OVER_CPU, MCP_OVER_STUCK };
 /* The budget that code running now is accounted to (a sandboxed call's, or
  * the plugin's while its file loads: mcp_sched_account), or NULL. */
 struct mcp_budget *mcp_sched_budget(void);
