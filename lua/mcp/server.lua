@@ -10,7 +10,6 @@ local client = require "mcp.client"
 local mount = require "mcp.mount"
 local decl = require "mcp.decl"
 local config = require "mcp.config"
-local sandbox = require "mcp.sandbox"
 local reg = require "mcp.server.registry"
 local tools_family = require "mcp.server.tools"
 local resources_family = require "mcp.server.resources"
@@ -173,6 +172,7 @@ local function environment(path, dir)
     env.require = plugin_require(dir, env, view)
     return env, function(chunk) return decl.collect(chunk, debug.traceback) end
   end
+  local sandbox = require "mcp.sandbox"    -- loaded only when there are sandboxed plugins
   local name, grants = config.name_of(path), config.grants(cfg, path)
   core.sandbox_set(name, grants)
   return sandbox.env(name, dir, view, grants), function(chunk)
@@ -205,7 +205,7 @@ local function load_file(path, dir, source)
     return nil, plugin
   end
   clients_of[plugin] = clients
-  if sandboxed[dir] then sandbox.adopt(plugin, config.name_of(path)) end
+  if sandboxed[dir] then require("mcp.sandbox").adopt(plugin, config.name_of(path)) end
   return plugin
 end
 
