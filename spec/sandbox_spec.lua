@@ -540,6 +540,16 @@ describe("sandbox", function()
     end)
   end)
 
+  describe("luamcp list", function()
+    it("says which plugins are sandboxed", function()
+      local p = io.popen("cd '" .. tmp .. "' && '" .. H.binary() .. "' list --config luamcp.conf 2>/dev/null")
+      local out = p:read("a")
+      p:close()
+      assert.matches("plugin: evil (" .. tmp .. "/untrusted/evil.lua, sandboxed)", out, 1, true)
+      assert.matches("plugin: hello (" .. FIX .. "/trusted/hello.lua)\n", out, 1, true)
+    end)
+  end)
+
   describe("luamcp check", function()
     it("reports what a sandboxed plugin uses that it was not granted", function()
       write(tmp .. "/untrusted/weather.lua", [[

@@ -173,7 +173,8 @@ local function entry(lines, name, title, description, plugin)
   if description then
     for l in tostring(description):gmatch("[^\n]+") do lines[#lines + 1] = "  " .. l end
   end
-  lines[#lines + 1] = string.format("  plugin: %s (%s)", plugin.name, plugin.file or "?")
+  lines[#lines + 1] = string.format("  plugin: %s (%s%s)", plugin.name, plugin.file or "?",
+                                    plugin.sandboxed and ", sandboxed" or "")
 end
 
 -- Every page of a list method, as one list.
