@@ -590,6 +590,21 @@ return mcp.plugin { name = "fresh", tools = { mcp.tool { name = "fresh_tool", de
     end)
   end)
 
+  describe("hot reload of grants", function()
+    it("a changed grant applies once the configuration is read again", function()
+      c:close()
+      start { "--watch" }
+      assert.matches("may not read $SPEC_SECRET", run "return os.getenv('SPEC_SECRET')", 1, true)
+      local text = io.open(tmp .. "/luamcp.conf"):read("a")
+      write(tmp .. "/luamcp.conf.new", (text:gsub('env = { "SPEC_ALLOWED" }', 'env = { "SPEC_ALLOWED", "SPEC_SECRET" }')))
+      assert(os.rename(tmp .. "/luamcp.conf.new", tmp .. "/luamcp.conf"))
+      c:expect_stderr("settings of evil changed", 10, { plain = true })
+      assert.equal("ok: env-secret-9c1d", H.until_equal(function() return run "return os.getenv('SPEC_SECRET')" end,
+                                                       "ok: env-secret-9c1d", 10))
+      unharmed()
+    end)
+  end)
+
   describe("metrics", function()
     it("counts denials by plugin and capability", function()
       metrics_port = H.free_port()
