@@ -87,6 +87,16 @@ local function own_mcp(view, name, grants)
     end
     return mcp.connect(opts)
   end
+  -- resources/updated only for its own resources (or URIs nobody serves)
+  function m.notify_resource_updated(uri)
+    local r = type(uri) == "string" and require("mcp.server.registry").find_resource(uri)
+    if r and r.plugin and r.plugin.name ~= name then
+      local msg = ("sandbox: %s may not notify updates of %s, a resource of plugin %s"):format(name, uri, r.plugin.name)
+      core.log_stderr("warning", msg, name)
+      return nil, msg, "denied"
+    end
+    return mcp.notify_resource_updated(uri)
+  end
   function m.plugin(p)
     if type(p) == "table" and rawget(p, "mount") ~= nil then rawset(p, "mount", plain(rawget(p, "mount"))) end
     local target = type(p) == "table" and connect_target(rawget(p, "mount"))
