@@ -108,7 +108,7 @@ static int parse_args(int argc, char **argv, const mcp_conffile *conf, cli_opts 
     }
   }
   o->dirs = mcp_flags.plugins.n > 0 ? mcp_flags.plugins.v : default_dirs;
-  o->ndirs = mcp_flags.plugins.n > 0 ? mcp_flags.plugins.n : 1;
+  o->ndirs = mcp_flags.plugins.n > 0 ? mcp_flags.plugins.n : mcp_flags.sandbox.n > 0 ? 0 : 1;
   if (mcp_flag_was_set(mcp_flag_find("--log-level", &no))) o->log_level = mcp_flags.log_level;
   if (strcmp(o->cmd, "call") == 0) min = 1, max = 2;
   else if (strcmp(o->cmd, "new") == 0) min = max = 1;
@@ -189,6 +189,12 @@ static void push_opts(lua_State *L, const cli_opts *o) {
     lua_pushstring(L, o->dirs[i]);
     lua_rawseti(L, -2, i + 1);
   }
+  lua_createtable(L, mcp_flags.sandbox.n, 0);
+  for (int i = 0; i < mcp_flags.sandbox.n; i++) {
+    lua_pushstring(L, mcp_flags.sandbox.v[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "sandbox");
   lua_setfield(L, -2, "dirs");
   lua_pushboolean(L, mcp_flags.json);
   lua_setfield(L, -2, "json");

@@ -55,6 +55,9 @@ static const mcp_flag table[] = {
          "a flag given here wins"),
   LIST("plugins", "plugins", S | T, "DIR", &mcp_flags.plugins,
        "load DIR/*.lua as plugins (default ./plugins); DIR/lib/?.lua is on package.path"),
+  LIST("sandbox", "sandbox", S | T, "DIR", &mcp_flags.sandbox,
+       "load DIR/*.lua as sandboxed plugins: no io, os or debug, and only what the configuration file's "
+       "sandbox.grants give each (see docs/guide/11-untrusted-plugins.md)"),
   SECONDS("timeout", "timeout", S | T, 0, 60, &mcp_cfg.timeout, "default tool timeout; 0 = none"),
   SECONDS("grace", "grace", S | T, 0, 2, &mcp_cfg.grace,
           "default grace before a cancelled handler is aborted"),
@@ -397,6 +400,8 @@ const char *mcp_flags_usage(unsigned scope, const char *head) {
 void mcp_flags_free(void) {
   free(mcp_flags.plugins.v);
   free(mcp_flags.origins.v);
+  free(mcp_flags.sandbox.v);
+  memset(&mcp_flags.sandbox, 0, sizeof mcp_flags.sandbox);
   memset(&mcp_flags.plugins, 0, sizeof mcp_flags.plugins);
   memset(&mcp_flags.origins, 0, sizeof mcp_flags.origins);
 }

@@ -58,6 +58,7 @@ typedef struct {
 typedef struct {
   const char *config;              /* --config FILE */
   mcp_flag_list plugins;           /* --plugins DIR... */
+  mcp_flag_list sandbox;           /* --sandbox DIR...: sandboxed plugins */
   mcp_flag_list origins;           /* --allow-origin ORIGIN... */
   mcp_hostport http;               /* --http; port -1: stdio */
   const char *token;               /* --token */

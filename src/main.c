@@ -57,6 +57,8 @@ static const char *store_url;         /* --store */
 static mcp_conffile conf;             /* what it sets */
 static const char **dirs;             /* --plugins */
 static int ndirs;
+static const char **watched;          /* --plugins and --sandbox dirs: hot reload's */
+static int nwatched;
 
 static void closed(void) {
   if (use_watch) mcp_watch_close();
@@ -183,7 +185,12 @@ static void take_flags(void) {
   static const char *default_dirs[] = { "plugins", NULL }, *no_origins[] = { NULL };
   mcp_log_threshold = (mcp_log_level)mcp_flags.log_level;
   dirs = mcp_flags.plugins.n > 0 ? mcp_flags.plugins.v : default_dirs;
-  ndirs = mcp_flags.plugins.n > 0 ? mcp_flags.plugins.n : 1;
+  ndirs = mcp_flags.plugins.n > 0 || mcp_flags.sandbox.n == 0 ? (mcp_flags.plugins.n > 0 ? mcp_flags.plugins.n : 1) : 0;
+  watched = malloc((size_t)(ndirs + mcp_flags.sandbox.n + 1) * sizeof *watched);
+  if (watched == NULL) abort();
+  for (int i = 0; i < ndirs; i++) watched[nwatched++] = dirs[i];
+  for (int i = 0; i < mcp_flags.sandbox.n; i++) watched[nwatched++] = mcp_flags.sandbox.v[i];
+  watched[nwatched] = NULL;
   use_watch = mcp_flags.watch;
   store_url = mcp_flags.store;
   use_http = mcp_flags.http.port >= 0;
@@ -220,7 +227,13 @@ static int load_server(lua_State *Ls) {
     lua_pushstring(Ls, dirs[i]);
     lua_rawseti(Ls, -2, i + 1);
   }
-  lua_call(Ls, 1, 0);                          /* server.load{dirs} */
+  lua_createtable(Ls, mcp_flags.sandbox.n, 0);
+  for (int i = 0; i < mcp_flags.sandbox.n; i++) {
+    lua_pushstring(Ls, mcp_flags.sandbox.v[i]);
+    lua_rawseti(Ls, -2, i + 1);
+  }
+  lua_setfield(Ls, -2, "sandbox");
+  lua_call(Ls, 1, 0);                          /* server.load{dirs..., sandbox = {dirs...}} */
   return 1;
 }
 
@@ -269,7 +282,7 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  if (use_watch && (mcp_watch_start(loop, dirs, ndirs, 100, mcp_sched_rescan) != 0 ||
+  if (use_watch && (mcp_watch_start(loop, watched, nwatched, 100, mcp_sched_rescan) != 0 ||
                     (config_path != NULL && mcp_watch_file(loop, config_path) != 0))) {
     lua_close(L);
     return 1;
@@ -334,5 +347,6 @@ int main(int argc, char **argv) {
   if (open > 0) mcp_warn("event loop ended with %d handles still open", open);
   mcp_conffile_free(&conf);
   mcp_flags_free();
+  free(watched);
   return status;
 }

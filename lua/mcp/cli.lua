@@ -173,7 +173,8 @@ local function entry(lines, name, title, description, plugin)
   if description then
     for l in tostring(description):gmatch("[^\n]+") do lines[#lines + 1] = "  " .. l end
   end
-  lines[#lines + 1] = string.format("  plugin: %s (%s)", plugin.name, plugin.file or "?")
+  lines[#lines + 1] = string.format("  plugin: %s (%s%s)", plugin.name, plugin.file or "?",
+                                    plugin.sandboxed and ", sandboxed" or "")
 end
 
 -- Every page of a list method, as one list.
@@ -468,21 +469,41 @@ local function locate(lines, from, fn, path, keys)
   return at
 end
 
-local function load_plugin(path, lines, problem, cfg)
+-- A plugin file's environment, and how its chunk runs: a sandboxed
+-- plugin's (dir is a --sandbox one) in its sandbox, under its grants.
+local function plugin_env(path, cfg, sandbox_dir)
+  local config = require "mcp.config"
+  local own_mcp = config.plugin_mcp(cfg, path)   -- with its mcp.settings
+  local function collect(chunk)
+    return require("mcp.decl").collect(chunk, function(e)
+      return { msg = e, tb = debug.traceback(tostring(e), 2) }
+    end)
+  end
+  if sandbox_dir then
+    local sandbox, name, grants = require "mcp.sandbox", config.name_of(path), config.grants(cfg, path)
+    core.sandbox_set(name, grants)
+    return sandbox.env(name, sandbox_dir, own_mcp, grants), function(chunk)
+      local ok, problems, cok, plugin = pcall(sandbox.run, name, grants, collect, chunk)
+      if not ok then return {}, false, { msg = problems, tb = problems } end
+      return problems, cok, plugin
+    end
+  end
   local env = setmetatable({}, { __index = _G })
-  local own_mcp = require("mcp.config").plugin_mcp(cfg, path)   -- with its mcp.settings
   env.require = function(name)
     if name == "mcp" then return own_mcp end
     return require(name)
   end
+  return env, collect
+end
+
+local function load_plugin(path, lines, problem, cfg, sandbox_dir)
+  local env, run = plugin_env(path, cfg, sandbox_dir)
   local chunk, err = loadfile(path, "t", env)
   if not chunk then
     problem(nil, nil, full_path(tostring(err), path))
     return nil
   end
-  local problems, ok, plugin = require("mcp.decl").collect(chunk, function(e)
-    return { msg = e, tb = debug.traceback(tostring(e), 2) }
-  end)
+  local problems, ok, plugin = run(chunk)
   -- mistakes in its declarations: each at its field's line when it can be found
   local source = table.concat(lines, "\n")
   for _, p in ipairs(problems) do
@@ -521,7 +542,13 @@ function M.check(opts)
   for _, dir in ipairs(opts.dirs) do
     package.path = dir .. "/lib/?.lua;" .. dir .. "/lib/?/init.lua;" .. package.path
   end
-  for _, dir in ipairs(opts.dirs) do
+  local all, sandboxed = {}, {}
+  for _, dir in ipairs(opts.dirs) do all[#all + 1] = dir end
+  for _, dir in ipairs(opts.dirs.sandbox or {}) do
+    all[#all + 1] = dir
+    sandboxed[dir] = true
+  end
+  for _, dir in ipairs(all) do
     local files, err = core.plugin_files(dir)
     if not files then problems[#problems + 1] = err end
     for _, name in ipairs(files or {}) do
@@ -532,7 +559,13 @@ function M.check(opts)
         local text = line and string.format("%s:%d: %s", path, line, msg) or msg
         found[#found + 1] = { tonumber(line or text:match("^" .. escape(path) .. ":(%d+):")) or math.huge, text }
       end
-      local plugin = load_plugin(path, lines, problem, cfg)
+      if sandboxed[dir] then            -- what it uses that it was not granted
+        local cfgm = require "mcp.config"
+        for _, f in ipairs(require("mcp.sandbox_check").findings(cfgm.name_of(path), lines, cfgm.grants(cfg, path))) do
+          problem(f[1], nil, f[2])
+        end
+      end
+      local plugin = load_plugin(path, lines, problem, cfg, sandboxed[dir] and dir)
       if plugin then
         n.plugins = n.plugins + 1
         local function unique(kind, key, line, label)

@@ -54,7 +54,9 @@ end
 -- stateless requests to one server.
 
 local Conn = {}
-Conn.__index = Conn
+-- a function, not the table itself: obj.__index must not hand a sandboxed
+-- plugin the methods every plugin shares
+Conn.__index = function(_, k) return Conn[k] end
 
 -- The request being answered is woken: its wait future completes.
 local function wake(rq)
@@ -389,7 +391,9 @@ end
 -- The client.
 
 local Client = {}
-Client.__index = Client
+-- a function, not the table itself: obj.__index must not hand a sandboxed
+-- plugin the methods every plugin shares
+Client.__index = function(_, k) return Client[k] end
 
 local function result_server(conn, res)
   local meta = type(res._meta) == "table" and res._meta or {}

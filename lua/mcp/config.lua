@@ -346,6 +346,75 @@ local function check_limits(cfg, v)
   end
 end
 
+-- What a sandboxed plugin may be granted (lua/mcp/sandbox.lua, src/lua/sandbox.c):
+-- lists of strings, and two numbers.
+local GRANT_LISTS = { http = "HOST[:PORT]", read = "path prefix", write = "path prefix",
+                      exec = "absolute program path", sqlite = "database path", connect = "command or URL",
+                      env = "variable name" }
+local GRANT_NUMBERS = { memory_mb = true, cpu_ms = true }
+local PATH_GRANTS = { read = true, write = true, sqlite = true }
+
+local function check_grant(cfg, name, g)
+  local path = "sandbox.grants." .. name
+  if type(g) ~= "table" or secret.is(g) then fail(cfg, path, "%s must be a table (got %s)", path, kind_of(g)) end
+  local out = {}
+  for k, v in pairs(g) do
+    local sub = path .. "." .. tostring(k)
+    if GRANT_NUMBERS[k] then
+      if type(v) ~= "number" or v <= 0 then fail(cfg, sub, "%s must be a number > 0", sub) end
+    elseif GRANT_LISTS[k] then
+      if type(v) == "string" then v = { v } end
+      if type(v) ~= "table" or secret.is(v) or not is_list(v) then
+        fail(cfg, sub, "%s must be a list of strings (%s)", sub, GRANT_LISTS[k])
+      end
+      local list = {}
+      for i, item in ipairs(v) do
+        if type(item) ~= "string" then fail(cfg, sub, "%s[%d] must be a string (got %s)", sub, i, kind_of(item)) end
+        if k == "exec" and item:sub(1, 1) ~= "/" then fail(cfg, sub, "%s[%d] must be an absolute path", sub, i) end
+        list[i] = PATH_GRANTS[k] and join(dirname(cfg.path), item) or item
+      end
+      v = list
+    else
+      fail(cfg, sub, "%s: unknown grant (http, read, write, exec, sqlite, connect, env, memory_mb, cpu_ms)", sub)
+    end
+    out[k] = v
+  end
+  return out
+end
+
+-- sandbox = {dirs = {...}, grants = {NAME = {...}}}: the --sandbox dirs, and
+-- what each sandboxed plugin (by its file's name) may use.
+local function check_sandbox(cfg, v)
+  if type(v) ~= "table" or secret.is(v) then
+    fail(cfg, "sandbox", "sandbox must be a table {dirs = {...}, grants = {NAME = {...}}} (got %s)", kind_of(v))
+  end
+  for k in pairs(v) do
+    if k ~= "dirs" and k ~= "grants" then
+      fail(cfg, "sandbox." .. tostring(k), "sandbox.%s: unknown key (dirs, grants)", tostring(k))
+    end
+  end
+  local dirs = v.dirs or {}
+  if type(dirs) == "string" then dirs = { dirs } end
+  if type(dirs) ~= "table" or secret.is(dirs) or not is_list(dirs) then
+    fail(cfg, "sandbox.dirs", "sandbox.dirs must be a directory or a list of them")
+  end
+  for i, d in ipairs(dirs) do
+    if type(d) ~= "string" then fail(cfg, "sandbox.dirs", "sandbox.dirs[%d] must be a string (got %s)", i, kind_of(d)) end
+    add_flag(cfg, "sandbox", join(dirname(cfg.path), d), "sandbox.dirs")
+  end
+  local grants = v.grants or {}
+  if type(grants) ~= "table" or secret.is(grants) then
+    fail(cfg, "sandbox.grants", "sandbox.grants must be a table of NAME = {...} (got %s)", kind_of(grants))
+  end
+  for name, g in pairs(grants) do
+    if type(name) ~= "string" or not name:find("^[%w_%-%.]+$") then
+      fail(cfg, "sandbox.grants", "sandbox.grants: %s is not a plugin's name (its file's name without .lua)",
+           tostring(name))
+    end
+    cfg.grants[name] = check_grant(cfg, name, g)
+  end
+end
+
 -- auth = {issuer=, jwks=, audience=, introspect=}: the --auth-* flags.
 local function check_auth(cfg, v)
   if type(v) ~= "table" or secret.is(v) then fail(cfg, "auth", "auth must be a table (got %s)", kind_of(v)) end
@@ -365,7 +434,7 @@ end
 -- read(path): the configuration, {path, flags = {...}, settings = {NAME =
 -- table}, limits = {TOOL = table}}; raises "FILE:LINE: message".
 function M.read(path)
-  local cfg = { path = path, flags = {}, settings = {}, limits = {} }
+  local cfg = { path = path, flags = {}, settings = {}, limits = {}, grants = {} }
   local t = evaluate(cfg)
   local keys = {}
   for k in pairs(t) do
@@ -379,6 +448,8 @@ function M.read(path)
       check_limits(cfg, t[k])
     elseif k == "auth" then
       check_auth(cfg, t[k])
+    elseif k == "sandbox" then
+      check_sandbox(cfg, t[k])
     elseif not FLAGS[k] then
       local as = k:gsub("^%-%-", ""):gsub("%-", "_")
       if FLAGS[as] then
@@ -485,7 +556,13 @@ end
 
 function M.fingerprint(cfg, path)
   local s = cfg and cfg.settings[M.name_of(path)]
-  return s and table.concat(dump(s, {})) or ""
+  local g = cfg and cfg.grants[M.name_of(path)]
+  return (s and table.concat(dump(s, {})) or "") .. (g and "grants" .. table.concat(dump(g, {})) or "")
+end
+
+-- What the configuration grants the sandboxed plugin file at path ({} if nothing).
+function M.grants(cfg, path)
+  return cfg and cfg.grants[M.name_of(path)] or {}
 end
 
 -- The keys of the flags that differ between two configurations.

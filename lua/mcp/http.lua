@@ -8,7 +8,9 @@ local await = require "mcp.await"
 local M = {}
 
 local Response = {}
-Response.__index = Response
+-- a function, not the table itself: obj.__index must not hand a sandboxed
+-- plugin the methods every plugin shares
+Response.__index = function(_, k) return Response[k] end
 
 -- The body as JSON: a Lua value (mcp.json.decode), or nil and why.
 function Response:json()

@@ -161,16 +161,35 @@ local clients_of = setmetatable({}, { __mode = "k" })   -- plugin -> its mcp.con
 -- it, whose plugins = {NAME = {...}} the plugin files see as mcp.settings.
 M.config_file = nil    -- its configuration: cfg, declared above set_limits
 
+local sandboxed = {}                    -- dir -> true: its plugins run sandboxed (--sandbox)
+
+-- A plugin file's environment and how its chunk runs: trusted, or
+-- sandboxed (lua/mcp/sandbox.lua) under the grants of its file's name.
+local function environment(path, dir)
+  local view = config.plugin_mcp(cfg, path)
+  if not sandboxed[dir] then
+    local env = setmetatable({}, { __index = _G })
+    env.require = plugin_require(dir, env, view)
+    return env, function(chunk) return decl.collect(chunk, debug.traceback) end
+  end
+  local sandbox = require "mcp.sandbox"    -- loaded only when there are sandboxed plugins
+  local name, grants = config.name_of(path), config.grants(cfg, path)
+  core.sandbox_set(name, grants)
+  return sandbox.env(name, dir, view, grants), function(chunk)
+    return sandbox.run(name, grants, function(c) return decl.collect(c, debug.traceback) end, chunk)
+  end
+end
+
 -- Run a plugin file: the plugin, or nil and an error with file:line.
 local function load_file(path, dir, source)
-  local env = setmetatable({}, { __index = _G })
-  env.require = plugin_require(dir, env, config.plugin_mcp(cfg, path))
+  local env, run = environment(path, dir)
   local chunk, err = load(source, "@" .. path, "t", env)
   if not chunk then return nil, err end
   local clients = {}                    -- mcp.connect clients it makes
   local prev = client.collect(clients)
-  local problems, ok, plugin = decl.collect(chunk, debug.traceback)
+  local cok, problems, ok, plugin = pcall(run, chunk)
   client.collect(prev)
+  if not cok then problems, ok, plugin = {}, false, problems end
   if ok and not mcp.is_plugin(plugin) then ok, plugin = false, path .. ": a plugin file must return mcp.plugin{...}" end
   if #problems > 0 then                 -- mistakes in its declarations: every one, and any error after them
     local lines = {}
@@ -186,6 +205,7 @@ local function load_file(path, dir, source)
     return nil, plugin
   end
   clients_of[plugin] = clients
+  if sandboxed[dir] then require("mcp.sandbox").adopt(plugin, config.name_of(path)) end
   return plugin
 end
 
@@ -199,14 +219,54 @@ end
 -- The plugins loaded, one unit per file, in directory then name order.
 local units, dirs_loaded = {}, {}
 
+-- What a sandboxed plugin declares under a name a trusted plugin serves is
+-- refused (logged), the rest of it kept; a sandboxed plugin named as a
+-- trusted one is refused whole (its calls would be known by that name).
+local function sandbox_admit(plugin, trusted)
+  if trusted[plugin.name] then
+    return false, string.format("sandbox: plugin %s has the name of a trusted plugin", plugin.name)
+  end
+  local function keep(list, index, key)
+    local out = {}
+    for _, d in ipairs(list) do
+      local owner = index[d[key]]
+      if owner and owner.plugin and not owner.plugin.sandboxed then
+        log("warning", "sandbox: plugin %s: %s is the trusted plugin %s's: its declaration is refused",
+            plugin.name, tostring(d[key]), owner.plugin.name)
+      else
+        out[#out + 1] = d
+      end
+    end
+    return out
+  end
+  plugin.tools = keep(plugin.tools, tools, "name")
+  plugin.prompts = keep(plugin.prompts, prompts, "name")
+  local res = {}
+  for _, r in ipairs(plugin.resources) do
+    local index, key = resources, "uri"
+    if not mcp.is_resource(r) then index, key = templates, "uriTemplate" end
+    if #keep({ r }, index, key) == 1 then res[#res + 1] = r end
+  end
+  plugin.resources = res
+  return true
+end
+
 -- Register every unit; a unit that cannot be registered (a name taken by
 -- another plugin) is reported and left out.
 local function rebuild(list, fresh)
   reset_registry()
-  local kept = {}
+  local kept, trusted = {}, {}
   mounts = 0
   for _, u in ipairs(list) do
-    local ok, err = pcall(register, u.plugin, u.path, not fresh[u])
+    if not u.plugin.sandboxed then
+      trusted[u.plugin.name] = true
+      core.sandbox_set(u.plugin.name, nil)        -- a name once sandboxed is a trusted plugin's now
+    end
+  end
+  for _, u in ipairs(list) do
+    local ok, err = true, nil
+    if u.plugin.sandboxed then ok, err = sandbox_admit(u.plugin, trusted) end
+    if ok then ok, err = pcall(register, u.plugin, u.path, not fresh[u]) end
     if not ok and mount.of(u.plugin) and mount.unmount(u.plugin) then
       -- its mounted part clashes with another plugin: its own part, and the
       -- upstream's lists fetched again (without the names taken)
@@ -261,7 +321,7 @@ local function reread_config()
     return
   end
   local flags, plugins, seen = config.changed_flags(cfg, new), {}, {}
-  for _, t in ipairs { cfg.settings, new.settings } do
+  for _, t in ipairs { cfg.settings, new.settings, cfg.grants, new.grants } do
     for name in pairs(t) do
       if not seen[name] and config.fingerprint(cfg, name .. ".lua") ~= config.fingerprint(new, name .. ".lua") then
         plugins[#plugins + 1] = name
@@ -283,6 +343,13 @@ end
 -- load{dir, ...}: every dir/*.lua, in name order. A broken plugin is logged
 -- and skipped; the others still load.
 function M.load(dirs)
+  local all = {}
+  for _, d in ipairs(dirs) do all[#all + 1] = d end
+  for _, d in ipairs(dirs.sandbox or {}) do
+    if not sandboxed[d] then all[#all + 1] = d end
+    sandboxed[d] = true
+  end
+  dirs = all
   dirs_loaded = dirs
   if M.config_file then cfg = config.read(M.config_file) end
   local list, fresh = {}, {}

@@ -9,7 +9,9 @@
 local M = {}
 
 local Template = {}
-Template.__index = Template
+-- a function, not the table itself: obj.__index must not hand a sandboxed
+-- plugin the methods every plugin shares
+Template.__index = function(_, k) return Template[k] end
 
 local VARNAME = "^[%w_][%w_%.]*$"   -- varchar *( ["."] varchar ), pct-encoded names not supported
 local MAX_URI = 65536                -- a longer URI matches no template (match's work is bounded)

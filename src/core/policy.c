@@ -22,6 +22,7 @@ typedef struct policy {
 static policy *buckets[NBUCKETS];
 static char **loggers;
 static size_t nloggers;
+static mcp_budget *budgets;
 
 /* Plugin names are few; keep each once, until mcp_policy_clear. */
 const char *mcp_policy_intern(const char *name) {
@@ -103,7 +104,25 @@ int mcp_policy_task(const char *tool) {
   return MCP_TASK_FORBIDDEN;
 }
 
+mcp_budget *mcp_budget_of(const char *plugin, int create) {
+  mcp_budget *b;
+  if (plugin == NULL) return NULL;
+  for (b = budgets; b; b = b->next)
+    if (strcmp(b->plugin, plugin) == 0) return b->on || create ? b : NULL;
+  if (!create) return NULL;
+  if ((b = calloc(1, sizeof *b)) == NULL) abort();
+  b->plugin = mcp_policy_intern(plugin);
+  b->next = budgets;
+  budgets = b;
+  return b;
+}
+
 void mcp_policy_clear(void) {
+  while (budgets) {
+    mcp_budget *next = budgets->next;
+    free(budgets);
+    budgets = next;
+  }
   for (int i = 0; i < NBUCKETS; i++) {
     policy *p = buckets[i], *next;
     for (; p; p = next) {

@@ -4,6 +4,9 @@
 #ifndef MCP_POLICY_H
 #define MCP_POLICY_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 /* task: a tool's task support (execution.taskSupport). */
 enum { MCP_TASK_FORBIDDEN, MCP_TASK_OPTIONAL, MCP_TASK_REQUIRED };
 int mcp_policy_set(const char *tool, int mode, double timeout, double grace, const char *logger,
@@ -19,5 +22,21 @@ void mcp_name_close(void);
 void mcp_policy_clear(void);
 /* A plugin name kept until mcp_policy_clear (calls point at it). */
 const char *mcp_policy_intern(const char *name);
+
+/* A sandboxed plugin's limits (issue 23), set by src/lua/sandbox.c when it
+ * loads; sched.c accounts its calls' memory and CPU against them. Kept
+ * until mcp_policy_clear (calls point at them); a plugin that is no longer
+ * sandboxed has its budget turned off (on = 0), not freed. */
+typedef struct mcp_budget {
+  struct mcp_budget *next;
+  const char *plugin;        /* interned */
+  size_t mem_limit;          /* bytes its calls in flight may hold; 0 = none */
+  size_t mem_used;           /* what they hold: sched.c's */
+  uint64_t cpu_ns;           /* CPU time a call may use; 0 = none */
+  int on;
+} mcp_budget;
+
+/* plugin's budget (created when asked), or NULL for a trusted plugin. */
+mcp_budget *mcp_budget_of(const char *plugin, int create);
 
 #endif

@@ -1,6 +1,7 @@
 /* Calls: coroutines, the count hook, timers, waits, and the actions of the
  * cancellation state machine. */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@
 #include "slice.h"
 
 #define SLICE_NS      2000000ull    /* a CPU-bound handler yields after 2 ms */
+#define STUCK_NS      50000000ull   /* a sandboxed call may run this long unable to yield */
 #define HOOK_COUNT    1000          /* instructions between hook checks */
 #define CLOSE_NS      1000000000ull /* <close> handlers of an aborted call: 1 s */
 #define POOL_MAX      256           /* idle coroutines kept for reuse */
@@ -30,6 +32,8 @@ static struct {
   mcp_call *graveyard;              /* finished calls, freed after this loop turn (bury) */
   mcp_call *main_as;                /* the call the main thread acts for (mcp_call_pcall) */
   uint64_t slice_end_ns;            /* preemption point of the resume running now */
+  uint64_t resume_ns;               /* when the resume running now began */
+  mcp_call *running;                /* the call whose code runs now, or NULL (alloc.c knows it too) */
   mcp_call *refusing;               /* refused by its limits, while it starts and fails */
   char refusal[128];                /* why */
   int live;
@@ -60,37 +64,16 @@ static uint64_t clock_offset;
 
 uint64_t mcp_clock_ns(void) { return uv_hrtime() + clock_offset; }
 
-static size_t mem_used;
-static int mem_enforced;          /* inside a resume */
-/* Test hook (--test-clock: notifications/luamcp/fail_alloc): the Nth
- * allocation inside a resume from now fails, and every one after it until
- * that resume ends (Lua retries a failed one after an emergency collection). */
-static unsigned long fail_at, fail_count;
 
-void mcp_sched_fail_alloc(unsigned long n) {
-  fail_at = n;
-  fail_count = 0;
+uint64_t mcp_sched_cpu_used(void) {
+  return S.running ? S.running->cpu_used_ns + (uv_hrtime() - S.resume_ns) : 0;
 }
 
-void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  size_t old = ptr ? osize : 0;
-  void *p;
-  (void)ud;
-  if (nsize == 0) {
-    free(ptr);
-    mem_used -= old;
-    return NULL;
-  }
-  if (mem_enforced && mcp_cfg.memory_limit && nsize > old &&
-      mem_used + (nsize - old) > mcp_cfg.memory_limit)
-    return NULL;
-  if (mem_enforced && fail_at && nsize > old && ++fail_count >= fail_at) return NULL;
-  p = realloc(ptr, nsize);
-  if (p != NULL) mem_used = mem_used - old + nsize;
-  return p;
+/* The call whose code runs now (NULL: none): its memory and CPU are counted. */
+static void set_running(mcp_call *c, int resume) {
+  S.running = c;
+  mcp__alloc_running(c, resume);
 }
-
-size_t mcp_sched_memory(void) { return mem_used; }
 
 static inline mcp_call **extra(lua_State *L) { return (mcp_call **)lua_getextraspace(L); }
 
@@ -209,6 +192,50 @@ static void co_release(mcp_call *c) {
   c->co_ref = LUA_NOREF;
 }
 
+/* Why a sandboxed call was ended, into buf. */
+static const char *over_message(mcp_call *c, char *buf, size_t cap) {
+  const mcp_budget *b = c->budget;
+  const char *name = b ? b->plugin : "?";
+  if (c->over == MCP_OVER_MEMORY)
+    snprintf(buf, cap, "sandbox: plugin %s passed its memory limit (memory_mb = %g): the call is ended", name,
+             b ? (double)b->mem_limit / (1 << 20) : 0);
+  else if (c->over == MCP_OVER_CPU)
+    snprintf(buf, cap, "sandbox: plugin %s passed its CPU limit (cpu_ms = %g): the call is ended", name,
+             b ? (double)b->cpu_ns / 1e6 : 0);
+  else
+    snprintf(buf, cap, "sandbox: plugin %s ran %llu ms where it could not yield (cpu_ms): the call is ended",
+             name, STUCK_NS / 1000000ull);
+  return buf;
+}
+
+/* End a sandboxed call from inside it: the hook raises on its every
+ * instruction from now on, as for an abort, with the limit's message. */
+static void call_over(mcp_call *c, int why) {
+  if (c->over) return;
+  c->over = (unsigned)why;
+  c->killing = c->tainted = 1;
+  if (c->co) lua_sethook(c->co, hook, LUA_MASKCOUNT, 1);
+}
+
+int mcp_sched_over(lua_State *L, int why) {
+  char msg[200];
+  mcp_call *c = S.running;
+  if (c == NULL) return luaL_error(L, "sandbox: over its limit");
+  call_over(c, why);
+  lua_sethook(L, hook, LUA_MASKCOUNT, 1);
+  return luaL_error(L, "%s", over_message(c, msg, sizeof msg));
+}
+
+/* A sandboxed call over its CPU, or too long where it cannot yield. */
+static int call_too_long(lua_State *L, mcp_call *c) {
+  uint64_t ran;
+  if (c->budget == NULL || c != S.running) return MCP_OVER_NONE;
+  ran = uv_hrtime() - S.resume_ns;
+  if (c->budget->cpu_ns && c->cpu_used_ns + ran > c->budget->cpu_ns) return MCP_OVER_CPU;
+  if (ran > STUCK_NS && !(L == c->co && lua_isyieldable(L))) return MCP_OVER_STUCK;
+  return MCP_OVER_NONE;
+}
+
 /*
  * The count hook. A handler's own coroutine runs without it until its time
  * slice is over: then the alarm (slice.c) installs it, and it runs every
@@ -238,12 +265,19 @@ static void co_release(mcp_call *c) {
  */
 static void hook(lua_State *L, lua_Debug *ar) {
   mcp_call *c = mcp_call_current(L);
+  int why;
   (void)ar;
   if (c == NULL) return;
   if (c->killing) {
+    char msg[200];
     c->tainted = 1;
     lua_sethook(L, hook, LUA_MASKCOUNT, 1);
+    if (c->over) luaL_error(L, "%s", over_message(c, msg, sizeof msg));
     luaL_error(L, "request aborted: %s", c->req.reason ? c->req.reason : "cancelled");
+    return;
+  }
+  if (!c->closing && (why = call_too_long(L, c)) != MCP_OVER_NONE) {
+    mcp_sched_over(L, why);
     return;
   }
   if (c->closing) {
@@ -340,11 +374,26 @@ void mcp_call_rearm(mcp_call *c) { timer_arm(c); }
 lua_State *mcp_sched_lua(void) { return S.L; }
 uv_loop_t *mcp_sched_loop(void) { return S.loop; }
 
+/* A function run on the main thread for c (an HTTP or a child's callback,
+ * an on_cancel). For a sandboxed call outside its resume, it is counted as
+ * one: its memory and CPU to its budget, the hook on the main thread (which
+ * cannot yield: 50 ms at most, STUCK_NS). */
 int mcp_call_pcall(mcp_call *c, int nargs, int nresults) {
   mcp_call *saved = S.main_as;
-  int status;
+  int status, bounded = c != NULL && c->budget != NULL && S.running == NULL;
   S.main_as = c;
+  if (bounded) {
+    set_running(c, 0);
+    S.resume_ns = uv_hrtime();
+    S.slice_end_ns = S.resume_ns;
+    lua_sethook(S.L, hook, LUA_MASKCOUNT, c->killing ? 1 : HOOK_COUNT);
+  }
   status = lua_pcall(S.L, nargs, nresults, 0);
+  if (bounded) {
+    lua_sethook(S.L, NULL, 0, 0);
+    c->cpu_used_ns += uv_hrtime() - S.resume_ns;
+    set_running(NULL, 0);
+  }
   S.main_as = saved;
   return status;
 }
@@ -406,6 +455,7 @@ static void call_finish(mcp_call *c) {
   if (c->aprev) c->aprev->anext = c->anext; else S.all = c->anext;
   if (c->anext) c->anext->aprev = c->aprev;
   S.live--;
+  if (c->budget) c->budget->mem_used -= c->mem_held;   /* its memory is given back to the plugin */
   EACH_TYPE(finish, c);
   c->owner->gone(c);
   c->qnext = S.graveyard;            /* freed after this loop turn, never under a caller */
@@ -417,13 +467,15 @@ static void call_finish(mcp_call *c) {
 static void call_resume(mcp_call *c, int nargs) {
   int nres, status;
   c->in_resume = 1;
-  S.slice_end_ns = uv_hrtime() + SLICE_NS;   /* one call runs at a time */
-  mem_enforced = 1;
+  S.resume_ns = uv_hrtime();
+  S.slice_end_ns = S.resume_ns + SLICE_NS;   /* one call runs at a time */
+  set_running(c, 1);
+  if (c->budget && c->budget->cpu_ns && c->cpu_used_ns > c->budget->cpu_ns) call_over(c, MCP_OVER_CPU);
   mcp_slice_begin(c->co);
   status = lua_resume(c->co, S.L, nargs, &nres);
   mcp_slice_end();
-  mem_enforced = 0;
-  if (fail_at && fail_count >= fail_at) fail_at = 0;   /* the test hook fired */
+  set_running(NULL, 1);
+  if (c->budget) c->cpu_used_ns += uv_hrtime() - S.resume_ns;
   c->in_resume = 0;
   if (status == LUA_YIELD && mcp_slice_on() && !c->killing) lua_sethook(c->co, NULL, 0, 0);
   if (status == LUA_YIELD && c->finishing) {   /* mcp.core.finish: its values are the return */
@@ -442,6 +494,11 @@ static void call_resume(mcp_call *c, int nargs) {
   }
   if (status == LUA_OK) {
     mcp_call_fire(c, MCP_EV_RETURN, NULL);
+    return;
+  }
+  if (c->over) {                             /* a sandbox limit ended it: its message is the error */
+    if (c->req.state == MCP_REQ_RUNNING) mcp__log_raised(c);
+    mcp_call_fire(c, MCP_EV_RAISE, NULL);
     return;
   }
   if (c->killing) {
@@ -496,7 +553,7 @@ static void run_oncancel(mcp_call *c) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, c->oncancel_ref);
   for (lua_Integer i = 1; lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
     lua_pushstring(L, c->req.reason);
-    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+    if (mcp_call_pcall(c, 1, 0) != LUA_OK) {
       mcp_warn("request %.64s: on_cancel: %s", c->req.key, lua_tostring(L, -1));
       lua_pop(L, 1);
     }
@@ -510,7 +567,7 @@ static void run_oncancel(mcp_call *c) {
 static void co_reset(mcp_call *c) {
   c->killing = 0;
   c->closing = 1;
-  c->hard_ns = mcp_clock_ns() + CLOSE_NS;
+  c->hard_ns = mcp_clock_ns() + (c->budget ? STUCK_NS : CLOSE_NS);   /* a sandboxed plugin's: 50 ms */
   lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
   wait_cancel(c);
   EACH_TYPE(stop, c, c->req.reason ? c->req.reason : "request aborted", 0);
@@ -581,6 +638,7 @@ mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char 
     double timeout = c->timeout, grace = c->grace;
     if (name && mcp_policy_get(name, &mode, &timeout, &grace, &c->logger)) {
       c->tool = (char *)mcp_name_intern(name);
+      c->budget = mcp_budget_of(c->logger, 0);
       c->timeout = (float)timeout;
       c->grace = (float)grace;
     } else if (name) {
@@ -664,7 +722,10 @@ static void run_queue(uv_check_t *h) {
   bury();
 }
 
+static void over_memory(mcp_call *c) { call_over(c, MCP_OVER_MEMORY); }
+
 void mcp__sched_start(uv_loop_t *loop, lua_State *L, int server_ref) {
+  mcp__alloc_over_cb = over_memory;
   S.loop = loop;
   S.L = L;
   S.server_ref = server_ref;

@@ -65,6 +65,9 @@ struct mcp_call {
   void *wait_data;
   struct mcp_op *ops;        /* operations it started (op.c): cancelled when it stops or ends */
   struct mcp_limit *limit;   /* its tool's limits and counts (limit.c), or NULL */
+  struct mcp_budget *budget; /* its sandboxed plugin's limits (policy.h), or NULL */
+  size_t mem_held;           /* bytes its code allocated and still holds (budget's share) */
+  uint64_t cpu_used_ns;      /* CPU its resumes used (sandboxed calls only) */
   mcp_call *lnext;           /* the limit's queue of calls waiting for a slot */
   uint64_t arrive_ns, start_ns, stop_ns;  /* uv_hrtime: arrived, started, first cancel (0: none) */
   uint64_t beat_ns;          /* mcp_clock_ns of the next progress heartbeat; 0 = none */
@@ -89,7 +92,24 @@ struct mcp_call {
   unsigned refused : 1;      /* its tool's limits refused it (busy, rate) */
   unsigned lstate : 2;       /* limit.c's: where it stands with its limit */
   unsigned why : 4;          /* stats.c's MCP_WHY_*: what stopped it (first cancel, timeout or close) */
+  unsigned over : 2;         /* MCP_OVER_*: the sandbox limit that ended it */
 };
+
+/* The sandbox limit a call passed (mcp_call.over). */
+enum { MCP_OVER_NONE, MCP_OVER_MEMORY, MCP_OVER_CPU, MCP_OVER_STUCK };
+/* The budget that code running now is accounted to (a sandboxed call's, or
+ * the plugin's while its file loads: mcp_sched_account), or NULL. */
+struct mcp_budget *mcp_sched_budget(void);
+/* Account allocations outside calls to b (a sandboxed plugin's file
+ * running at load), or stop (NULL). */
+void mcp_sched_account(struct mcp_budget *b);
+/* End the running sandboxed call: why is MCP_OVER_*. From C code that
+ * cannot return to Lua's hook (the bounded pattern matcher): raises. */
+int mcp_sched_over(lua_State *L, int why);
+/* c's plugin is known (resources, prompts, completion: core.set_logger): its budget. */
+void mcp_call_set_budget(mcp_call *c, struct mcp_budget *b);
+/* The CPU the running sandboxed call has used, with this resume's share. */
+uint64_t mcp_sched_cpu_used(void);
 
 /* server_ref: the mcp.server module, with dispatch(method, params, id,
  * session), the methods table it serves, capabilities() and session_closed(id). */

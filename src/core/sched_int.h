@@ -31,6 +31,12 @@ typedef struct mcp_call_type {
 
 enum { MCP_ADMIT_RUN, MCP_ADMIT_WAIT, MCP_ADMIT_REFUSE };
 
+/* alloc.c: c's code runs now (NULL: no call's), inside a resume (resume:
+ * --memory-limit holds) or a callback of the main thread; and the callback
+ * through which it ends a call that passed its sandbox budget (sched.c's). */
+void mcp__alloc_running(mcp_call *c, int resume);
+extern void (*mcp__alloc_over_cb)(mcp_call *c);
+
 /* Add a row (once; the same row again is ignored). */
 void mcp__sched_register(const mcp_call_type *t);
 /* The scheduler proper, under mcp_sched_init and mcp_sched_close (core.c). */

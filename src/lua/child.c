@@ -18,13 +18,34 @@ const char *mcp_child_anchored(lua_State *L, int anchor, int idx, const char *wh
   return s;
 }
 
-const char **mcp_child_env(lua_State *L, int opts, int anchor, const char *who) {
+/* A variable a sandboxed plugin's child may not be given: the loader's. */
+static int loader_var(const char *name) {
+  static const char *const names[] = { "GCONV_PATH", "LOCPATH", "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN",
+                                       "NLSPATH", "TMPDIR", NULL };
+  if (strncmp(name, "LD_", 3) == 0 || strncmp(name, "DYLD_", 5) == 0 || strncmp(name, "MALLOC_", 7) == 0 ||
+      strncmp(name, "GLIBC_", 6) == 0)
+    return 1;
+  for (int i = 0; names[i]; i++)
+    if (strcmp(name, names[i]) == 0) return 1;
+  return 0;
+}
+
+/* Does the server's variable e (NAME=value) go to a confined child? */
+static int confined_keeps(const char *e) {
+  return strncmp(e, "PATH=", 5) == 0;
+}
+
+const char **mcp_child_env(lua_State *L, int opts, int anchor, const char *who, int confined) {
   const char **envp;
   size_t n = 0, k = 0;
   int env;
   if (lua_getfield(L, opts, "env") == LUA_TNIL) {
+    if (!confined) {
+      lua_pop(L, 1);
+      return NULL;                     /* inherit */
+    }
     lua_pop(L, 1);
-    return NULL;                       /* inherit */
+    lua_newtable(L);
   }
   env = lua_gettop(L);
   if (!lua_istable(L, env)) mcp_raise(L, "%s: opts.env must be a table", who);
@@ -40,13 +61,13 @@ const char **mcp_child_env(lua_State *L, int opts, int anchor, const char *who) 
   lua_rawseti(L, anchor, 0);           /* anchor[0] = the array */
   for (char **e = environ; *e; e++) {  /* the server's, where opts.env does not name it */
     const char *eq = strchr(*e, '=');
-    if (eq == NULL) continue;
+    if (eq == NULL || (confined && !confined_keeps(*e))) continue;
     lua_pushlstring(L, *e, (size_t)(eq - *e));
     if (lua_rawget(L, env) == LUA_TNIL) envp[k++] = *e;
     lua_pop(L, 1);
   }
   for (lua_pushnil(L); lua_next(L, env); lua_pop(L, 1)) {
-    if (lua_isboolean(L, -1)) continue;
+    if (lua_isboolean(L, -1) || (confined && loader_var(lua_tostring(L, -2)))) continue;
     lua_pushfstring(L, "%s=%s", lua_tostring(L, -2), lua_tostring(L, -1));
     envp[k++] = lua_tostring(L, -1);
     lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);

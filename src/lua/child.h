@@ -16,8 +16,10 @@ const char *mcp_child_anchored(lua_State *L, int anchor, int idx, const char *wh
 /* The environment of opts.env (opts at index opts): the server's, with the
  * names it maps to a string set and those it maps to false removed; NULL
  * (inherit) without opts.env. The array and its strings live in the anchor
- * table. Raises "<who>: opts.env ..." for a bad table. */
-const char **mcp_child_env(lua_State *L, int opts, int anchor, const char *who);
+ * table. Raises "<who>: opts.env ..." for a bad table. confined (a
+ * sandboxed plugin's child): of the server's environment only PATH, and
+ * none of the variables the dynamic loader or libc read (LD_*, ...). */
+const char **mcp_child_env(lua_State *L, int opts, int anchor, const char *who, int confined);
 
 /* Options to run argv[0] with argv, envp (NULL: the server's) and cwd (NULL:
  * the server's) in a process group of its own, with the three stdio

@@ -17,6 +17,7 @@
 #include "fsread.h"
 #include "log.h"
 #include "op.h"
+#include "sandbox.h"
 #include "sched.h"
 
 #define CHUNK ((size_t)1 << 20)   /* one read: a cancel waits for at most this much */
@@ -229,6 +230,7 @@ static int op_start(lua_State *L, mcp_call *c, int kind, const char *path, size_
   mcp_op **h;
   int r;
   if ((r = mcp_op_refuse(L, c)) != 0) return r;
+  if ((r = mcp_sandbox_check(L, c, MCP_CAP_READ, path)) != 0) return r;
   h = mcp_op_reserve(L);                          /* may raise: first */
   op = calloc(1, sizeof *op);
   if (op == NULL || (op->path = strdup(path)) == NULL) abort();

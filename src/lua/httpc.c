@@ -31,6 +31,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "op.h"
+#include "sandbox.h"
 #include "sched.h"
 #include "sse.h"
 
@@ -49,6 +50,8 @@ typedef struct transfer {
   mcp_sse sse;
   mcp_allow *req_allow;          /* the request's own narrowing (req.allow), owned */
   const mcp_allow *plugin_allow; /* its plugin's, or NULL */
+  const char *sandbox;           /* its sandboxed plugin (sandbox.c's grants), or NULL */
+  const mcp_allow *sandbox_allow; /* that plugin's http grant (kept for the process's life) */
   size_t max_bytes;
   int chunk_ref, sse_ref;        /* on_chunk, on_sse, or LUA_NOREF */
   long status;
@@ -108,9 +111,15 @@ static int allowed(transfer *t, const struct sockaddr *sa) {
   const mcp_allow *lists[3] = { mcp_allow_server(0), t->plugin_allow, t->req_allow };
   char host[256], why[320];
   int port;
-  if (!lists[0] && !lists[1] && !lists[2]) return 1;
+  if (!lists[0] && !lists[1] && !lists[2] && !t->sandbox) return 1;
   if (!current_target(t, host, sizeof host, &port)) {
     snprintf(t->msg, sizeof t->msg, "blocked: cannot tell where the request goes");
+    return 0;
+  }
+  if (t->sandbox && !mcp_allow_check(t->sandbox_allow, host, port, sa, why, sizeof why)) {
+    snprintf(t->msg, sizeof t->msg, "sandbox: %s may not reach %.100s:%d (grant http = {\"%.100s:%d\"}): %.80s", t->sandbox,
+             host, port, host, port, why);
+    mcp_sandbox_denied(t->sandbox, MCP_CAP_HTTP, t->msg);
     return 0;
   }
   for (int i = 0; i < 3; i++) {
@@ -689,6 +698,12 @@ static int l_http(lua_State *L) {
   background = lua_getfield(L, 1, "background") != LUA_TNIL && lua_toboolean(L, -1);
   lua_pop(L, 1);
   if (!background && mcp_op_refuse(L, c)) return 3;
+  if (background && mcp_sandbox_plugin(c) != NULL) {   /* its callbacks would run for no call: unbounded */
+    mcp_sandbox_denied(mcp_sandbox_plugin(c), MCP_CAP_HTTP, "sandbox: a sandboxed plugin's HTTP requests belong to "
+                       "its call (req.background is refused)");
+    return mcp_push_fail(L, "denied", "sandbox: a sandboxed plugin's HTTP requests belong to its call "
+                         "(req.background is refused)");
+  }
   multi_init();
   h = mcp_op_reserve(L);                             /* before the transfer: it may raise */
   t = calloc(1, sizeof *t);
@@ -770,6 +785,8 @@ static int l_http(lua_State *L) {
     lua_pop(L, 1);
   }
   t->plugin_allow = plugin_list(c);
+  t->sandbox = mcp_sandbox_plugin(c);
+  t->sandbox_allow = mcp_sandbox_http(c);
   t->chunk_ref = fn_ref(L, "on_chunk");
   t->sse_ref = fn_ref(L, "on_sse");
 
@@ -790,6 +807,7 @@ void mcp_httpc_open_lib(lua_State *L) {
 
 void mcp_httpc_close(void) {
   mcp_allow_close_all();
+  mcp_sandbox_close();
   if (C.multi == NULL) return;
   /* ops are cancelled before this, so no transfer is left in the handle */
   curl_multi_cleanup(C.multi);

@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "op.h"
 #include "proc.h"
+#include "sandbox.h"
 #include "schema.h"
 #include "session.h"
 #include "spawn.h"
@@ -308,6 +309,7 @@ int luaopen_mcp_core(lua_State *L) {
   mcp_proc_open_lib(L);
   mcp_httpc_open_lib(L);
   mcp_schema_open_lib(L);
+  mcp_sandbox_open(L);
   luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
   lua_setfield(L, -2, "array_mt");
   lua_pushlightuserdata(L, NULL);

@@ -82,7 +82,10 @@ static int l_heap(lua_State *L) {
 static int l_set_logger(lua_State *L) {
   mcp_call *c = current(L);
   const char *name = luaL_checkstring(L, 1);
-  if (c != NULL) c->logger = mcp_policy_intern(name);
+  if (c != NULL) {
+    c->logger = mcp_policy_intern(name);
+    mcp_call_set_budget(c, mcp_budget_of(c->logger, 0));
+  }
   return 0;
 }
 

@@ -31,6 +31,7 @@
 #include "fail.h"
 #include "log.h"
 #include "proc.h"
+#include "sandbox.h"
 #include "sched.h"
 
 #define PROC_MT "mcp.proc"
@@ -431,6 +432,7 @@ static int l_proc(lua_State *L) {
   }
   argv[nargs] = NULL;
   lua_pop(L, 1);
+  if ((r = mcp_sandbox_check(L, mcp_call_current(L), MCP_CAP_CONNECT, argv[0])) != 0) return r;
   if (lua_getfield(L, 1, "cwd") != LUA_TNIL) cwd = mcp_child_anchored(L, anchor, -1, "proc", "opts.cwd");
   lua_pop(L, 1);
   if (lua_getfield(L, 1, "max_line") != LUA_TNIL) {
@@ -439,7 +441,7 @@ static int l_proc(lua_State *L) {
     max_line = (size_t)lua_tointeger(L, -1);
   }
   lua_pop(L, 1);
-  envp = mcp_child_env(L, 1, anchor, "proc");
+  envp = mcp_child_env(L, 1, anchor, "proc", mcp_sandbox_plugin(mcp_call_current(L)) != NULL);
 
   /* The handle, its callbacks as its user value. stack: opts anchor handle */
   h = lua_newuserdatauv(L, sizeof *h, 1);

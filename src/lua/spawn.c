@@ -24,6 +24,7 @@
 #include "log.h"
 #include "op.h"
 #include "sched.h"
+#include "sandbox.h"
 #include "spawn.h"
 
 enum { OUT_CAPTURE, OUT_IGNORE, OUT_LINES };
@@ -410,6 +411,7 @@ int mcp_spawn_start(lua_State *L, mcp_call *c) {
   }
   argv[nargs] = NULL;
   lua_pop(L, 1);
+  if ((r = mcp_sandbox_check(L, c, MCP_CAP_EXEC, argv[0])) != 0) return r;
 
   if (lua_getfield(L, 1, "cwd") != LUA_TNIL) cwd = mcp_child_anchored(L, anchor, -1, "spawn", "opts.cwd");
   lua_pop(L, 1);
@@ -432,7 +434,7 @@ int mcp_spawn_start(lua_State *L, mcp_call *c) {
   if (lua_getfield(L, 1, "max_output") != LUA_TNIL)
     return mcp_raise(L, "spawn: opts.max_output is now opts.max_bytes");
   lua_pop(L, 1);
-  envp = mcp_child_env(L, 1, anchor, "spawn");
+  envp = mcp_child_env(L, 1, anchor, "spawn", mcp_sandbox_plugin(c) != NULL);
   modes[0] = out_mode(L, 1, "stdout");            /* a function is left on the stack */
   modes[1] = out_mode(L, 1, "stderr");
   for (int i = 1; i >= 0; i--)                    /* stderr's function is on top */

@@ -17,6 +17,7 @@
 #include "op.h"
 #include "sched.h"
 #include "fail.h"
+#include "sandbox.h"
 #include "sqlite.h"
 #include "sqlite_int.h"
 
@@ -238,7 +239,22 @@ static int opt_flag(lua_State *L, const char *field, int dflt) {
  * sqlite3_open_v2 only opens (or creates) the file, like open(2); the
  * header is read by the first statement, on the pool. So open works the
  * same at a plugin's top level and in a handler, with no wait. */
+/* A sandboxed plugin's database reaches no other file: no ATTACH (nor
+ * VACUUM INTO, which attaches its target), no extensions. */
+static int sandbox_authorize(void *ud, int action, const char *a, const char *b, const char *db,
+                             const char *trigger) {
+  (void)ud; (void)a; (void)b; (void)db; (void)trigger;
+  return action == SQLITE_ATTACH || action == SQLITE_DETACH ? SQLITE_DENY : SQLITE_OK;
+}
+
+static void sandbox_confine(sqlite3 *conn) {
+  sqlite3_limit(conn, SQLITE_LIMIT_ATTACHED, 0);
+  sqlite3_db_config(conn, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
+  sqlite3_set_authorizer(conn, sandbox_authorize, NULL);
+}
+
 static int l_open(lua_State *L) {
+  mcp_call *c = mcp_call_current(L);
   const char *path = luaL_checkstring(L, 1);
   int flags = SQLITE_OPEN_FULLMUTEX, rc;
   double busy = 5, max = (double)MAX_BYTES;
@@ -254,6 +270,7 @@ static int l_open(lua_State *L) {
     flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   }
   if (busy > 86400) busy = 86400;
+  if ((rc = mcp_sandbox_check(L, c, MCP_CAP_SQLITE, path)) != 0) return rc;
   p = lua_newuserdatauv(L, sizeof *p, 0);
   *p = NULL;
   luaL_setmetatable(L, DB_MT);
@@ -265,6 +282,7 @@ static int l_open(lua_State *L) {
     return 3;
   }
   sqlite3_extended_result_codes(conn, 1);
+  if (mcp_sandbox_plugin(c) != NULL) sandbox_confine(conn);
   db = calloc(1, sizeof *db);
   if (db == NULL) abort();
   db->path = mcp__sqlite_xmalloc(strlen(path) + 1);

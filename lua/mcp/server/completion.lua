@@ -1,5 +1,6 @@
 -- The completion family: completion/complete, from the completer of a
 -- prompt argument or a resource template variable.
+local core = require "mcp.core"
 local mcp = require "mcp"
 local outcome = require "mcp.result"
 local decl = require "mcp.decl"
@@ -72,6 +73,7 @@ local function prepare_complete(params)
   else
     return nil, -32602, "Invalid params: unknown ref type: " .. ref.type
   end
+  if owner.plugin then core.set_logger(owner.plugin.name) end
   return true, completer_of(owner, arg.name), arg, cargs
 end
 

@@ -1,0 +1,628 @@
+-- Sandboxed plugins (--sandbox, sandbox = {...} in the configuration file;
+-- docs/guide/11-untrusted-plugins.md): the hostile corpus. Each test is one
+-- escape attempt by fixtures/sandbox/untrusted/evil.lua (its tools run the
+-- Lua the test sends), shown blocked with its message, the server unharmed
+-- (a ping answers) and the trusted plugin beside it (fixtures/sandbox/trusted)
+-- unaffected.
+local H = require "spec.helper"
+local O = require "spec.origin"
+local uv = require "luv"
+
+local FIX = H.fixtures .. "/sandbox"
+local TRUSTED_HI = "HI !! a,b true true true [1]"
+local ENV = { SPEC_SECRET = "env-secret-9c1d", SPEC_ALLOWED = "allowed-value" }
+-- 100 ms for the release binary; ASan's answers two to three times slower (CMakeLists.txt)
+local PING_MS = (tonumber(os.getenv("LUAMCP_CHAOS_PING")) or 0.05) * 2000
+
+local tmp, c, metrics_port
+
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+local function sh(cmd) assert(os.execute(cmd)) end
+
+local function config(extra, http)
+  write(tmp .. "/luamcp.conf", ([[
+return {
+  plugins = { %q },
+  sandbox = {
+    dirs = { %q },
+    grants = {
+      evil = { read = { "granted" }, sqlite = { "granted" }, env = { "SPEC_ALLOWED" }, exec = { "/bin/echo" },
+               http = { "%s" }, memory_mb = 8, cpu_ms = 300 },
+    },
+  },
+  %s
+}
+]]):format(FIX .. "/trusted", tmp .. "/untrusted", http or "127.0.0.1:9", extra or ""))
+end
+
+local function start(args)
+  local all = { "--config", tmp .. "/luamcp.conf" }
+  for _, a in ipairs(args or {}) do all[#all + 1] = a end
+  c = H.session { no_plugins = true, args = all, env = ENV }
+  return c
+end
+
+local function run(code) return H.text(c:call("run", { code = code })) end
+
+local function raw(code)
+  local r = c:call("raw", { code = code }, { timeout = 10 })
+  return r.result, r
+end
+
+-- The server answers a ping at once and the trusted plugin is as it was.
+local function unharmed()
+  local t0 = uv.hrtime()
+  assert.truthy(c:request("ping").result)
+  assert.is_true((uv.hrtime() - t0) / 1e6 < 1000)
+  assert.equal(TRUSTED_HI, H.text(c:call("hi")))
+end
+
+-- A call of raw ended by a limit: an isError result naming it.
+local function ended_by(code, limit)
+  local res = raw(code)
+  assert.truthy(res, "no result")
+  assert.is_true(res.isError, "not an error: " .. tostring(res.content[1].text))
+  assert.matches(limit, res.content[1].text, 1, true)
+  unharmed()
+end
+
+describe("sandbox", function()
+  before_each(function()
+    tmp = H.tmpdir()
+    sh("cp -r '" .. FIX .. "/untrusted' '" .. tmp .. "/untrusted'")
+    sh("mkdir -p '" .. tmp .. "/granted/sub'")
+    write(tmp .. "/granted/ok.txt", "granted text")
+    write(tmp .. "/secret.txt", "the secret outside")
+    sh("ln -s ../secret.txt '" .. tmp .. "/granted/link.txt'")
+    sh("ln -s .. '" .. tmp .. "/granted/up'")
+    config()
+    start()
+  end)
+  after_each(H.cleanup)
+
+  describe("the io, os, debug and package routes", function()
+    it("has no io", function()
+      assert.equal("ok: nil | nil", run "return io, _ENV.io")
+      unharmed()
+    end)
+    it("has no os.execute, os.remove, os.rename, os.exit, os.tmpname", function()
+      assert.equal("ok: nil | nil | nil | nil | nil", run "return os.execute, os.remove, os.rename, os.exit, os.tmpname")
+      unharmed()
+    end)
+    it("keeps os.clock, time, date and difftime", function()
+      assert.equal("ok: number | number | string | number",
+                   run "return type(os.clock()), type(os.time()), type(os.date()), type(os.difftime(2, 1))")
+    end)
+    it("has no debug", function()
+      assert.equal("ok: nil", run "return debug")
+      unharmed()
+    end)
+    it("has no package (loadlib, searchers, loaded)", function()
+      assert.equal("ok: nil", run "return package")
+      unharmed()
+    end)
+    it("has no dofile, loadfile", function()
+      assert.equal("ok: nil | nil", run "return dofile, loadfile")
+    end)
+    it("cannot require a C module or the host's Lua library", function()
+      assert.matches("sandbox: require \"luv\" refused", run "return require 'luv'", 1, true)
+      assert.matches("sandbox: require \"mcp.core\" refused", run "return require 'mcp.core'", 1, true)
+      assert.matches("sandbox: require \"mcp.server\" refused", run "return require 'mcp.server'", 1, true)
+      unharmed()
+    end)
+    it("cannot require a file out of its directory", function()
+      assert.matches("refused: a module is a name", run "return require '../trusted/hello'", 1, true)
+      assert.matches("refused: a module is a name", run "return require '..lib.patterns'", 1, true)
+      unharmed()
+    end)
+    it("requires its own lib/ modules into its sandbox", function()
+      assert.equal("ok: table | nil", run "local p = require 'patterns'; return type(p.cases), io")
+    end)
+    it("reads only the granted variables with os.getenv", function()
+      assert.equal("ok: nil | sandbox: evil may not read $SPEC_SECRET (grant env = {\"SPEC_SECRET\"}) | denied",
+                   run "return os.getenv('SPEC_SECRET')")
+      assert.equal("ok: allowed-value", run "return os.getenv('SPEC_ALLOWED')")
+      c:expect_stderr("may not read $SPEC_SECRET", 5, { plain = true })
+      unharmed()
+    end)
+    it("may not call collectgarbage but to count", function()
+      assert.matches("collectgarbage(\"collect\") is not available", run "return collectgarbage('collect')", 1, true)
+      assert.matches("collectgarbage(\"stop\") is not available", run "return collectgarbage('stop')", 1, true)
+      assert.equal("ok: number", run "return type(collectgarbage('count'))")
+      unharmed()
+    end)
+  end)
+
+  describe("bytecode", function()
+    it("has no string.dump", function()
+      assert.equal("ok: nil", run "return string.dump")
+      unharmed()
+    end)
+    it("cannot load a binary chunk by mode", function()
+      assert.equal("ok: nil | sandbox: load of binary chunks is refused (mode \"t\" only)",
+                   run "return load('\\27Lua', nil, 'b')")
+    end)
+    it("cannot load a binary chunk in the default mode", function()
+      assert.matches("attempt to load a binary chunk", run "return load('\\27LuaT\\0')", 1, true)
+      unharmed()
+    end)
+    it("cannot reach string.dump through the string metatable", function()
+      assert.equal("ok: nil", run "return getmetatable('').__index.dump")
+      assert.matches("string.dump is not available", run "return ('').dump(print)", 1, true)
+    end)
+    it("loads text into its own environment by default", function()
+      assert.equal("ok: nil | true", run "local f = load('return io, mcp ~= nil'); return f()")
+    end)
+    it("cannot load a chunk too large to parse without preemption", function()
+      assert.matches("load of a chunk over", run "return load(string.rep(' ', 2 * 1024 * 1024))", 1, true)
+    end)
+  end)
+
+  describe("metatables and _ENV", function()
+    it("cannot change the string metatable", function()
+      assert.matches("the string metatable is read-only", run "getmetatable('').__index = {}", 1, true)
+      unharmed()
+    end)
+    it("cannot reach the real string table from a string's metatable", function()
+      run "getmetatable('').__index.upper = function() return 'pwned' end; string.rep = nil"
+      assert.equal(TRUSTED_HI, H.text(c:call("hi")))
+      assert.matches("OTHER X", H.text(c:call("other_hi")), 1, true)
+    end)
+    it("rawset on the metatable's stand-in stays its own", function()
+      run "rawset(getmetatable(''), '__index', { upper = function() return 'x' end })"
+      unharmed()
+    end)
+    it("cannot see a host metatable (ctx, mcp.array, mcp.CANCELLED)", function()
+      assert.equal("ok: nil | nil | nil", run "local ctx = ...; return getmetatable(ctx), getmetatable(mcp.array{}), getmetatable(mcp.CANCELLED)")
+    end)
+    it("gets no methods table through ctx.__index", function()
+      assert.equal("ok: function | nil", run "local ctx = ...; return type(ctx.__index), rawget(ctx, 'sleep')")
+      assert.matches("attempt to index", run "local ctx = ...; ctx.__index.sleep = nil", 1, true)
+      unharmed()
+    end)
+    it("its globals are its own (_G, _ENV)", function()
+      run "_G.shared = 'leak'; print = nil; _ENV.tostring = nil"
+      assert.equal("OTHER X nil", H.text(c:call("other_hi")))
+      unharmed()
+    end)
+    it("cannot set a finalizer (__gc runs with hooks off, anywhere)", function()
+      assert.matches("__gc (a finalizer) is not available",
+                     run "setmetatable({}, { __gc = function() while true do end end })", 1, true)
+      assert.equal("ok: set", run [[local mt = {}; setmetatable({}, mt); mt.__gc = function() while true do end end
+        mt = nil; for i = 1, 1e5 do local x = {} end; return 'set']])
+      unharmed()
+    end)
+    it("cannot feed load a chunk too large through a reader", function()
+      assert.matches("load of a chunk over",
+                     run "local n = 0; return load(function() n = n + 1; if n < 100 then return string.rep(' ', 65536) end end)",
+                     1, true)
+    end)
+    it("may set and read back its own metatables", function()
+      assert.equal("ok: true", run "local mt = {}; local t = setmetatable({}, mt); return getmetatable(t) == mt")
+    end)
+  end)
+
+  describe("upvalues and the registry", function()
+    it("cannot read a library function's upvalues", function()
+      assert.equal("ok: nil | nil", run "return debug, rawget(_ENV, 'debug')")
+      assert.matches("string.dump is not available", run "return ('').dump(mcp.text)", 1, true)
+      unharmed()
+    end)
+    it("cannot reach the registry through a userdata's metatable", function()
+      assert.equal("ok: userdata | nil", run "local db = mcp.sqlite.open(':memory:'); return type(db), getmetatable(db)")
+    end)
+    it("a _ENV of its own making still has no host global", function()
+      assert.equal("ok: nil | nil", run [[local function f()
+          local _ENV = setmetatable({}, { __index = _G })
+          return io, debug
+        end
+        return f()]])
+    end)
+    it("changing its ctx changes only that call's", function()
+      run "local ctx = ...; ctx.sleep = function() error('hijacked') end; ctx.log = nil"
+      assert.equal("ok: true", run "local ctx = ...; return ctx:sleep(0)")
+      unharmed()
+    end)
+  end)
+
+  describe("hijacking mcp.* and the libraries for others", function()
+    it("replacing mcp functions changes only its own mcp", function()
+      run "mcp.text = function() return 'hijacked' end; mcp.json.encode = function() return 'x' end"
+      assert.equal("OTHER X nil", H.text(c:call("other_hi")))
+      unharmed()
+    end)
+    it("replacing string and table functions changes only its own copies", function()
+      run "string.upper = function() return 'pwned' end; table.concat = nil; math.floor = nil"
+      assert.equal("OTHER X nil", H.text(c:call("other_hi")))
+      unharmed()
+    end)
+    it("cannot announce updates of a trusted plugin's resource", function()
+      local out = run "return mcp.notify_resource_updated('hello://doc')"
+      assert.equal("ok: nil | sandbox: evil may not notify updates of hello://doc, a resource of plugin hello | denied", out)
+      assert.equal("ok: 0", run "return mcp.notify_resource_updated('evil://spin')")
+      unharmed()
+    end)
+    it("cannot write mcp.settings", function()
+      assert.matches("mcp.settings is read-only", run "mcp.settings.x = 1", 1, true)
+    end)
+    it("cannot seed the shared random generator", function()
+      assert.equal("ok: nil", run "return math.randomseed")
+    end)
+    it("cannot take a trusted plugin's tool name", function()
+      assert.equal(TRUSTED_HI, H.text(c:call("hi")))
+      c:expect_stderr("sandbox: plugin evil: hi is the trusted plugin hello's: its declaration is refused", 5,
+                      { plain = true })
+    end)
+  end)
+
+  describe("paths", function()
+    it("reads a granted file", function()
+      assert.equal("ok: granted text", run(("local ctx = ...; return ctx:read_file(%q)"):format(tmp .. "/granted/ok.txt")))
+    end)
+    it("cannot read out of the granted prefix", function()
+      local out = run(("local ctx = ...; return ctx:read_file(%q)"):format(tmp .. "/secret.txt"))
+      assert.matches("ok: nil | sandbox: evil may not read .*secret.txt %(grant read = .*| denied", out)
+      unharmed()
+    end)
+    it("cannot climb out with ..", function()
+      local out = run(("local ctx = ...; return ctx:read_file(%q)"):format(tmp .. "/granted/../secret.txt"))
+      assert.matches("may not read", out, 1, true)
+      assert.not_matches("the secret", out, 1, true)
+    end)
+    it("cannot follow a symlink out of the granted prefix", function()
+      local out = run(("local ctx = ...; return ctx:read_file(%q)"):format(tmp .. "/granted/link.txt"))
+      assert.matches("may not read", out, 1, true)
+      out = run(("local ctx = ...; return ctx:read_file(%q)"):format(tmp .. "/granted/up/secret.txt"))
+      assert.matches("may not read", out, 1, true)
+      unharmed()
+    end)
+    it("cannot list or resolve paths out of the prefix", function()
+      assert.matches("may not read", run "local ctx = ...; return ctx:list_dir('/etc')", 1, true)
+      assert.matches("may not read", run "local ctx = ...; return ctx:realpath('/etc/passwd')", 1, true)
+    end)
+    it("cannot read /proc/self (the host's memory and environment)", function()
+      assert.matches("may not read", run "local ctx = ...; return ctx:read_file('/proc/self/environ')", 1, true)
+      unharmed()
+    end)
+  end)
+
+  describe("programs, databases, other servers", function()
+    it("runs a granted program", function()
+      assert.matches("ok: table", run "local ctx = ...; return type(ctx:spawn{ command = { '/bin/echo', 'hi' } })", 1, true)
+    end)
+    it("cannot run a program not granted", function()
+      local out = run "local ctx = ...; return ctx:spawn{ command = { '/bin/sh', '-c', 'id' } }"
+      assert.matches("ok: nil | sandbox: evil may not run /.*sh %(grant exec = ", out)
+      assert.matches("may run programs only by an absolute path",
+                     run "local ctx = ...; return ctx:spawn{ command = { 'echo', 'x' } }", 1, true)
+      unharmed()
+    end)
+    it("cannot hand a granted program the loader's variables (LD_PRELOAD) or the server's secrets", function()
+      local out = run [[local ctx = ...
+        local r = ctx:spawn{ command = { '/bin/echo', 'x' }, env = { LD_PRELOAD = '/tmp/evil.so', MINE = 'y' } }
+        return r.stdout, r.code]]
+      assert.equal("ok: x\n | 0", out)
+      write(tmp .. "/granted/env.sh", "#!/bin/sh\nenv\n")
+      sh("chmod +x '" .. tmp .. "/granted/env.sh'")
+      config()
+      c:close()
+      write(tmp .. "/luamcp.conf", (io.open(tmp .. "/luamcp.conf"):read("a"):gsub('exec = { "/bin/echo" }',
+        'exec = { "' .. tmp .. '/granted/env.sh" }')))
+      start()
+      out = run(([[local ctx = ...
+        local r = ctx:spawn{ command = { %q }, env = { LD_PRELOAD = '/tmp/evil.so', MINE = 'y' } }
+        return r.stdout]]):format(tmp .. "/granted/env.sh"))
+      assert.matches("MINE=y", out, 1, true)
+      assert.not_matches("LD_PRELOAD", out, 1, true)
+      assert.not_matches("SPEC_SECRET", out, 1, true)
+      unharmed()
+    end)
+    it("checks the command mcp.connect uses, not one its __index answers first", function()
+      local out = run [[local n = 0
+        local cmd = setmetatable({}, { __index = function() n = n + 1; return n == 1 and '/bin/echo' or '/bin/sh' end })
+        return mcp.connect{ command = cmd }]]
+      assert.matches("ok: nil | sandbox: evil may not connect to nil", out, 1, true)
+      unharmed()
+    end)
+    it("opens a granted database, not another", function()
+      assert.equal("ok: userdata", run(("return type(mcp.sqlite.open(%q))"):format(tmp .. "/granted/db.sqlite")))
+      assert.matches("may not open the database", run(("return mcp.sqlite.open(%q)"):format(tmp .. "/other.sqlite")),
+                     1, true)
+      unharmed()
+    end)
+    it("cannot ATTACH or VACUUM INTO another file from a granted database", function()
+      local out = run(([[local db = mcp.sqlite.open(%q)
+        local a, e1 = db:exec("ATTACH DATABASE %s AS x")
+        local b, e2 = db:exec("VACUUM INTO %s")
+        return a, e1, b, e2]]):format(tmp .. "/granted/db.sqlite", "'" .. tmp .. "/evil.sqlite'",
+                                      "'" .. tmp .. "/evil2.sqlite'"))
+      assert.matches("ok: nil | .*SQLITE_AUTH.* | nil | .*SQLITE_AUTH", out)
+      assert.is_nil(io.open(tmp .. "/evil.sqlite"))
+      assert.is_nil(io.open(tmp .. "/evil2.sqlite"))
+    end)
+    it("connects to a granted server, over stdio", function()
+      config('', nil)
+      write(tmp .. "/luamcp.conf", (io.open(tmp .. "/luamcp.conf"):read("a"):gsub('exec = { "/bin/echo" }',
+        'exec = { "/bin/echo" }, connect = { ' .. ("%q"):format(H.binary()) .. ' }')))
+      c:close()
+      start()
+      local out = run(([[local cl = assert(mcp.connect{ command = { %q, "--plugins", %q } })
+        local r, err = cl:call("echo", { text = "up" })
+        cl:close()
+        return r and r.content[1].text or err]]):format(H.binary(), H.fixtures .. "/upstream"))
+      assert.equal("ok: echo: up", out)
+      unharmed()
+    end)
+    it("cannot connect to a server not granted", function()
+      local out = run "return mcp.connect{ command = { '/bin/sh', '-c', 'cat' } }"
+      assert.matches("sandbox: evil may not connect to /bin/sh (grant connect = ", out, 1, true)
+      unharmed()
+    end)
+  end)
+
+  describe("the network", function()
+    it("cannot reach a port not granted on a granted host (SSRF)", function()
+      local out = run "local ctx = ...; return ctx:http{ url = 'http://127.0.0.1:1/' }"
+      assert.matches('sandbox: evil may not reach 127.0.0.1:1 (grant http = {"127.0.0.1:1"})', out, 1, true)
+      assert.matches("| denied", out, 1, true)
+      unharmed()
+    end)
+    it("cannot reach the cloud metadata address", function()
+      local out = run "local ctx = ...; return ctx:http{ url = 'http://169.254.169.254/latest/meta-data/', timeout = 2 }"
+      assert.matches("sandbox: evil may not reach 169.254.169.254:80", out, 1, true)
+    end)
+  end)
+
+  describe("callbacks the host runs for a call", function()
+    local o
+    after_each(function() if o then o:stop() end o = nil end)
+
+    it("a loop in an HTTP on_chunk callback ends the call", function()
+      o = O.start()
+      config(nil, "127.0.0.1:" .. o.port)
+      c:close()
+      start()
+      local res = raw(([[local ctx = ...
+        return ctx:http{ url = %q, on_chunk = function() while true do end end }]]):format(o.url .. "/slow?n=3&delay=0.05"))
+      assert.matches("sandbox: plugin evil", res.content[1].text, 1, true)
+      unharmed()
+    end)
+    it("req.background is refused (its callbacks would belong to no call)", function()
+      local out = run "local ctx = ...; return ctx:http{ url = 'http://127.0.0.1:9/', background = true }"
+      assert.matches("(req.background is refused) | denied", out, 1, true)
+    end)
+    it("a loop in ctx:on_cancel is cut off; the server goes on", function()
+      c:send({ jsonrpc = "2.0", id = "oc", method = "tools/call", params = { name = "raw", arguments = {
+        code = "local ctx = ...; ctx:on_cancel(function() while true do end end); ctx:sleep(30)" } } })
+      H.pump(0.1)
+      c:send(H.cancel_msg("oc", "stop"))
+      H.pump(0.1)
+      local t0 = uv.hrtime()
+      assert.truthy(c:request("ping").result)
+      assert.is_true((uv.hrtime() - t0) / 1e6 < PING_MS * 2)
+      unharmed()
+    end)
+    it("a resource's read is held to the limits too", function()
+      local r = c:request("resources/read", { uri = "evil://spin" }, { timeout = 10 })
+      assert.matches("sandbox: plugin evil", require("cjson").encode(r), 1, true)
+      r = c:request("resources/read", { uri = "evil://hog" }, { timeout = 10 })
+      assert.matches("memory_mb = 8", require("cjson").encode(r), 1, true)
+      unharmed()
+    end)
+  end)
+
+  describe("memory", function()
+    it("a table that grows past memory_mb ends the call", function()
+      ended_by("local t = {} for i = 1, 1e8 do t[i] = i end", "passed its memory limit (memory_mb = 8)")
+    end)
+    it("string.rep past memory_mb ends the call, pcall or not", function()
+      ended_by("pcall(string.rep, 'x', 1e9); return 'survived'", "passed its memory limit (memory_mb = 8)")
+    end)
+    it("many coroutines end the call", function()
+      ended_by("local t = {} for i = 1, 1e7 do t[i] = coroutine.create(print) end", "memory_mb = 8")
+    end)
+    it("string.rep of empty pieces returns at once", function()
+      assert.equal("ok: 0", run "return #string.rep('', 1e15)")
+    end)
+    it("its memory is given back when the call ends", function()
+      ended_by("local t = {} for i = 1, 1e8 do t[#t + 1] = {} end", "memory_mb = 8")
+      assert.equal("ok: 1000", run "local t = {} for i = 1, 1000 do t[i] = {} end return #t")
+    end)
+  end)
+
+  describe("CPU", function()
+    it("a loop ends at cpu_ms while the server answers pings", function()
+      c:send({ jsonrpc = "2.0", id = "loop", method = "tools/call",
+               params = { name = "raw", arguments = { code = "while true do end" } } })
+      H.pump(0.05)
+      local t0 = uv.hrtime()
+      assert.truthy(c:request("ping").result)
+      assert.is_true((uv.hrtime() - t0) / 1e6 < PING_MS, "ping took too long")
+      local resp = c:take(function(m) return m.id == "loop" end, 10)
+      assert.is_true(resp.result.isError)
+      assert.matches("passed its CPU limit (cpu_ms = 300)", resp.result.content[1].text, 1, true)
+      unharmed()
+    end)
+    it("pcall cannot hold the CPU limit off", function()
+      ended_by("while true do pcall(function() while true do end end) end", "cpu_ms = 300")
+    end)
+    it("a loop inside a gsub callback ends", function()
+      ended_by("('x'):gsub('.', function() while true do end end)", "sandbox: plugin evil")
+    end)
+    it("a loop inside a table.sort comparator ends", function()
+      ended_by("table.sort({ 3, 2, 1 }, function() while true do end end)", "sandbox: plugin evil")
+    end)
+    it("many coroutines spinning in turn end at cpu_ms", function()
+      ended_by([[local cos = {}
+        for i = 1, 100 do cos[i] = coroutine.wrap(function() while true do coroutine.yield() end end) end
+        while true do for i = 1, 100 do cos[i]() end end]], "cpu_ms = 300")
+    end)
+    it("a loop in a coroutine of its own ends", function()
+      ended_by("coroutine.wrap(function() while true do end end)()", "sandbox: plugin evil")
+    end)
+    it("table.concat over a huge range is refused", function()
+      assert.matches("table.concat of 1000000000000000 items refused",
+                     run "local t = setmetatable({}, { __index = function() return '' end }) return table.concat(t, '', 1, 1e15)",
+                     1, true)
+      unharmed()
+    end)
+  end)
+
+  describe("pattern and recursion bombs", function()
+    it("a backtracking pattern ends within its budget", function()
+      local out = run "return string.find(string.rep('a', 5000), '.-.-.-.-.-.-.-.-b')"
+      assert.matches("pattern matching ran longer than 50 ms", out, 1, true)
+      unharmed()
+    end)
+    it("a backtracking pattern through a string method ends too", function()
+      local out = run "local s = string.rep('a', 5000); return s:match('(.-)(.-)(.-)(.-)(.-)$b')"
+      assert.matches("pattern matching ran longer than 50 ms", out, 1, true)
+      unharmed()
+    end)
+    it("pattern bombs in a loop end at cpu_ms", function()
+      ended_by("local s = string.rep('a', 3000) while true do pcall(string.find, s, '.-.-.-.-.-b') end", "cpu_ms = 300")
+    end)
+    it("the bounded matcher answers as Lua's does", function()
+      local want = H.text(c:call("patterns"))
+      local got = H.text(c:call("sandboxed_patterns"))
+      assert.equal(want, got)
+      assert.matches("malformed pattern (missing ']')", got, 1, true)
+    end)
+    it("deep recursion ends the call (its stack passes memory_mb)", function()
+      ended_by("local function f() return 1 + f() end return f()", "memory_mb = 8")
+    end)
+    it("recursion through pcall ends the call", function()
+      ended_by("local function f() return pcall(f) end while true do f() end", "sandbox: plugin evil")
+    end)
+    it("an error object whose __tostring loops does not reach the host", function()
+      ended_by("error(setmetatable({}, { __tostring = function() while true do end end }))", "error object is a table")
+    end)
+  end)
+
+  describe("loading", function()
+    it("a plugin file that loops at load is stopped; the others load", function()
+      write(tmp .. "/untrusted/spin.lua", "while true do end")
+      c:close()
+      start()
+      c:expect_stderr("sandbox: plugin spin passed its CPU limit while loading", 10, { plain = true })
+      unharmed()
+    end)
+    it("a plugin named as a trusted one is refused", function()
+      write(tmp .. "/untrusted/twin.lua", [[
+        local mcp = require "mcp"
+        return mcp.plugin { name = "twin", tools = { mcp.tool { name = "twin_tool", description = "x",
+          handler = function() return "x" end } } }]])
+      write(tmp .. "/untrusted/hello.lua", [[
+        local mcp = require "mcp"
+        return mcp.plugin { name = "hello", tools = {} }]])
+      c:close()
+      start()
+      c:expect_stderr("sandbox: plugin hello has the name of a trusted plugin", 10, { plain = true })
+      assert.equal("x", H.text(c:call("twin_tool")))
+      unharmed()
+    end)
+  end)
+
+  describe("the configuration", function()
+    it("an unknown grant is an error at its line", function()
+      write(tmp .. "/bad.conf", 'return {\n  sandbox = {\n    grants = {\n      evil = { htttp = { "x" } },\n    },\n  },\n}\n')
+      local p = io.popen("'" .. H.binary() .. "' check --config '" .. tmp .. "/bad.conf' 2>&1")
+      local out = p:read("a")
+      p:close()
+      assert.matches(tmp .. "/bad.conf:4: sandbox.grants.evil.htttp: unknown grant (http, read, write, exec, sqlite, "
+                     .. "connect, env, memory_mb, cpu_ms)", out, 1, true)
+    end)
+    it("an exec grant must be an absolute path", function()
+      write(tmp .. "/bad.conf", 'return { sandbox = { grants = { evil = { exec = { "sh" } } } } }\n')
+      local p = io.popen("'" .. H.binary() .. "' check --config '" .. tmp .. "/bad.conf' 2>&1")
+      local out = p:read("a")
+      p:close()
+      assert.matches("sandbox.grants.evil.exec[1] must be an absolute path", out, 1, true)
+    end)
+  end)
+
+  describe("luamcp list", function()
+    it("says which plugins are sandboxed", function()
+      local p = io.popen("cd '" .. tmp .. "' && '" .. H.binary() .. "' list --config luamcp.conf 2>/dev/null")
+      local out = p:read("a")
+      p:close()
+      assert.matches("plugin: evil (" .. tmp .. "/untrusted/evil.lua, sandboxed)", out, 1, true)
+      assert.matches("plugin: hello (" .. FIX .. "/trusted/hello.lua)\n", out, 1, true)
+    end)
+  end)
+
+  describe("luamcp check", function()
+    it("reports what a sandboxed plugin uses that it was not granted", function()
+      write(tmp .. "/untrusted/weather.lua", [[
+local mcp = require "mcp"
+local key = os.getenv("WEATHER_KEY")
+return mcp.plugin { name = "weather", tools = { mcp.tool { name = "forecast", description = "x",
+  handler = function(args, ctx)
+    local f = io.open("/etc/passwd")
+    local s = ctx:http { url = "https://api.other:8443/x" }
+    return ctx:read_file("/srv/docs/a.txt")
+  end } } }
+]])
+      local p = io.popen("cd '" .. tmp .. "' && SPEC_SECRET=x '" .. H.binary() .. "' check --config luamcp.conf 2>&1")
+      local out = p:read("a")
+      p:close()
+      local w = tmp .. "/untrusted/weather.lua"
+      assert.matches(w .. ':2: sandbox: weather uses env WEATHER_KEY, not granted (grant env = {"WEATHER_KEY"})', out, 1, true)
+      assert.matches(w .. ":5: sandbox: io is not available to a sandboxed plugin", out, 1, true)
+      assert.matches(w .. ':6: sandbox: weather uses http api.other:8443, not granted (grant http = {"api.other:8443"})',
+                     out, 1, true)
+      assert.matches(w .. ':7: sandbox: weather uses read /srv/docs/a.txt, not granted (grant read = {"/srv/docs/a.txt"})',
+                     out, 1, true)
+    end)
+  end)
+
+  describe("hot reload", function()
+    it("reloads an edited sandboxed plugin, still sandboxed", function()
+      c:close()
+      start { "--watch" }
+      write(tmp .. "/untrusted/fresh.lua", [[
+local mcp = require "mcp"
+return mcp.plugin { name = "fresh", tools = { mcp.tool { name = "fresh_tool", description = "x",
+  handler = function() return tostring(io) .. " v2" end } } }
+]])
+      c:wait_notification("notifications/tools/list_changed", nil, 10)
+      assert.equal("nil v2", H.text(c:call("fresh_tool")))
+      unharmed()
+    end)
+  end)
+
+  describe("hot reload of grants", function()
+    it("a changed grant applies once the configuration is read again", function()
+      c:close()
+      start { "--watch" }
+      assert.matches("may not read $SPEC_SECRET", run "return os.getenv('SPEC_SECRET')", 1, true)
+      local text = io.open(tmp .. "/luamcp.conf"):read("a")
+      write(tmp .. "/luamcp.conf.new", (text:gsub('env = { "SPEC_ALLOWED" }', 'env = { "SPEC_ALLOWED", "SPEC_SECRET" }')))
+      assert(os.rename(tmp .. "/luamcp.conf.new", tmp .. "/luamcp.conf"))
+      c:expect_stderr("settings of evil changed", 10, { plain = true })
+      assert.equal("ok: env-secret-9c1d", H.until_equal(function() return run "return os.getenv('SPEC_SECRET')" end,
+                                                       "ok: env-secret-9c1d", 10))
+      unharmed()
+    end)
+  end)
+
+  describe("metrics", function()
+    it("counts denials by plugin and capability", function()
+      metrics_port = H.free_port()
+      c:close()
+      start { "--metrics", "127.0.0.1:" .. metrics_port }
+      run "local ctx = ...; return ctx:read_file('/etc/passwd')"
+      run "return os.getenv('HOME')"
+      local p = io.popen("curl -s --max-time 5 http://127.0.0.1:" .. metrics_port .. "/metrics")
+      local text = p:read("a")
+      p:close()
+      assert.matches('luamcp_sandbox_denied_total{plugin="evil",capability="read"} 1', text, 1, true)
+      assert.matches('luamcp_sandbox_denied_total{plugin="evil",capability="env"} 1', text, 1, true)
+    end)
+  end)
+end)

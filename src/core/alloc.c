@@ -1,0 +1,99 @@
+/* The Lua state's allocator and what it enforces: the server's
+ * --memory-limit while handler code runs (inside a resume: the core's own
+ * allocations on the main thread never fail on it), the fail_alloc test
+ * hook, and the memory budgets of sandboxed plugins (policy.h). sched.c
+ * tells it which call's code runs (mcp__alloc_running) and is told, through
+ * the callback it registered, when a call passes its budget. */
+#include <stdlib.h>
+
+#include "config.h"
+#include "sched_int.h"
+
+static struct {
+  size_t used;                      /* the state's bytes */
+  int enforced;                     /* inside a resume: --memory-limit holds */
+  /* Test hook (--test-clock: notifications/luamcp/fail_alloc): the Nth
+   * allocation inside a resume from now fails, and every one after it until
+   * that resume ends (Lua retries a failed one after an emergency collection). */
+  unsigned long fail_at, fail_count;
+  mcp_call *running;                /* the call whose code runs now, or NULL */
+  mcp_budget *account;              /* outside calls: a sandboxed plugin's file loading */
+  size_t account_held;              /* what its file allocated and holds */
+  mcp_budget *budget;               /* what allocations count to now: running's, or account */
+} A;
+
+void (*mcp__alloc_over_cb)(mcp_call *c);
+
+void mcp_sched_fail_alloc(unsigned long n) {
+  A.fail_at = n;
+  A.fail_count = 0;
+}
+
+/* Memory of a sandboxed plugin: what the code of its calls (or of its file,
+ * loading) allocates is counted to its budget, what that code frees is taken
+ * back up to what it holds (the collector, running in its call, frees others'
+ * garbage too). Past the limit the allocation fails and the call is ended. */
+static int budget_refuses(mcp_budget *b, size_t grow) {
+  if (b->mem_limit == 0 || b->mem_used + grow <= b->mem_limit) return 0;
+  if (A.running != NULL && mcp__alloc_over_cb) mcp__alloc_over_cb(A.running);
+  return 1;
+}
+
+static void budget_take(mcp_budget *b, size_t old, size_t nsize) {
+  size_t *held = A.running ? &A.running->mem_held : &A.account_held;
+  if (nsize >= old) {
+    b->mem_used += nsize - old;
+    *held += nsize - old;
+  } else {
+    size_t back = old - nsize < *held ? old - nsize : *held;
+    b->mem_used -= back;
+    *held -= back;
+  }
+}
+
+void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  size_t old = ptr ? osize : 0;
+  mcp_budget *b = A.budget;
+  void *p;
+  (void)ud;
+  if (nsize == 0) {
+    free(ptr);
+    A.used -= old;
+    if (b) budget_take(b, old, 0);
+    return NULL;
+  }
+  if (b && nsize > old && budget_refuses(b, nsize - old)) return NULL;
+  if (A.enforced && mcp_cfg.memory_limit && nsize > old && A.used + (nsize - old) > mcp_cfg.memory_limit)
+    return NULL;
+  if (A.enforced && A.fail_at && nsize > old && ++A.fail_count >= A.fail_at) return NULL;
+  p = realloc(ptr, nsize);
+  if (p != NULL) A.used = A.used - old + nsize;
+  if (p != NULL && b) budget_take(b, old, nsize);
+  return p;
+}
+
+size_t mcp_sched_memory(void) { return A.used; }
+
+mcp_budget *mcp_sched_budget(void) { return A.budget; }
+
+void mcp__alloc_running(mcp_call *c, int resume) {
+  A.running = c;
+  A.budget = c != NULL ? c->budget : A.account;
+  if (c != NULL && resume) A.enforced = 1;
+  if (c == NULL && A.enforced) {
+    A.enforced = 0;
+    if (A.fail_at && A.fail_count >= A.fail_at) A.fail_at = 0;   /* the test hook fired */
+  }
+}
+
+void mcp_call_set_budget(mcp_call *c, mcp_budget *b) {
+  c->budget = b;
+  if (c == A.running) A.budget = b;
+}
+
+void mcp_sched_account(mcp_budget *b) {
+  if (A.account) A.account->mem_used -= A.account_held;
+  A.account = b;
+  A.account_held = 0;
+  if (A.running == NULL) A.budget = b;
+}
