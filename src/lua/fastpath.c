@@ -1,0 +1,289 @@
+/* The C path: tools/call and tools/list without Lua's dispatch, for every
+ * method server.lua lets C run (core.fast_methods: those no middleware
+ * covers). A tools/call is looked up, checked against its tool's policy and
+ * its compiled inputSchema, given its ctx and resumed with (args, ctx): the
+ * handler's coroutine is the only Lua on the path. What it returns is shaped
+ * here in the common cases (a string, a number, nothing, a result whose
+ * content is an array) and by result.lua otherwise, so the result is the
+ * same as Lua's. Anything unusual (a 2026-07-28 request, params.task, a
+ * task-only tool, scopes under --auth-*, arguments the schema refuses, an
+ * unknown tool, a bad cursor) goes to Lua's dispatch, which answers it.
+ *
+ * The registry stays Lua's: server.lua hands its tools over at every load,
+ * reload and mount refresh (core.fast_tools), and tools/list's entries are
+ * encoded then, once. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "config.h"
+#include "fastpath.h"
+#include "json.h"
+#include "log.h"
+#include "schema.h"
+#include "sched.h"
+#include "session.h"
+
+static struct {
+  int on_call, on_list;      /* core.fast_methods: may C run tools/call, tools/list? */
+  int tools_ref;             /* name -> entry {tool=, handler=, compiled=, ...} */
+  int ctx_mt_ref;            /* the ctx's metatable (init.lua's Ctx) */
+  int shape_ref;             /* result.tool(tool, res, msg, code) */
+  char **entries;            /* tools/list: each tool's entry as JSON text */
+  size_t *lens;
+  int nentries;
+  mcp_buf out;               /* the result being answered (respond.c writes it at once) */
+} F = { 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, NULL, NULL, 0, MCP_BUF_INIT };
+
+static void entries_free(void) {
+  for (int i = 0; i < F.nentries; i++) free(F.entries[i]);
+  free(F.entries);
+  free(F.lens);
+  F.entries = NULL;
+  F.lens = NULL;
+  F.nentries = 0;
+}
+
+/* tools/list: one page from the cursor (the 1-based index of its first
+ * tool, as registry.lua's paginate has it) into F.out; 0 for a cursor Lua
+ * must refuse. */
+static int list_page(const json_t *params) {
+  const json_t *cursor = json_object_get(params, "cursor");
+  long start = 1;
+  int size = mcp_cfg.page_size, stop;
+  if (cursor != NULL) {
+    const char *s = json_string_value(cursor);
+    char *end;
+    if (s == NULL || *s < '0' || *s > '9' || strlen(s) > 9) return 0;
+    start = strtol(s, &end, 10);
+    if (*end != '\0' || start < 1 || start > F.nentries + 1) return 0;
+  }
+  stop = F.nentries < start + size - 1 ? F.nentries : (int)(start + size - 1);
+  F.out.len = 0;
+  mcp_buf_adds(&F.out, "{\"tools\":[");
+  for (int i = (int)start; i <= stop; i++) {
+    if (i > start) mcp_buf_addc(&F.out, ',');
+    mcp_buf_add(&F.out, F.entries[i - 1], F.lens[i - 1]);
+  }
+  mcp_buf_addc(&F.out, ']');
+  if (stop < F.nentries) {
+    mcp_buf_adds(&F.out, ",\"nextCursor\":\"");
+    mcp_buf_add_int(&F.out, stop + 1);
+    mcp_buf_addc(&F.out, '"');
+  }
+  mcp_buf_addc(&F.out, '}');
+  return 1;
+}
+
+static int field_true(lua_State *L, int idx, const char *k) {
+  int yes = lua_getfield(L, idx, k) != LUA_TNIL && lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return yes;
+}
+
+/* The id of c as Lua sees it (an integer, or the string a key decodes to). */
+static void push_id(lua_State *L, const mcp_call *c) {
+  if (c->req.key[0] != '"') lua_pushinteger(L, (lua_Integer)strtoll(c->req.key, NULL, 10));
+  else if (mcp_json_decode(L, c->req.key, c->req.keylen, NULL, 0) != 0) lua_pushnil(L);
+}
+
+/* On the main thread, protected: entry, handler, args, ctx; or nothing when
+ * Lua must take the call.
+ * stack: call arguments -> entry handler args ctx */
+static int call_setup(lua_State *L) {
+  mcp_call *c = lua_touserdata(L, 1);
+  const json_t *args = lua_touserdata(L, 2);
+  lua_settop(L, 0);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, F.tools_ref);
+  if (lua_getfield(L, 1, c->tool) != LUA_TTABLE) return 0;      /* 2: entry */
+  if (field_true(L, 2, "lua_only")) return 0;                    /* a task-only tool */
+  if (field_true(L, 2, "scopes") && c->session->auth != NULL) return 0;
+  lua_getfield(L, 2, "handler");                                 /* 3 */
+  if (args != NULL) mcp_json_push(L, args); else lua_newtable(L);   /* 4 */
+  if (lua_getfield(L, 2, "compiled") != LUA_TNIL && !mcp_schema_check(L, 5, 4)) return 0;
+  lua_pop(L, 1);
+  lua_createtable(L, 0, 1);                                      /* 5: ctx */
+  push_id(L, c);
+  lua_setfield(L, -2, "id");
+  lua_rawgeti(L, LUA_REGISTRYINDEX, F.ctx_mt_ref);
+  lua_setmetatable(L, -2);
+  lua_remove(L, 1);
+  return 4;
+}
+
+/* tools/call: the checks of server/tools.lua's prepare and open_call that
+ * pass in the common case, done here; the rest is Lua's. */
+static int begin_call(mcp_call *c, lua_State *co) {
+  lua_State *L = mcp_sched_lua();
+  const json_t *args = json_object_get(c->params, "arguments");
+  int top = lua_gettop(L), n;
+  if (c->tool == NULL || c->tool_owned || c->session == NULL || c->session->rev2026 ||
+      json_object_get(c->params, "task") != NULL || (args != NULL && !json_is_object(args)))
+    return MCP_PATH_LUA;
+  lua_pushcfunction(L, call_setup);
+  lua_pushlightuserdata(L, c);
+  lua_pushlightuserdata(L, (void *)args);
+  if (lua_pcall(L, 2, LUA_MULTRET, 0) != LUA_OK) {
+    mcp_warn("request %.64s: C path: %s", c->req.key, lua_tostring(L, -1));
+    lua_settop(L, top);
+    return MCP_PATH_LUA;
+  }
+  n = lua_gettop(L) - top;
+  if (n != 4) {
+    lua_settop(L, top);
+    return MCP_PATH_LUA;
+  }
+  lua_xmove(L, co, 4);               /* co: entry handler args ctx */
+  return 2;
+}
+
+static int begin(mcp_call *c, lua_State *co) {
+  if (strcmp(c->method, "tools/call") == 0) return F.on_call ? begin_call(c, co) : MCP_PATH_LUA;
+  if (strcmp(c->method, "tools/list") == 0 && F.on_list && list_page(c->params)) {
+    lua_pushlightuserdata(co, &F.out);
+    return MCP_PATH_ANSWERED;
+  }
+  return MCP_PATH_LUA;
+}
+
+/* A result whose content is already an array (mcp.text's, and what a
+ * handler builds the same way) is sent as it is, as result.lua does with it:
+ * no metatable, no structuredContent, and no outputSchema to check. */
+static int as_is(lua_State *co, int entry, int v) {
+  int ok = 0;
+  if (lua_type(co, v) != LUA_TTABLE) return 0;
+  if (lua_getmetatable(co, v)) {
+    lua_pop(co, 1);
+    return 0;
+  }
+  if (lua_getfield(co, v, "content") == LUA_TTABLE && lua_getmetatable(co, -1)) {
+    luaL_getmetatable(co, MCP_JSON_ARRAY_MT);
+    ok = lua_rawequal(co, -1, -2);
+    lua_pop(co, 2);
+  }
+  lua_pop(co, 1);
+  if (!ok) return 0;
+  ok = lua_getfield(co, v, "structuredContent") == LUA_TNIL;
+  lua_pop(co, 1);
+  if (ok && field_true(co, entry, "output")) {       /* checked unless isError is true */
+    ok = lua_getfield(co, v, "isError") == LUA_TBOOLEAN && lua_toboolean(co, -1);
+    lua_pop(co, 1);
+  }
+  return ok;
+}
+
+/* A text result: {"content":[{"type":"text","text":S}]} into F.out. */
+static void text_result(const char *s, size_t n) {
+  F.out.len = 0;
+  mcp_buf_adds(&F.out, "{\"content\":[{\"type\":\"text\",\"text\":");
+  mcp_json_add_string(&F.out, s, n);
+  mcp_buf_adds(&F.out, "}]}");
+}
+
+static int returned(mcp_call *c, lua_State *co, int nres) {
+  int base = 1, v = 2, t;           /* stack: entry res... (lua_resume counts the entry in nres) */
+  (void)c, (void)nres;
+  lua_settop(co, base + 3);          /* res, msg, code (result.tool's arguments) */
+  t = field_true(co, base, "output") ? LUA_TNONE : lua_type(co, v);   /* an outputSchema: checked */
+  if (t == LUA_TNIL && lua_isnil(co, v + 1) && lua_isnil(co, v + 2)) {
+    F.out.len = 0;
+    mcp_buf_adds(&F.out, "{\"content\":[]}");
+  } else if (t == LUA_TSTRING || t == LUA_TNUMBER || (t == LUA_TBOOLEAN && lua_toboolean(co, v))) {
+    size_t n;
+    const char *s = luaL_tolstring(co, v, &n);
+    text_result(s, n);
+  } else if (as_is(co, base, v)) {
+    lua_settop(co, v);
+    lua_replace(co, 1);
+    lua_settop(co, 1);
+    return 0;
+  } else {                            /* result.lua: co ends, so it runs there */
+    lua_rawgeti(co, LUA_REGISTRYINDEX, F.shape_ref);
+    lua_getfield(co, base, "tool");
+    lua_rotate(co, v, 2);            /* stack: entry shape tool res msg code */
+    if (lua_pcall(co, 4, LUA_MULTRET, 0) != LUA_OK) return -1;
+    lua_rotate(co, 1, -base);
+    lua_pop(co, base);
+    return 0;
+  }
+  lua_settop(co, 0);
+  lua_pushlightuserdata(co, &F.out);
+  return 0;
+}
+
+static const mcp_call_path path = { begin, returned };
+
+/* core.fast_methods{"tools/call", ...}: the methods C may run (server.lua's
+ * sync_methods: every method C implements that no middleware covers). */
+static int l_fast_methods(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  F.on_call = F.on_list = 0;
+  for (lua_Integer i = 1; lua_rawgeti(L, 1, i) != LUA_TNIL; i++) {
+    const char *m = luaL_checkstring(L, -1);
+    if (strcmp(m, "tools/call") == 0) F.on_call = 1;
+    else if (strcmp(m, "tools/list") == 0) F.on_list = 1;
+    else return luaL_error(L, "fast_methods: no C path for %s", m);
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
+static void set_ref(lua_State *L, int idx, int *ref) {
+  lua_pushvalue(L, idx);
+  luaL_unref(L, LUA_REGISTRYINDEX, *ref);
+  *ref = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+/* core.fast_tools(list, ctx_mt, shape): the registry's tools, in list order,
+ * each {name=, tool=, handler=, schema=, output=, lua_only=, scopes=,
+ * entry= (its tools/list entry as JSON text)}. */
+static int l_fast_tools(lua_State *L) {
+  int n;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  n = (int)luaL_len(L, 1);
+  lua_createtable(L, 0, n);                                      /* 4: name -> entry */
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, 1, i);                                        /* 5 */
+    luaL_checktype(L, 5, LUA_TTABLE);
+    if (lua_getfield(L, 5, "schema") == LUA_TTABLE) {
+      mcp_schema_push_compiled(L, -1);
+      lua_setfield(L, 5, "compiled");
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, 5, "name");
+    lua_pushvalue(L, 5);
+    lua_rawset(L, 4);
+    lua_pop(L, 1);
+  }
+  entries_free();
+  F.entries = calloc((size_t)n + 1, sizeof *F.entries);
+  F.lens = calloc((size_t)n + 1, sizeof *F.lens);
+  if (F.entries == NULL || F.lens == NULL) abort();
+  for (int i = 1; i <= n; i++) {
+    size_t len;
+    const char *s;
+    lua_rawgeti(L, 1, i);
+    lua_getfield(L, -1, "entry");
+    s = luaL_checklstring(L, -1, &len);
+    if ((F.entries[i - 1] = malloc(len)) == NULL) abort();
+    memcpy(F.entries[i - 1], s, len);
+    F.lens[i - 1] = len;
+    F.nentries = i;
+    lua_pop(L, 2);
+  }
+  set_ref(L, 4, &F.tools_ref);
+  set_ref(L, 2, &F.ctx_mt_ref);
+  set_ref(L, 3, &F.shape_ref);
+  return 0;
+}
+
+void mcp_fastpath_open_lib(lua_State *L) {
+  lua_pushcfunction(L, l_fast_methods);
+  lua_setfield(L, -2, "fast_methods");
+  lua_pushcfunction(L, l_fast_tools);
+  lua_setfield(L, -2, "fast_tools");
+  mcp_sched_set_path(&path);
+}
