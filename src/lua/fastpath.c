@@ -173,6 +173,35 @@ static int as_is(lua_State *co, int entry, int v) {
   return ok;
 }
 
+static int nkeys(lua_State *L, int t) {
+  int n = 0;
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    lua_pop(L, 1);
+    n++;
+  }
+  return n;
+}
+
+/* mcp.text's result, {content = [{type = "text", text = S}]} and nothing
+ * more (as_is said yes to it): S on top, or nothing pushed. */
+static int plain_text(lua_State *co, int v) {
+  int item;
+  if (nkeys(co, v) != 1) return 0;
+  lua_getfield(co, v, "content");
+  if (lua_rawlen(co, -1) != 1 || lua_rawgeti(co, -1, 1) != LUA_TTABLE || lua_getmetatable(co, -1)) {
+    lua_settop(co, v);
+    return 0;
+  }
+  item = lua_gettop(co);
+  if (nkeys(co, item) != 2 || lua_getfield(co, item, "type") != LUA_TSTRING ||
+      strcmp(lua_tostring(co, -1), "text") != 0 || lua_getfield(co, item, "text") != LUA_TSTRING) {
+    lua_settop(co, v);
+    return 0;
+  }
+  return 1;
+}
+
 /* A text result: {"content":[{"type":"text","text":S}]} into F.out. */
 static void text_result(const char *s, size_t n) {
   F.out.len = 0;
@@ -195,6 +224,14 @@ static int returned(mcp_call *c, lua_State *co, int nres) {
     text_result(s, n);
   } else if (as_is(co, base, v)) {
     lua_settop(co, v);
+    if (plain_text(co, v)) {          /* written here: encoding the table costs ten times more */
+      size_t n;
+      const char *s = lua_tolstring(co, -1, &n);
+      text_result(s, n);
+      lua_settop(co, 0);
+      lua_pushlightuserdata(co, &F.out);
+      return 0;
+    }
     lua_replace(co, 1);
     lua_settop(co, 1);
     return 0;

@@ -530,11 +530,12 @@ static void push_path(checker *c) {
 
 #define CACHE_KEY "mcp.schema.cache"   /* schema table -> compiled, weak keys */
 
-void mcp_schema_push_compiled(lua_State *L, int schema) {
+/* Push the compiled form of the schema at idx, from the cache at cache. */
+static void push_compiled(lua_State *L, int schema, int cache) {
   schema = lua_absindex(L, schema);
-  lua_getfield(L, LUA_REGISTRYINDEX, CACHE_KEY);
+  cache = lua_absindex(L, cache);
   lua_pushvalue(L, schema);
-  if (lua_rawget(L, -2) == LUA_TNIL) {
+  if (lua_rawget(L, cache) == LUA_TNIL) {
     compiler k = { L, NULL, 0, 0 };
     lua_pop(L, 1);
     k.cs = lua_newuserdatauv(L, sizeof *k.cs, 1);
@@ -546,14 +547,20 @@ void mcp_schema_push_compiled(lua_State *L, int schema) {
     lua_setiuservalue(L, -2, 1);
     lua_pushvalue(L, schema);
     lua_pushvalue(L, -2);
-    lua_rawset(L, -4);
+    lua_rawset(L, cache);
   }
+}
+
+void mcp_schema_push_compiled(lua_State *L, int schema) {
+  schema = lua_absindex(L, schema);
+  lua_getfield(L, LUA_REGISTRYINDEX, CACHE_KEY);
+  push_compiled(L, schema, -1);
   lua_remove(L, -2);                           /* stack: compiled */
 }
 
 int mcp_schema_check(lua_State *L, int compiled_idx, int value) {
   checker c;
-  const compiled *cs = luaL_checkudata(L, compiled_idx, SCHEMA_MT);
+  const compiled *cs = lua_touserdata(L, compiled_idx);   /* mcp_schema_push_compiled's */
   int top = lua_gettop(L);
   value = lua_absindex(L, value);
   lua_getiuservalue(L, compiled_idx, 1);       /* keep */
@@ -581,7 +588,7 @@ static int l_validate(lua_State *L) {
     lua_pushboolean(L, 1);
     return 1;
   }
-  mcp_schema_push_compiled(L, 1);              /* 3 */
+  push_compiled(L, 1, lua_upvalueindex(1));    /* 3 */
   if (mcp_schema_check(L, 3, 2)) {
     lua_pushboolean(L, 1);
     return 1;
@@ -602,7 +609,8 @@ void mcp_schema_open_lib(lua_State *L) {
   lua_pushliteral(L, "k");
   lua_setfield(L, -2, "__mode");
   lua_setmetatable(L, -2);
+  lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, CACHE_KEY);
-  lua_pushcfunction(L, l_validate);
+  lua_pushcclosure(L, l_validate, 1);
   lua_setfield(L, -2, "validate");
 }
