@@ -25,16 +25,27 @@
 #include "sched.h"
 #include "session.h"
 
+/* A tool's entry: a userdata with its tool, handler and compiled
+ * inputSchema as user values. A call keeps its entry (on its coroutine's
+ * first slot) while it runs, across reloads. */
+typedef struct fast_tool {
+  unsigned lua_only : 1;     /* task-only: Lua answers its calls */
+  unsigned scopes : 1;       /* it declares scopes (Lua checks them under --auth-*) */
+  unsigned output : 1;       /* an outputSchema its results are checked against */
+} fast_tool;
+enum { UV_TOOL = 1, UV_HANDLER, UV_COMPILED };
+
 static struct {
   int on_call, on_list;      /* core.fast_methods: may C run tools/call, tools/list? */
-  int tools_ref;             /* name -> entry {tool=, handler=, compiled=, ...} */
+  int tools_ref;             /* name -> entry */
   int ctx_mt_ref;            /* the ctx's metatable (init.lua's Ctx) */
   int shape_ref;             /* result.tool(tool, res, msg, code) */
+  int array_mt_ref;
   char **entries;            /* tools/list: each tool's entry as JSON text */
   size_t *lens;
   int nentries;
   mcp_buf out;               /* the result being answered (respond.c writes it at once) */
-} F = { 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, NULL, NULL, 0, MCP_BUF_INIT };
+} F = { 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, NULL, NULL, 0, MCP_BUF_INIT };
 
 static void entries_free(void) {
   for (int i = 0; i < F.nentries; i++) free(F.entries[i]);
@@ -94,14 +105,15 @@ static void push_id(lua_State *L, const mcp_call *c) {
 static int call_setup(lua_State *L) {
   mcp_call *c = lua_touserdata(L, 1);
   const json_t *args = lua_touserdata(L, 2);
+  const fast_tool *t;
   lua_settop(L, 0);
   lua_rawgeti(L, LUA_REGISTRYINDEX, F.tools_ref);
-  if (lua_getfield(L, 1, c->tool) != LUA_TTABLE) return 0;      /* 2: entry */
-  if (field_true(L, 2, "lua_only")) return 0;                    /* a task-only tool */
-  if (field_true(L, 2, "scopes") && c->session->auth != NULL) return 0;
-  lua_getfield(L, 2, "handler");                                 /* 3 */
+  if (lua_getfield(L, 1, c->tool) != LUA_TUSERDATA) return 0;   /* 2: entry */
+  t = lua_touserdata(L, 2);
+  if (t->lua_only || (t->scopes && c->session->auth != NULL)) return 0;
+  lua_getiuservalue(L, 2, UV_HANDLER);                           /* 3 */
   if (args != NULL) mcp_json_push(L, args); else lua_newtable(L);   /* 4 */
-  if (lua_getfield(L, 2, "compiled") != LUA_TNIL && !mcp_schema_check(L, 5, 4)) return 0;
+  if (lua_getiuservalue(L, 2, UV_COMPILED) != LUA_TNIL && !mcp_schema_check(L, 5, 4)) return 0;
   lua_pop(L, 1);
   lua_createtable(L, 0, 1);                                      /* 5: ctx */
   push_id(L, c);
@@ -147,32 +159,6 @@ static int begin(mcp_call *c, lua_State *co) {
   return MCP_PATH_LUA;
 }
 
-/* A result whose content is already an array (mcp.text's, and what a
- * handler builds the same way) is sent as it is, as result.lua does with it:
- * no metatable, no structuredContent, and no outputSchema to check. */
-static int as_is(lua_State *co, int entry, int v) {
-  int ok = 0;
-  if (lua_type(co, v) != LUA_TTABLE) return 0;
-  if (lua_getmetatable(co, v)) {
-    lua_pop(co, 1);
-    return 0;
-  }
-  if (lua_getfield(co, v, "content") == LUA_TTABLE && lua_getmetatable(co, -1)) {
-    luaL_getmetatable(co, MCP_JSON_ARRAY_MT);
-    ok = lua_rawequal(co, -1, -2);
-    lua_pop(co, 2);
-  }
-  lua_pop(co, 1);
-  if (!ok) return 0;
-  ok = lua_getfield(co, v, "structuredContent") == LUA_TNIL;
-  lua_pop(co, 1);
-  if (ok && field_true(co, entry, "output")) {       /* checked unless isError is true */
-    ok = lua_getfield(co, v, "isError") == LUA_TBOOLEAN && lua_toboolean(co, -1);
-    lua_pop(co, 1);
-  }
-  return ok;
-}
-
 static int nkeys(lua_State *L, int t) {
   int n = 0;
   lua_pushnil(L);
@@ -183,23 +169,37 @@ static int nkeys(lua_State *L, int t) {
   return n;
 }
 
-/* mcp.text's result, {content = [{type = "text", text = S}]} and nothing
- * more (as_is said yes to it): S on top, or nothing pushed. */
-static int plain_text(lua_State *co, int v) {
-  int item;
-  if (nkeys(co, v) != 1) return 0;
-  lua_getfield(co, v, "content");
-  if (lua_rawlen(co, -1) != 1 || lua_rawgeti(co, -1, 1) != LUA_TTABLE || lua_getmetatable(co, -1)) {
-    lua_settop(co, v);
-    return 0;
+/* What to do with the table at v that a handler returned. SHAPE_AS_IS:
+ * its content is already an array, so result.lua would send it as it is (no
+ * metatable, no structuredContent, no outputSchema to check unless isError
+ * is true). SHAPE_TEXT: mcp.text's {content = [{type = "text", text = S}]}
+ * and nothing more, with S pushed. SHAPE_LUA: result.lua's work. */
+enum { SHAPE_LUA, SHAPE_AS_IS, SHAPE_TEXT };
+
+static int table_shape(lua_State *co, const fast_tool *t, int v) {
+  int top = lua_gettop(co), content = top + 1, item = top + 2, ok;
+  if (lua_getmetatable(co, v)) goto lua;
+  if (lua_getfield(co, v, "content") != LUA_TTABLE || !lua_getmetatable(co, content)) goto lua;
+  lua_rawgeti(co, LUA_REGISTRYINDEX, F.array_mt_ref);
+  ok = lua_rawequal(co, -1, -2);
+  lua_settop(co, content);
+  if (!ok || lua_getfield(co, v, "structuredContent") != LUA_TNIL) goto lua;
+  lua_pop(co, 1);
+  if (t->output) {                   /* checked unless isError is true */
+    ok = lua_getfield(co, v, "isError") == LUA_TBOOLEAN && lua_toboolean(co, -1);
+    lua_settop(co, top);
+    return ok ? SHAPE_AS_IS : SHAPE_LUA;
   }
-  item = lua_gettop(co);
-  if (nkeys(co, item) != 2 || lua_getfield(co, item, "type") != LUA_TSTRING ||
-      strcmp(lua_tostring(co, -1), "text") != 0 || lua_getfield(co, item, "text") != LUA_TSTRING) {
-    lua_settop(co, v);
-    return 0;
-  }
-  return 1;
+  if (nkeys(co, v) == 1 && lua_rawlen(co, content) == 1 && lua_rawgeti(co, content, 1) == LUA_TTABLE &&
+      !lua_getmetatable(co, item) && nkeys(co, item) == 2 &&
+      lua_getfield(co, item, "type") == LUA_TSTRING && strcmp(lua_tostring(co, -1), "text") == 0 &&
+      lua_getfield(co, item, "text") == LUA_TSTRING)
+    return SHAPE_TEXT;
+  lua_settop(co, top);
+  return SHAPE_AS_IS;
+lua:
+  lua_settop(co, top);
+  return SHAPE_LUA;
 }
 
 /* A text result: {"content":[{"type":"text","text":S}]} into F.out. */
@@ -211,37 +211,33 @@ static void text_result(const char *s, size_t n) {
 }
 
 static int returned(mcp_call *c, lua_State *co, int nres) {
-  int base = 1, v = 2, t;           /* stack: entry res... (lua_resume counts the entry in nres) */
+  const fast_tool *t = lua_touserdata(co, 1);   /* stack: entry res... (nres counts the entry) */
+  int v = 2, type, shape = SHAPE_LUA;
   (void)c, (void)nres;
-  lua_settop(co, base + 3);          /* res, msg, code (result.tool's arguments) */
-  t = field_true(co, base, "output") ? LUA_TNONE : lua_type(co, v);   /* an outputSchema: checked */
-  if (t == LUA_TNIL && lua_isnil(co, v + 1) && lua_isnil(co, v + 2)) {
+  lua_settop(co, v + 2);             /* entry res msg code (result.tool's arguments) */
+  type = lua_type(co, v);
+  if (!t->output && type == LUA_TNIL && lua_isnil(co, v + 1) && lua_isnil(co, v + 2)) {
     F.out.len = 0;
     mcp_buf_adds(&F.out, "{\"content\":[]}");
-  } else if (t == LUA_TSTRING || t == LUA_TNUMBER || (t == LUA_TBOOLEAN && lua_toboolean(co, v))) {
+  } else if (!t->output && (type == LUA_TSTRING || type == LUA_TNUMBER ||
+                            (type == LUA_TBOOLEAN && lua_toboolean(co, v)))) {
     size_t n;
     const char *s = luaL_tolstring(co, v, &n);
     text_result(s, n);
-  } else if (as_is(co, base, v)) {
+  } else if (type == LUA_TTABLE && (shape = table_shape(co, t, v)) == SHAPE_TEXT) {
+    size_t n;                        /* written here: encoding the table costs ten times more */
+    const char *s = lua_tolstring(co, -1, &n);
+    text_result(s, n);
+  } else if (shape == SHAPE_AS_IS) {
     lua_settop(co, v);
-    if (plain_text(co, v)) {          /* written here: encoding the table costs ten times more */
-      size_t n;
-      const char *s = lua_tolstring(co, -1, &n);
-      text_result(s, n);
-      lua_settop(co, 0);
-      lua_pushlightuserdata(co, &F.out);
-      return 0;
-    }
-    lua_replace(co, 1);
-    lua_settop(co, 1);
+    lua_replace(co, 1);              /* stack: res */
     return 0;
   } else {                            /* result.lua: co ends, so it runs there */
     lua_rawgeti(co, LUA_REGISTRYINDEX, F.shape_ref);
-    lua_getfield(co, base, "tool");
+    lua_getiuservalue(co, 1, UV_TOOL);
     lua_rotate(co, v, 2);            /* stack: entry shape tool res msg code */
     if (lua_pcall(co, 4, LUA_MULTRET, 0) != LUA_OK) return -1;
-    lua_rotate(co, 1, -base);
-    lua_pop(co, base);
+    lua_remove(co, 1);
     return 0;
   }
   lua_settop(co, 0);
@@ -283,17 +279,26 @@ static int l_fast_tools(lua_State *L) {
   n = (int)luaL_len(L, 1);
   lua_createtable(L, 0, n);                                      /* 4: name -> entry */
   for (int i = 1; i <= n; i++) {
+    fast_tool *t;
     lua_rawgeti(L, 1, i);                                        /* 5 */
     luaL_checktype(L, 5, LUA_TTABLE);
+    t = lua_newuserdatauv(L, sizeof *t, 3);                      /* 6 */
+    t->lua_only = field_true(L, 5, "lua_only");
+    t->scopes = field_true(L, 5, "scopes");
+    t->output = field_true(L, 5, "output");
+    lua_getfield(L, 5, "tool");
+    lua_setiuservalue(L, 6, UV_TOOL);
+    lua_getfield(L, 5, "handler");
+    lua_setiuservalue(L, 6, UV_HANDLER);
     if (lua_getfield(L, 5, "schema") == LUA_TTABLE) {
       mcp_schema_push_compiled(L, -1);
-      lua_setfield(L, 5, "compiled");
+      lua_setiuservalue(L, 6, UV_COMPILED);
     }
     lua_pop(L, 1);
     lua_getfield(L, 5, "name");
-    lua_pushvalue(L, 5);
+    lua_pushvalue(L, 6);
     lua_rawset(L, 4);
-    lua_pop(L, 1);
+    lua_pop(L, 2);
   }
   entries_free();
   F.entries = calloc((size_t)n + 1, sizeof *F.entries);
@@ -322,5 +327,7 @@ void mcp_fastpath_open_lib(lua_State *L) {
   lua_setfield(L, -2, "fast_methods");
   lua_pushcfunction(L, l_fast_tools);
   lua_setfield(L, -2, "fast_tools");
+  luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
+  F.array_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   mcp_sched_set_path(&path);
 }
