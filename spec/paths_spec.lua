@@ -64,10 +64,12 @@ local REQUESTS = {
   { "tools/call", { name = "task_only" } },
   { "tools/call", { name = "missing" } },
   { "tools/call", { name = 3 } },
+  { "tools/call", { name = "plain\0x", arguments = { text = "p" } } },
   { "tools/list", {} },
   { "tools/list", { cursor = "5" } },
   { "tools/list", { cursor = "9" } },
   { "tools/list", { cursor = "x" } },
+  { "tools/list", { cursor = "5\0" } },
 }
 
 describe("the two paths of a request", function()

@@ -66,7 +66,8 @@ static int list_page(const json_t *params) {
   if (cursor != NULL) {
     const char *s = json_string_value(cursor);
     char *end;
-    if (s == NULL || *s < '0' || *s > '9' || strlen(s) > 9) return 0;
+    if (s == NULL || *s < '0' || *s > '9' || strlen(s) > 9 || strlen(s) != json_string_length(cursor))
+      return 0;
     start = strtol(s, &end, 10);
     if (*end != '\0' || start < 1 || start > F.nentries + 1) return 0;
   }
@@ -130,7 +131,9 @@ static int begin_call(mcp_call *c, lua_State *co) {
   lua_State *L = mcp_sched_lua();
   const json_t *args = json_object_get(c->params, "arguments");
   int top = lua_gettop(L), n;
+  /* a name with a NUL in it is not the C string c->tool says */
   if (c->tool == NULL || c->tool_owned || c->session == NULL || c->session->rev2026 ||
+      json_string_length(json_object_get(c->params, "name")) != strlen(c->tool) ||
       json_object_get(c->params, "task") != NULL || (args != NULL && !json_is_object(args)))
     return MCP_PATH_LUA;
   lua_pushcfunction(L, call_setup);
