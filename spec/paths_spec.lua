@@ -28,10 +28,19 @@ return mcp.plugin { name = "paths", tools = {
 } }
 ]]
 
-local function plugin_dir()
+-- A tool whose tools/list entry cannot be encoded (NaN): the list fails,
+-- its calls run.
+local UNLISTED = [[
+local mcp = require "mcp"
+return mcp.plugin { name = "unlisted", tools = {
+  mcp.tool { name = "odd", annotations = { weird = 0/0 }, handler = function() return "ok" end },
+} }
+]]
+
+local function plugin_dir(source)
   local dir = H.tmpdir()
   local f = assert(io.open(dir .. "/paths.lua", "w"))
-  f:write(PLUGIN)
+  f:write(source or PLUGIN)
   f:close()
   return dir
 end
@@ -87,6 +96,18 @@ describe("the two paths of a request", function()
     local on_lua = H.text(slow:call("stack"))
     assert.is_nil(on_c:find("mcp/server", 1, true), on_c)
     assert.is_truthy(on_lua:find("mcp/server/tools.lua", 1, true), on_lua)
+  end)
+
+  it("lists in Lua a registry with an entry it cannot encode, and still runs its tools in C", function()
+    local odd = plugin_dir(UNLISTED)
+    local fast, slow = session(odd, false), session(odd, true)
+    for i, r in ipairs { { "tools/list", {} }, { "tools/call", { name = "odd" } } } do
+      assert.are.same(answer(slow, r[1], r[2], i), answer(fast, r[1], r[2], i))
+    end
+    assert.are.equal(-32603, answer(fast, "tools/list", {}, 9).error.code)
+    assert.are.equal("ok", H.text(fast:call("odd")))
+    os.remove(odd .. "/paths.lua")
+    os.remove(odd)
   end)
 
   it("gives the same answers on both paths", function()

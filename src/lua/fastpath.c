@@ -44,8 +44,9 @@ static struct {
   char **entries;            /* tools/list: each tool's entry as JSON text */
   size_t *lens;
   int nentries;
+  int unlisted;              /* an entry could not be encoded: tools/list is Lua's */
   mcp_buf out;               /* the result being answered (respond.c writes it at once) */
-} F = { 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, NULL, NULL, 0, MCP_BUF_INIT };
+} F = { 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, NULL, NULL, 0, 0, MCP_BUF_INIT };
 
 static void entries_free(void) {
   for (int i = 0; i < F.nentries; i++) free(F.entries[i]);
@@ -155,7 +156,7 @@ static int begin_call(mcp_call *c, lua_State *co) {
 
 static int begin(mcp_call *c, lua_State *co) {
   if (strcmp(c->method, "tools/call") == 0) return F.on_call ? begin_call(c, co) : MCP_PATH_LUA;
-  if (strcmp(c->method, "tools/list") == 0 && F.on_list && list_page(c->params)) {
+  if (strcmp(c->method, "tools/list") == 0 && F.on_list && !F.unlisted && list_page(c->params)) {
     lua_pushlightuserdata(co, &F.out);
     return MCP_PATH_ANSWERED;
   }
@@ -304,6 +305,7 @@ static int l_fast_tools(lua_State *L) {
     lua_pop(L, 2);
   }
   entries_free();
+  F.unlisted = 0;
   F.entries = calloc((size_t)n + 1, sizeof *F.entries);
   F.lens = calloc((size_t)n + 1, sizeof *F.lens);
   if (F.entries == NULL || F.lens == NULL) abort();
@@ -312,7 +314,11 @@ static int l_fast_tools(lua_State *L) {
     const char *s;
     lua_rawgeti(L, 1, i);
     lua_getfield(L, -1, "entry");
-    s = luaL_checklstring(L, -1, &len);
+    if ((s = lua_tolstring(L, -1, &len)) == NULL) {   /* cannot be encoded: Lua lists them */
+      entries_free();
+      F.unlisted = 1;
+      break;
+    }
     if ((F.entries[i - 1] = malloc(len)) == NULL) abort();
     memcpy(F.entries[i - 1], s, len);
     F.lens[i - 1] = len;

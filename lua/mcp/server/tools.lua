@@ -118,7 +118,7 @@ function M.sync_c()
       schema = not t.mounted and t.inputSchema or nil,      -- the upstream checks a mounted tool's
       output = t.outputSchema ~= nil and not t.mounted,
       lua_only = t.task == "required", scopes = t.scopes ~= nil,
-      entry = assert(core.encode(tool_entry(t))),
+      entry = core.encode(tool_entry(t)),      -- nil: tools/list stays Lua's, which says why
     }
   end
   core.fast_tools(list, getmetatable(decl.ctx(0)), outcome.tool)
