@@ -25,6 +25,12 @@ return mcp.plugin { name = "paths", tools = {
   tool("typed", function() return "not structured" end,
        { outputSchema = { type = "object", properties = { n = { type = "number" } } } }),
   tool("task_only", function() return "x" end, { task = "required" }),
+  tool("ask", function(_, ctx)
+    local r, err = ctx:elicit({ message = "color?", requestedSchema = { type = "object",
+                                properties = { c = { type = "string" } } } }, { key = "color" })
+    if not r then return nil, err end
+    return r.content.c
+  end),
 } }
 ]]
 
@@ -43,6 +49,11 @@ local function plugin_dir(source)
   f:write(source or PLUGIN)
   f:close()
   return dir
+end
+
+local function server(dir, lua_path)
+  return H.start { plugins = { dir }, args = { "--page-size", "4" },
+                   env = { LUAMCP_LUA_PATH = lua_path and "1" or "" } }
 end
 
 local function session(dir, lua_path)
@@ -108,6 +119,35 @@ describe("the two paths of a request", function()
     assert.are.equal("ok", H.text(fast:call("odd")))
     os.remove(odd .. "/paths.lua")
     os.remove(odd)
+  end)
+
+  it("answers 2026-07-28 requests alike on both paths, input rounds included", function()
+    local fast, slow = server(dir, false), server(dir, true)
+    local rev = "2026-07-28"
+    local function p(t)
+      t._meta = { ["io.modelcontextprotocol/protocolVersion"] = rev,
+                  ["io.modelcontextprotocol/clientCapabilities"] = { elicitation = {} } }
+      return t
+    end
+    for i, r in ipairs(REQUESTS) do
+      local params = p(H.cjson.decode(H.cjson.encode(r[2])))
+      assert.are.same(answer(slow, r[1], params, i), answer(fast, r[1], params, i), r[1] .. " " .. H.cjson.encode(r[2]))
+    end
+    -- an input round: each server seals its state with its own key
+    local asked, asked_slow = answer(fast, "tools/call", p { name = "ask" }, 50),
+                              answer(slow, "tools/call", p { name = "ask" }, 50)
+    assert.are.equal("input_required", asked.result.resultType)
+    local function retry(state)
+      return p { name = "ask", inputResponses = { color = { action = "accept", content = { c = "red" } } },
+                 requestState = state }
+    end
+    local a = answer(fast, "tools/call", retry(asked.result.requestState), 51)
+    local b = answer(slow, "tools/call", retry(asked_slow.result.requestState), 51)
+    asked.result.requestState, asked_slow.result.requestState = nil, nil
+    assert.are.same(asked_slow, asked)
+    assert.are.same(b, a)
+    assert.are.equal("red", a.result.content[1].text)
+    assert.is_nil(H.text(answer(fast, "tools/call", p { name = "stack" }, 52)):find("mcp/server", 1, true))
   end)
 
   it("gives the same answers on both paths", function()

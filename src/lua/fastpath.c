@@ -5,9 +5,10 @@
  * handler's coroutine is the only Lua on the path. What it returns is shaped
  * here in the common cases (a string, a number, nothing, a result whose
  * content is an array) and by result.lua otherwise, so the result is the
- * same as Lua's. Anything unusual (a 2026-07-28 request, params.task, a
- * task-only tool, scopes under --auth-*, arguments the schema refuses, an
- * unknown tool, a bad cursor) goes to Lua's dispatch, which answers it.
+ * same as Lua's. Anything unusual (params.task, a task-only tool, a tool
+ * with task support in a 2026-07-28 request, or such a request's retry with
+ * answers, scopes under --auth-*, arguments the schema refuses, an unknown
+ * tool, a bad cursor) goes to Lua's dispatch, which answers it.
  *
  * The registry stays Lua's: server.lua hands its tools over at every load,
  * reload and mount refresh (core.fast_tools), and tools/list's entries are
@@ -32,6 +33,7 @@ typedef struct fast_tool {
   unsigned lua_only : 1;     /* task-only: Lua answers its calls */
   unsigned scopes : 1;       /* it declares scopes (Lua checks them under --auth-*) */
   unsigned output : 1;       /* an outputSchema its results are checked against */
+  unsigned tasks : 1;        /* task support: a 2026-07-28 call may become a task (Lua's) */
 } fast_tool;
 enum { UV_TOOL = 1, UV_HANDLER, UV_COMPILED };
 
@@ -41,12 +43,15 @@ static struct {
   int ctx_mt_ref;            /* the ctx's metatable (init.lua's Ctx) */
   int shape_ref;             /* result.tool(tool, res, msg, code) */
   int array_mt_ref;
+  int input_open_ref;        /* input.open(ctx, method, params, name, args) */
+  int empty_ref;             /* the params input.open reads: no inputResponses, no requestState */
   char **entries;            /* tools/list: each tool's entry as JSON text */
   size_t *lens;
   int nentries;
   int unlisted;              /* an entry could not be encoded: tools/list is Lua's */
   mcp_buf out;               /* the result being answered (respond.c writes it at once) */
-} F = { 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, NULL, NULL, 0, 0, MCP_BUF_INIT };
+} F = { 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, NULL, NULL, 0, 0,
+        MCP_BUF_INIT };
 
 static void entries_free(void) {
   for (int i = 0; i < F.nentries; i++) free(F.entries[i]);
@@ -101,8 +106,8 @@ static void push_id(lua_State *L, const mcp_call *c) {
   else if (mcp_json_decode(L, c->req.key, c->req.keylen, NULL, 0) != 0) lua_pushnil(L);
 }
 
-/* On the main thread, protected: entry, handler, args, ctx; or nothing when
- * Lua must take the call.
+/* On the main thread, protected, on behalf of c (core.rev2026 and core.auth
+ * see it): entry, handler, args, ctx; or nothing when Lua must take the call.
  * stack: call arguments -> entry handler args ctx */
 static int call_setup(lua_State *L) {
   mcp_call *c = lua_touserdata(L, 1);
@@ -112,7 +117,7 @@ static int call_setup(lua_State *L) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, F.tools_ref);
   if (lua_getfield(L, 1, c->tool) != LUA_TUSERDATA) return 0;   /* 2: entry */
   t = lua_touserdata(L, 2);
-  if (t->lua_only || (t->scopes && c->session->auth != NULL)) return 0;
+  if (t->lua_only || (t->scopes && c->session->auth != NULL) || (t->tasks && c->session->rev2026)) return 0;
   lua_getiuservalue(L, 2, UV_HANDLER);                           /* 3 */
   if (args != NULL) mcp_json_push(L, args); else lua_newtable(L);   /* 4 */
   if (lua_getiuservalue(L, 2, UV_COMPILED) != LUA_TNIL && !mcp_schema_check(L, 5, 4)) return 0;
@@ -122,6 +127,17 @@ static int call_setup(lua_State *L) {
   lua_setfield(L, -2, "id");
   lua_rawgeti(L, LUA_REGISTRYINDEX, F.ctx_mt_ref);
   lua_setmetatable(L, -2);
+  if (c->session->rev2026) {         /* the state of its input rounds (input.lua), none so far */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, F.input_open_ref);
+    lua_pushvalue(L, 5);
+    lua_pushliteral(L, "tools/call");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, F.empty_ref);
+    lua_pushstring(L, c->tool);
+    lua_pushvalue(L, 4);
+    lua_call(L, 5, 1);
+    if (!lua_toboolean(L, -1)) return 0;
+    lua_pop(L, 1);
+  }
   lua_remove(L, 1);
   return 4;
 }
@@ -132,15 +148,18 @@ static int begin_call(mcp_call *c, lua_State *co) {
   lua_State *L = mcp_sched_lua();
   const json_t *args = json_object_get(c->params, "arguments");
   int top = lua_gettop(L), n;
-  /* a name with a NUL in it is not the C string c->tool says */
-  if (c->tool == NULL || c->tool_owned || c->session == NULL || c->session->rev2026 ||
+  /* a name with a NUL in it is not the C string c->tool says; a 2026-07-28
+   * retry with answers is input.lua's to check */
+  if (c->tool == NULL || c->tool_owned || c->session == NULL ||
       json_string_length(json_object_get(c->params, "name")) != strlen(c->tool) ||
-      json_object_get(c->params, "task") != NULL || (args != NULL && !json_is_object(args)))
+      json_object_get(c->params, "task") != NULL || (args != NULL && !json_is_object(args)) ||
+      (c->session->rev2026 && (json_object_get(c->params, "inputResponses") != NULL ||
+                               json_object_get(c->params, "requestState") != NULL)))
     return MCP_PATH_LUA;
   lua_pushcfunction(L, call_setup);
   lua_pushlightuserdata(L, c);
   lua_pushlightuserdata(L, (void *)args);
-  if (lua_pcall(L, 2, LUA_MULTRET, 0) != LUA_OK) {
+  if (mcp_call_pcall(c, 2, LUA_MULTRET) != LUA_OK) {
     mcp_warn("request %.64s: C path: %s", c->req.key, lua_tostring(L, -1));
     lua_settop(L, top);
     return MCP_PATH_LUA;
@@ -272,14 +291,18 @@ static void set_ref(lua_State *L, int idx, int *ref) {
   *ref = luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
-/* core.fast_tools(list, ctx_mt, shape): the registry's tools, in list order,
- * each {name=, tool=, handler=, schema=, output=, lua_only=, scopes=,
- * entry= (its tools/list entry as JSON text)}. */
+/* core.fast_tools(list, ctx_mt, shape, input_open): the registry's tools,
+ * in list order, each {name=, tool=, handler=, schema=, output=, lua_only=,
+ * scopes=, tasks=, entry= (its tools/list entry as JSON text)}. */
 static int l_fast_tools(lua_State *L) {
   int n;
   luaL_checktype(L, 1, LUA_TTABLE);
   luaL_checktype(L, 2, LUA_TTABLE);
   luaL_checktype(L, 3, LUA_TFUNCTION);
+  luaL_checktype(L, 4, LUA_TFUNCTION);
+  lua_settop(L, 4);
+  set_ref(L, 4, &F.input_open_ref);
+  lua_pop(L, 1);
   n = (int)luaL_len(L, 1);
   lua_createtable(L, 0, n);                                      /* 4: name -> entry */
   for (int i = 1; i <= n; i++) {
@@ -290,6 +313,7 @@ static int l_fast_tools(lua_State *L) {
     t->lua_only = field_true(L, 5, "lua_only");
     t->scopes = field_true(L, 5, "scopes");
     t->output = field_true(L, 5, "output");
+    t->tasks = field_true(L, 5, "tasks");
     lua_getfield(L, 5, "tool");
     lua_setiuservalue(L, 6, UV_TOOL);
     lua_getfield(L, 5, "handler");
@@ -338,5 +362,7 @@ void mcp_fastpath_open_lib(lua_State *L) {
   lua_setfield(L, -2, "fast_tools");
   luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
   F.array_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_newtable(L);
+  F.empty_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   mcp_sched_set_path(&path);
 }

@@ -118,10 +118,11 @@ function M.sync_c()
       schema = not t.mounted and t.inputSchema or nil,      -- the upstream checks a mounted tool's
       output = t.outputSchema ~= nil and not t.mounted,
       lua_only = t.task == "required", scopes = t.scopes ~= nil,
+      tasks = t.task ~= nil and t.task ~= "forbidden",
       entry = core.encode(tool_entry(t)),      -- nil: tools/list stays Lua's, which says why
     }
   end
-  core.fast_tools(list, getmetatable(decl.ctx(0)), outcome.tool)
+  core.fast_tools(list, getmetatable(decl.ctx(0)), outcome.tool, input.open)
 end
 
 -- The Mcp-Param headers (x-mcp-header) of a tool, for the HTTP transport's
