@@ -526,11 +526,33 @@ local optional = {
 local optional_fn = {}
 for m in pairs(optional) do optional_fn[m] = methods[m] end
 
+-- The methods the C core may run without this dispatch (src/lua/fastpath.c),
+-- when nothing in Lua must see them. LUAMCP_LUA_PATH=1 (read once) keeps
+-- every method on the Lua path, for tests of that path.
+local C_METHODS = { "tools/call", "tools/list" }
+local lua_path_only = os.getenv("LUAMCP_LUA_PATH") == "1"
+
+-- May C run method? Not when a middleware covers it (wired at merge).
+local function fast_ok(method)
+  return true
+end
+
+local function sync_fast()
+  tools_family.sync_c()
+  local fast = {}
+  for _, m in ipairs(C_METHODS) do
+    -- a mount's lists are fetched by the Lua dispatch (refresh_mounts)
+    if not lua_path_only and fast_ok(m) and not (mounts > 0 and LISTS[m]) then fast[#fast + 1] = m end
+  end
+  core.fast_methods(fast)
+end
+
 function M.sync_methods()
   local caps = M.capabilities()
   for m, cap in pairs(optional) do
     methods[m] = caps[cap] and optional_fn[m] or nil
   end
+  sync_fast()
 end
 
 function M.capabilities()

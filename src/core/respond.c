@@ -93,7 +93,12 @@ void mcp__respond_result(mcp_call *c, int nres) {
   mcp_buf *b = mcp_scratch();
   char err[256];
   int base = lua_gettop(co) - nres + 1;
-  if (nres >= 3 && lua_isnil(co, base) && lua_isinteger(co, base + 1)) {
+  if (c->fast && nres == 1 && lua_type(co, base) == LUA_TLIGHTUSERDATA && lua_touserdata(co, base)) {
+    const mcp_buf *raw = lua_touserdata(co, base);   /* the C path's JSON text */
+    mcp_rpc_result_open(b, c->req.key);
+    mcp_buf_add(b, raw->data, raw->len);
+    mcp_rpc_close(b);
+  } else if (nres >= 3 && lua_isnil(co, base) && lua_isinteger(co, base + 1)) {
     /* stack: nil code message [data] */
     rpc_error_out(b, c, (int)lua_tointeger(co, base + 1), luaL_optstring(co, base + 2, "error"), co,
                   nres >= 4 ? base + 3 : 0);

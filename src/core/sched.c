@@ -40,6 +40,7 @@ static struct {
   struct { lua_State *co; int ref; } pool[POOL_MAX];
   int npool;
   const mcp_call_type *types[8];    /* the rows registered (sched_int.h) */
+  const mcp_call_path *path;        /* the C path (fastpath.c), or NULL */
   int ntypes;
 } S;
 
@@ -54,6 +55,8 @@ void mcp__sched_register(const mcp_call_type *t) {
   if (S.ntypes == (int)(sizeof S.types / sizeof S.types[0])) abort();
   S.types[S.ntypes++] = t;
 }
+
+void mcp_sched_set_path(const mcp_call_path *path) { S.path = path; }
 
 void (*mcp_sched_idle_cb)(void);
 void (*mcp_sched_heartbeat_cb)(mcp_call *c);
@@ -492,7 +495,7 @@ static void call_resume(mcp_call *c, int nargs) {
     if (!c->waiting) queue_push(c);           /* preempted, or a bare yield */
     return;
   }
-  if (status == LUA_OK) {
+  if (status == LUA_OK && (!c->fast || S.path->returned(c, c->co, nres) == 0)) {
     mcp_call_fire(c, MCP_EV_RETURN, NULL);
     return;
   }
@@ -529,12 +532,26 @@ static int push_args(lua_State *L) {
   return 5;
 }
 
+/* The C path takes c (its handler resumed, or its answer given): 1; or
+ * leaves it to Lua: 0. */
+static int call_begin_path(mcp_call *c) {
+  int n = S.path->begin(c, c->co);
+  if (n == MCP_PATH_LUA) return 0;
+  c->fast = 1;
+  json_decref(c->params);
+  c->params = NULL;
+  if (n == MCP_PATH_ANSWERED) mcp_call_fire(c, MCP_EV_RETURN, NULL);
+  else call_resume(c, n);
+  return 1;
+}
+
 static void call_begin(mcp_call *c) {
   if (c == S.refusing) {             /* busy or rate-limited: an isError result */
     mcp_call_fire(c, MCP_EV_RAISE, NULL);
     return;
   }
   co_acquire(c);
+  if (S.path && call_begin_path(c)) return;
   lua_pushcfunction(c->co, push_args);
   lua_pushlightuserdata(c->co, c);
   if (lua_pcall(c->co, 1, 5, 0) != LUA_OK) {

@@ -90,6 +90,7 @@ struct mcp_call {
   unsigned tool_owned : 1;   /* tool is a copy (no such tool was declared), not interned */
   unsigned rpc_error : 1;    /* its result was a JSON-RPC error */
   unsigned refused : 1;      /* its tool's limits refused it (busy, rate) */
+  unsigned fast : 1;         /* runs on the C path (mcp_call_path), not Lua's dispatch */
   unsigned lstate : 2;       /* limit.c's: where it stands with its limit */
   unsigned why : 4;          /* stats.c's MCP_WHY_*: what stopped it (first cancel, timeout or close) */
   unsigned over : 2;         /* MCP_OVER_*: the sandbox limit that ended it */
@@ -110,6 +111,27 @@ int mcp_sched_over(lua_State *L, int why);
 void mcp_call_set_budget(mcp_call *c, struct mcp_budget *b);
 /* The CPU the running sandboxed call has used, with this resume's share. */
 uint64_t mcp_sched_cpu_used(void);
+
+/* The C path of the methods it knows (src/lua/fastpath.c registers it):
+ * a call it takes runs without Lua's dispatch; the handler's coroutine is
+ * the only Lua on it. A call it leaves (a method it does not serve, a
+ * middleware's, anything unusual) goes to Lua as before. */
+enum { MCP_PATH_LUA = -1, MCP_PATH_ANSWERED = -2 };
+typedef struct mcp_call_path {
+  /* c starts, its coroutine co empty: push onto co what the call keeps
+   * (one value), the function and its arguments, and return how many
+   * arguments; or MCP_PATH_ANSWERED with the result on co (what
+   * mcp__respond_result encodes); or MCP_PATH_LUA, co left empty. */
+  int (*begin)(mcp_call *c, lua_State *co);
+  /* c's function returned (its values on co above the value begin kept;
+   * lua_resume's nres counts that value too):
+   * leave the response's values (a result, or nil, code, message [, data])
+   * as co's whole stack and return 0; or return -1 with an error value on
+   * top (the call raised it). A light userdata result is an mcp_buf of
+   * JSON text, written as it is. */
+  int (*returned)(mcp_call *c, lua_State *co, int nres);
+} mcp_call_path;
+void mcp_sched_set_path(const mcp_call_path *path);
 
 /* server_ref: the mcp.server module, with dispatch(method, params, id,
  * session), the methods table it serves, capabilities() and session_closed(id). */

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "fail.h"
+#include "fastpath.h"
 #include "fsread.h"
 #include "httpc.h"
 #include "identity.h"
@@ -310,6 +311,7 @@ int luaopen_mcp_core(lua_State *L) {
   mcp_httpc_open_lib(L);
   mcp_schema_open_lib(L);
   mcp_sandbox_open(L);
+  mcp_fastpath_open_lib(L);
   luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
   lua_setfield(L, -2, "array_mt");
   lua_pushlightuserdata(L, NULL);

@@ -6,7 +6,8 @@
  * needs (type, next, pairs) is a C call that costs more than the check.
  *
  * core.validate(schema, value) -> true | nil, message. The compiled form is
- * cached in a weak table keyed by the schema table; a reload makes new
+ * cached in a weak table keyed by the schema table (the registry's
+ * mcp.schema.cache; the C path keeps a tool's compiled form in its entry); a reload makes new
  * schema tables, so a changed schema is compiled again. A schema changed in
  * place after its first use is not seen (tools declare theirs once).
  *
@@ -527,17 +528,14 @@ static void push_path(checker *c) {
   luaL_pushresult(&b);
 }
 
-/* core.validate(schema, value): true, or nil and a message naming the field. */
-static int l_validate(lua_State *L) {
-  checker c;
-  compiled *cs;
-  lua_settop(L, 2);
-  if (lua_type(L, 1) != LUA_TTABLE) {
-    lua_pushboolean(L, 1);
-    return 1;
-  }
-  lua_pushvalue(L, 1);
-  if (lua_rawget(L, lua_upvalueindex(1)) == LUA_TNIL) {   /* 3: compiled */
+#define CACHE_KEY "mcp.schema.cache"   /* schema table -> compiled, weak keys */
+
+/* Push the compiled form of the schema at idx, from the cache at cache. */
+static void push_compiled(lua_State *L, int schema, int cache) {
+  schema = lua_absindex(L, schema);
+  cache = lua_absindex(L, cache);
+  lua_pushvalue(L, schema);
+  if (lua_rawget(L, cache) == LUA_TNIL) {
     compiler k = { L, NULL, 0, 0 };
     lua_pop(L, 1);
     k.cs = lua_newuserdatauv(L, sizeof *k.cs, 1);
@@ -545,27 +543,58 @@ static int l_validate(lua_State *L) {
     luaL_setmetatable(L, SCHEMA_MT);
     lua_newtable(L);
     k.keep = lua_gettop(L);
-    k.cs->root = compile(&k, 1, 0);
+    k.cs->root = compile(&k, schema, 0);
     lua_setiuservalue(L, -2, 1);
-    lua_pushvalue(L, 1);
+    lua_pushvalue(L, schema);
     lua_pushvalue(L, -2);
-    lua_rawset(L, lua_upvalueindex(1));
+    lua_rawset(L, cache);
   }
-  cs = lua_touserdata(L, 3);
-  lua_getiuservalue(L, 3, 1);                                 /* 4: keep */
-  luaL_getmetatable(L, MCP_JSON_ARRAY_MT);                    /* 5 */
+}
+
+void mcp_schema_push_compiled(lua_State *L, int schema) {
+  schema = lua_absindex(L, schema);
+  lua_getfield(L, LUA_REGISTRYINDEX, CACHE_KEY);
+  push_compiled(L, schema, -1);
+  lua_remove(L, -2);                           /* stack: compiled */
+}
+
+int mcp_schema_check(lua_State *L, int compiled_idx, int value) {
+  checker c;
+  const compiled *cs = lua_touserdata(L, compiled_idx);   /* mcp_schema_push_compiled's */
+  int top = lua_gettop(L);
+  value = lua_absindex(L, value);
+  lua_getiuservalue(L, compiled_idx, 1);       /* keep */
+  luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
   c.L = L;
-  c.keep = 4;
-  c.array_mt = 5;
+  c.keep = top + 1;
+  c.array_mt = top + 2;
   c.depth = 0;
-  if (check(&c, cs->root, 2)) {
-    lua_pushboolean(L, 1);
+  if (check(&c, cs->root, value)) {
+    lua_settop(L, top);
     return 1;
   }
   int why = lua_gettop(L);
   push_path(&c);
+  lua_pushfstring(L, "%s: %s", lua_tostring(L, -1), lua_tostring(L, why));
+  lua_replace(L, top + 1);
+  lua_settop(L, top + 1);
+  return 0;
+}
+
+/* core.validate(schema, value): true, or nil and a message naming the field. */
+static int l_validate(lua_State *L) {
+  lua_settop(L, 2);
+  if (lua_type(L, 1) != LUA_TTABLE) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  push_compiled(L, 1, lua_upvalueindex(1));    /* 3 */
+  if (mcp_schema_check(L, 3, 2)) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
   lua_pushnil(L);
-  lua_pushfstring(L, "%s: %s", lua_tostring(L, -2), lua_tostring(L, why));
+  lua_insert(L, -2);
   return 2;
 }
 
@@ -575,11 +604,13 @@ void mcp_schema_open_lib(lua_State *L) {
     lua_setfield(L, -2, "__gc");
   }
   lua_pop(L, 1);
-  lua_newtable(L);                             /* schema table -> compiled: weak keys */
+  lua_newtable(L);
   lua_createtable(L, 0, 1);
   lua_pushliteral(L, "k");
   lua_setfield(L, -2, "__mode");
   lua_setmetatable(L, -2);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, CACHE_KEY);
   lua_pushcclosure(L, l_validate, 1);
   lua_setfield(L, -2, "validate");
 }

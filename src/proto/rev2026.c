@@ -502,11 +502,13 @@ void mcp_rev2026_listen_close_all(const char *reason) {
 
 static int stateless_request(mcp_session *s, json_t *msg, const char *key, void *stream) {
   const char *method = json_string_value(json_object_get(msg, "method"));
-  json_t *meta = meta_of(msg), *caps, *params = json_object_get(msg, "params");
+  json_t *params = json_object_get(msg, "params"), *meta = json_object_get(params, "_meta"), *caps;
   const char *level;
   mcp_buf *out;
   eph *e;
-  if (mcp_rev2026_version(msg) == NULL && strcmp(method, "server/discover") != 0) return 0;
+  /* every message of a session comes by here: as few lookups as can tell */
+  if (json_string_value(json_object_get(meta, META_VERSION)) == NULL && strcmp(method, "server/discover") != 0)
+    return 0;
   out = mcp_scratch();
   if (mcp_rev2026_check(msg, key, out) != 0) {
     mcp_debug("request %.64s refused: %.*s", key, (int)out->len, out->data);

@@ -107,6 +107,24 @@ function methods.tools_call(params, id, session)
   return outcome.tool(tool, tool.handler(args, ctx))
 end
 
+-- What the C path (src/lua/fastpath.c) serves from, handed over at every
+-- registry change: each tool's handler, schema and policy, and its
+-- tools/list entry encoded once.
+function M.sync_c()
+  local list = {}
+  for i, t in ipairs(tool_list) do
+    list[i] = {
+      name = t.name, tool = t, handler = t.handler,
+      schema = not t.mounted and t.inputSchema or nil,      -- the upstream checks a mounted tool's
+      output = t.outputSchema ~= nil and not t.mounted,
+      lua_only = t.task == "required", scopes = t.scopes ~= nil,
+      tasks = t.task ~= nil and t.task ~= "forbidden",
+      entry = core.encode(tool_entry(t)),      -- nil: tools/list stays Lua's, which says why
+    }
+  end
+  core.fast_tools(list, getmetatable(decl.ctx(0)), outcome.tool, input.open)
+end
+
 -- The Mcp-Param headers (x-mcp-header) of a tool, for the HTTP transport's
 -- check of a 2026-07-28 tools/call: a list of {name =, path =}, or nil.
 -- The scopes a tool asks for (--auth-*), space-separated, or nil; with no

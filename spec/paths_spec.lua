@@ -1,0 +1,160 @@
+-- The two paths of a request (docs/development/ARCHITECTURE.md, "Two paths
+-- for a request"): tools/call and tools/list run in C (src/lua/fastpath.c)
+-- unless the Lua path is asked for (LUAMCP_LUA_PATH=1, as a middleware
+-- would), and the client gets the same answers from both.
+local H = require "spec.helper"
+
+local PLUGIN = [[
+local mcp = require "mcp"
+local function tool(name, handler, extra)
+  local t = { name = name, handler = handler,
+              inputSchema = { type = "object", properties = { text = { type = "string" } } } }
+  for k, v in pairs(extra or {}) do t[k] = v end
+  return mcp.tool(t)
+end
+return mcp.plugin { name = "paths", tools = {
+  tool("stack", function() return debug.traceback("", 1) end),
+  tool("echo", function(args, ctx) return mcp.text(args.text .. " " .. tostring(ctx.id)) end),
+  tool("plain", function(args) return args.text end),
+  tool("nothing", function() end),
+  tool("number", function() return 2.5 end),
+  tool("content", function() return { content = mcp.array { { type = "text", text = "a", _meta = { k = 1 } } } } end),
+  tool("structured", function() return { n = 1 } end),
+  tool("failed", function() return nil, "no such thing" end),
+  tool("raised", function() error("boom") end),
+  tool("typed", function() return "not structured" end,
+       { outputSchema = { type = "object", properties = { n = { type = "number" } } } }),
+  tool("task_only", function() return "x" end, { task = "required" }),
+  tool("ask", function(_, ctx)
+    local r, err = ctx:elicit({ message = "color?", requestedSchema = { type = "object",
+                                properties = { c = { type = "string" } } } }, { key = "color" })
+    if not r then return nil, err end
+    return r.content.c
+  end),
+} }
+]]
+
+-- A tool whose tools/list entry cannot be encoded (NaN): the list fails,
+-- its calls run.
+local UNLISTED = [[
+local mcp = require "mcp"
+return mcp.plugin { name = "unlisted", tools = {
+  mcp.tool { name = "odd", annotations = { weird = 0/0 }, handler = function() return "ok" end },
+} }
+]]
+
+local function plugin_dir(source)
+  local dir = H.tmpdir()
+  local f = assert(io.open(dir .. "/paths.lua", "w"))
+  f:write(source or PLUGIN)
+  f:close()
+  return dir
+end
+
+local function server(dir, lua_path)
+  return H.start { plugins = { dir }, args = { "--page-size", "4" },
+                   env = { LUAMCP_LUA_PATH = lua_path and "1" or "" } }
+end
+
+local function session(dir, lua_path)
+  return H.session { plugins = { dir }, args = { "--page-size", "4" },
+                     env = { LUAMCP_LUA_PATH = lua_path and "1" or "" } }
+end
+
+-- What the client gets, without the id (the two servers number alike anyway).
+local function answer(c, method, params, id)
+  local resp = c:request(method, params, { id = id })
+  resp.id = nil
+  return resp
+end
+
+local REQUESTS = {
+  { "tools/call", { name = "echo", arguments = { text = "hi" } } },
+  { "tools/call", { name = "echo", arguments = { text = 7 } } },         -- refused by the schema
+  { "tools/call", { name = "echo", arguments = { "a" } } },              -- not an object
+  { "tools/call", { name = "plain", arguments = { text = "p" } } },
+  { "tools/call", { name = "plain" } },                                   -- no arguments
+  { "tools/call", { name = "nothing" } },
+  { "tools/call", { name = "number" } },
+  { "tools/call", { name = "content" } },
+  { "tools/call", { name = "structured" } },
+  { "tools/call", { name = "failed" } },
+  { "tools/call", { name = "raised" } },
+  { "tools/call", { name = "typed" } },
+  { "tools/call", { name = "task_only" } },
+  { "tools/call", { name = "missing" } },
+  { "tools/call", { name = 3 } },
+  { "tools/call", { name = "plain\0x", arguments = { text = "p" } } },
+  { "tools/list", {} },
+  { "tools/list", { cursor = "5" } },
+  { "tools/list", { cursor = "9" } },
+  { "tools/list", { cursor = "x" } },
+  { "tools/list", { cursor = "5\0" } },
+}
+
+describe("the two paths of a request", function()
+  local dir
+  before_each(function() dir = plugin_dir() end)
+  after_each(function()
+    H.cleanup()
+    os.remove(dir .. "/paths.lua")
+    os.remove(dir)
+  end)
+
+  it("runs a tools/call handler straight from C, and through server.lua with LUAMCP_LUA_PATH=1", function()
+    local fast, slow = session(dir, false), session(dir, true)
+    local on_c = H.text(fast:call("stack"))
+    local on_lua = H.text(slow:call("stack"))
+    assert.is_nil(on_c:find("mcp/server", 1, true), on_c)
+    assert.is_truthy(on_lua:find("mcp/server/tools.lua", 1, true), on_lua)
+  end)
+
+  it("lists in Lua a registry with an entry it cannot encode, and still runs its tools in C", function()
+    local odd = plugin_dir(UNLISTED)
+    local fast, slow = session(odd, false), session(odd, true)
+    for i, r in ipairs { { "tools/list", {} }, { "tools/call", { name = "odd" } } } do
+      assert.are.same(answer(slow, r[1], r[2], i), answer(fast, r[1], r[2], i))
+    end
+    assert.are.equal(-32603, answer(fast, "tools/list", {}, 9).error.code)
+    assert.are.equal("ok", H.text(fast:call("odd")))
+    os.remove(odd .. "/paths.lua")
+    os.remove(odd)
+  end)
+
+  it("answers 2026-07-28 requests alike on both paths, input rounds included", function()
+    local fast, slow = server(dir, false), server(dir, true)
+    local rev = "2026-07-28"
+    local function p(t)
+      t._meta = { ["io.modelcontextprotocol/protocolVersion"] = rev,
+                  ["io.modelcontextprotocol/clientCapabilities"] = { elicitation = {} } }
+      return t
+    end
+    for i, r in ipairs(REQUESTS) do
+      local params = p(H.cjson.decode(H.cjson.encode(r[2])))
+      assert.are.same(answer(slow, r[1], params, i), answer(fast, r[1], params, i), r[1] .. " " .. H.cjson.encode(r[2]))
+    end
+    -- an input round: each server seals its state with its own key
+    local asked, asked_slow = answer(fast, "tools/call", p { name = "ask" }, 50),
+                              answer(slow, "tools/call", p { name = "ask" }, 50)
+    assert.are.equal("input_required", asked.result.resultType)
+    local function retry(state)
+      return p { name = "ask", inputResponses = { color = { action = "accept", content = { c = "red" } } },
+                 requestState = state }
+    end
+    local a = answer(fast, "tools/call", retry(asked.result.requestState), 51)
+    local b = answer(slow, "tools/call", retry(asked_slow.result.requestState), 51)
+    asked.result.requestState, asked_slow.result.requestState = nil, nil
+    assert.are.same(asked_slow, asked)
+    assert.are.same(b, a)
+    assert.are.equal("red", a.result.content[1].text)
+    assert.is_nil(H.text(answer(fast, "tools/call", p { name = "stack" }, 52)):find("mcp/server", 1, true))
+  end)
+
+  it("gives the same answers on both paths", function()
+    local fast, slow = session(dir, false), session(dir, true)
+    for i, r in ipairs(REQUESTS) do
+      local a, b = answer(fast, r[1], r[2], i), answer(slow, r[1], r[2], i)
+      assert.are.same(b, a, r[1] .. " " .. H.cjson.encode(r[2]))
+    end
+  end)
+end)

@@ -1,0 +1,368 @@
+/* The C path: tools/call and tools/list without Lua's dispatch, for every
+ * method server.lua lets C run (core.fast_methods: those no middleware
+ * covers). A tools/call is looked up, checked against its tool's policy and
+ * its compiled inputSchema, given its ctx and resumed with (args, ctx): the
+ * handler's coroutine is the only Lua on the path. What it returns is shaped
+ * here in the common cases (a string, a number, nothing, a result whose
+ * content is an array) and by result.lua otherwise, so the result is the
+ * same as Lua's. Anything unusual (params.task, a task-only tool, a tool
+ * with task support in a 2026-07-28 request, or such a request's retry with
+ * answers, scopes under --auth-*, arguments the schema refuses, an unknown
+ * tool, a bad cursor) goes to Lua's dispatch, which answers it.
+ *
+ * The registry stays Lua's: server.lua hands its tools over at every load,
+ * reload and mount refresh (core.fast_tools), and tools/list's entries are
+ * encoded then, once. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "config.h"
+#include "fastpath.h"
+#include "json.h"
+#include "log.h"
+#include "schema.h"
+#include "sched.h"
+#include "session.h"
+
+/* A tool's entry: a userdata with its tool, handler and compiled
+ * inputSchema as user values. A call keeps its entry (on its coroutine's
+ * first slot) while it runs, across reloads. */
+typedef struct fast_tool {
+  unsigned lua_only : 1;     /* task-only: Lua answers its calls */
+  unsigned scopes : 1;       /* it declares scopes (Lua checks them under --auth-*) */
+  unsigned output : 1;       /* an outputSchema its results are checked against */
+  unsigned tasks : 1;        /* task support: a 2026-07-28 call may become a task (Lua's) */
+} fast_tool;
+enum { UV_TOOL = 1, UV_HANDLER, UV_COMPILED };
+
+static struct {
+  int on_call, on_list;      /* core.fast_methods: may C run tools/call, tools/list? */
+  int tools_ref;             /* name -> entry */
+  int ctx_mt_ref;            /* the ctx's metatable (init.lua's Ctx) */
+  int shape_ref;             /* result.tool(tool, res, msg, code) */
+  int array_mt_ref;
+  int input_open_ref;        /* input.open(ctx, method, params, name, args) */
+  int empty_ref;             /* the params input.open reads: no inputResponses, no requestState */
+  char **entries;            /* tools/list: each tool's entry as JSON text */
+  size_t *lens;
+  int nentries;
+  int unlisted;              /* an entry could not be encoded: tools/list is Lua's */
+  mcp_buf out;               /* the result being answered (respond.c writes it at once) */
+} F = { 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, NULL, NULL, 0, 0,
+        MCP_BUF_INIT };
+
+static void entries_free(void) {
+  for (int i = 0; i < F.nentries; i++) free(F.entries[i]);
+  free(F.entries);
+  free(F.lens);
+  F.entries = NULL;
+  F.lens = NULL;
+  F.nentries = 0;
+}
+
+/* tools/list: one page from the cursor (the 1-based index of its first
+ * tool, as registry.lua's paginate has it) into F.out; 0 for a cursor Lua
+ * must refuse. */
+static int list_page(const json_t *params) {
+  const json_t *cursor = json_object_get(params, "cursor");
+  long start = 1;
+  int size = mcp_cfg.page_size, stop;
+  if (cursor != NULL) {
+    const char *s = json_string_value(cursor);
+    char *end;
+    if (s == NULL || *s < '0' || *s > '9' || strlen(s) > 9 || strlen(s) != json_string_length(cursor))
+      return 0;
+    start = strtol(s, &end, 10);
+    if (*end != '\0' || start < 1 || start > F.nentries + 1) return 0;
+  }
+  stop = F.nentries < start + size - 1 ? F.nentries : (int)(start + size - 1);
+  F.out.len = 0;
+  mcp_buf_adds(&F.out, "{\"tools\":[");
+  for (int i = (int)start; i <= stop; i++) {
+    if (i > start) mcp_buf_addc(&F.out, ',');
+    mcp_buf_add(&F.out, F.entries[i - 1], F.lens[i - 1]);
+  }
+  mcp_buf_addc(&F.out, ']');
+  if (stop < F.nentries) {
+    mcp_buf_adds(&F.out, ",\"nextCursor\":\"");
+    mcp_buf_add_int(&F.out, stop + 1);
+    mcp_buf_addc(&F.out, '"');
+  }
+  mcp_buf_addc(&F.out, '}');
+  return 1;
+}
+
+static int field_true(lua_State *L, int idx, const char *k) {
+  int yes = lua_getfield(L, idx, k) != LUA_TNIL && lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return yes;
+}
+
+/* The id of c as Lua sees it (an integer, or the string a key decodes to). */
+static void push_id(lua_State *L, const mcp_call *c) {
+  if (c->req.key[0] != '"') lua_pushinteger(L, (lua_Integer)strtoll(c->req.key, NULL, 10));
+  else if (mcp_json_decode(L, c->req.key, c->req.keylen, NULL, 0) != 0) lua_pushnil(L);
+}
+
+/* On the main thread, protected, on behalf of c (core.rev2026 and core.auth
+ * see it): entry, handler, args, ctx; or nothing when Lua must take the call.
+ * stack: call arguments -> entry handler args ctx */
+static int call_setup(lua_State *L) {
+  mcp_call *c = lua_touserdata(L, 1);
+  const json_t *args = lua_touserdata(L, 2);
+  const fast_tool *t;
+  lua_settop(L, 0);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, F.tools_ref);
+  if (lua_getfield(L, 1, c->tool) != LUA_TUSERDATA) return 0;   /* 2: entry */
+  t = lua_touserdata(L, 2);
+  if (t->lua_only || (t->scopes && c->session->auth != NULL) || (t->tasks && c->session->rev2026)) return 0;
+  lua_getiuservalue(L, 2, UV_HANDLER);                           /* 3 */
+  if (args != NULL) mcp_json_push(L, args); else lua_newtable(L);   /* 4 */
+  if (lua_getiuservalue(L, 2, UV_COMPILED) != LUA_TNIL && !mcp_schema_check(L, 5, 4)) return 0;
+  lua_pop(L, 1);
+  lua_createtable(L, 0, 1);                                      /* 5: ctx */
+  push_id(L, c);
+  lua_setfield(L, -2, "id");
+  lua_rawgeti(L, LUA_REGISTRYINDEX, F.ctx_mt_ref);
+  lua_setmetatable(L, -2);
+  if (c->session->rev2026) {         /* the state of its input rounds (input.lua), none so far */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, F.input_open_ref);
+    lua_pushvalue(L, 5);
+    lua_pushliteral(L, "tools/call");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, F.empty_ref);
+    lua_pushstring(L, c->tool);
+    lua_pushvalue(L, 4);
+    lua_call(L, 5, 1);
+    if (!lua_toboolean(L, -1)) return 0;
+    lua_pop(L, 1);
+  }
+  lua_remove(L, 1);
+  return 4;
+}
+
+/* tools/call: the checks of server/tools.lua's prepare and open_call that
+ * pass in the common case, done here; the rest is Lua's. */
+static int begin_call(mcp_call *c, lua_State *co) {
+  lua_State *L = mcp_sched_lua();
+  const json_t *args = json_object_get(c->params, "arguments");
+  int top = lua_gettop(L), n;
+  /* a name with a NUL in it is not the C string c->tool says; a 2026-07-28
+   * retry with answers is input.lua's to check */
+  if (c->tool == NULL || c->tool_owned || c->session == NULL ||
+      json_string_length(json_object_get(c->params, "name")) != strlen(c->tool) ||
+      json_object_get(c->params, "task") != NULL || (args != NULL && !json_is_object(args)) ||
+      (c->session->rev2026 && (json_object_get(c->params, "inputResponses") != NULL ||
+                               json_object_get(c->params, "requestState") != NULL)))
+    return MCP_PATH_LUA;
+  lua_pushcfunction(L, call_setup);
+  lua_pushlightuserdata(L, c);
+  lua_pushlightuserdata(L, (void *)args);
+  if (mcp_call_pcall(c, 2, LUA_MULTRET) != LUA_OK) {
+    mcp_warn("request %.64s: C path: %s", c->req.key, lua_tostring(L, -1));
+    lua_settop(L, top);
+    return MCP_PATH_LUA;
+  }
+  n = lua_gettop(L) - top;
+  if (n != 4) {
+    lua_settop(L, top);
+    return MCP_PATH_LUA;
+  }
+  lua_xmove(L, co, 4);               /* co: entry handler args ctx */
+  return 2;
+}
+
+static int begin(mcp_call *c, lua_State *co) {
+  if (strcmp(c->method, "tools/call") == 0) return F.on_call ? begin_call(c, co) : MCP_PATH_LUA;
+  if (strcmp(c->method, "tools/list") == 0 && F.on_list && !F.unlisted && list_page(c->params)) {
+    lua_pushlightuserdata(co, &F.out);
+    return MCP_PATH_ANSWERED;
+  }
+  return MCP_PATH_LUA;
+}
+
+static int nkeys(lua_State *L, int t) {
+  int n = 0;
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    lua_pop(L, 1);
+    n++;
+  }
+  return n;
+}
+
+/* What to do with the table at v that a handler returned. SHAPE_AS_IS:
+ * its content is already an array, so result.lua would send it as it is (no
+ * metatable, no structuredContent, no outputSchema to check unless isError
+ * is true). SHAPE_TEXT: mcp.text's {content = [{type = "text", text = S}]}
+ * and nothing more, with S pushed. SHAPE_LUA: result.lua's work. */
+enum { SHAPE_LUA, SHAPE_AS_IS, SHAPE_TEXT };
+
+static int table_shape(lua_State *co, const fast_tool *t, int v) {
+  int top = lua_gettop(co), content = top + 1, item = top + 2, ok;
+  if (lua_getmetatable(co, v)) goto lua;
+  if (lua_getfield(co, v, "content") != LUA_TTABLE || !lua_getmetatable(co, content)) goto lua;
+  lua_rawgeti(co, LUA_REGISTRYINDEX, F.array_mt_ref);
+  ok = lua_rawequal(co, -1, -2);
+  lua_settop(co, content);
+  if (!ok || lua_getfield(co, v, "structuredContent") != LUA_TNIL) goto lua;
+  lua_pop(co, 1);
+  if (t->output) {                   /* checked unless isError is true */
+    ok = lua_getfield(co, v, "isError") == LUA_TBOOLEAN && lua_toboolean(co, -1);
+    lua_settop(co, top);
+    return ok ? SHAPE_AS_IS : SHAPE_LUA;
+  }
+  if (nkeys(co, v) == 1 && lua_rawlen(co, content) == 1 && lua_rawgeti(co, content, 1) == LUA_TTABLE &&
+      !lua_getmetatable(co, item) && nkeys(co, item) == 2 &&
+      lua_getfield(co, item, "type") == LUA_TSTRING && strcmp(lua_tostring(co, -1), "text") == 0 &&
+      lua_getfield(co, item, "text") == LUA_TSTRING)
+    return SHAPE_TEXT;
+  lua_settop(co, top);
+  return SHAPE_AS_IS;
+lua:
+  lua_settop(co, top);
+  return SHAPE_LUA;
+}
+
+/* A text result: {"content":[{"type":"text","text":S}]} into F.out. */
+static void text_result(const char *s, size_t n) {
+  F.out.len = 0;
+  mcp_buf_adds(&F.out, "{\"content\":[{\"type\":\"text\",\"text\":");
+  mcp_json_add_string(&F.out, s, n);
+  mcp_buf_adds(&F.out, "}]}");
+}
+
+static int returned(mcp_call *c, lua_State *co, int nres) {
+  const fast_tool *t = lua_touserdata(co, 1);   /* stack: entry res... (nres counts the entry) */
+  int v = 2, type, shape = SHAPE_LUA;
+  (void)c, (void)nres;
+  lua_settop(co, v + 2);             /* entry res msg code (result.tool's arguments) */
+  type = lua_type(co, v);
+  if (!t->output && type == LUA_TNIL && lua_isnil(co, v + 1) && lua_isnil(co, v + 2)) {
+    F.out.len = 0;
+    mcp_buf_adds(&F.out, "{\"content\":[]}");
+  } else if (!t->output && (type == LUA_TSTRING || type == LUA_TNUMBER ||
+                            (type == LUA_TBOOLEAN && lua_toboolean(co, v)))) {
+    size_t n;
+    const char *s = luaL_tolstring(co, v, &n);
+    text_result(s, n);
+  } else if (type == LUA_TTABLE && (shape = table_shape(co, t, v)) == SHAPE_TEXT) {
+    size_t n;                        /* written here: encoding the table costs ten times more */
+    const char *s = lua_tolstring(co, -1, &n);
+    text_result(s, n);
+  } else if (shape == SHAPE_AS_IS) {
+    lua_settop(co, v);
+    lua_replace(co, 1);              /* stack: res */
+    return 0;
+  } else {                            /* result.lua: co ends, so it runs there */
+    lua_rawgeti(co, LUA_REGISTRYINDEX, F.shape_ref);
+    lua_getiuservalue(co, 1, UV_TOOL);
+    lua_rotate(co, v, 2);            /* stack: entry shape tool res msg code */
+    if (lua_pcall(co, 4, LUA_MULTRET, 0) != LUA_OK) return -1;
+    lua_remove(co, 1);
+    return 0;
+  }
+  lua_settop(co, 0);
+  lua_pushlightuserdata(co, &F.out);
+  return 0;
+}
+
+static const mcp_call_path path = { begin, returned };
+
+/* core.fast_methods{"tools/call", ...}: the methods C may run (server.lua's
+ * sync_methods: every method C implements that no middleware covers). */
+static int l_fast_methods(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  F.on_call = F.on_list = 0;
+  for (lua_Integer i = 1; lua_rawgeti(L, 1, i) != LUA_TNIL; i++) {
+    const char *m = luaL_checkstring(L, -1);
+    if (strcmp(m, "tools/call") == 0) F.on_call = 1;
+    else if (strcmp(m, "tools/list") == 0) F.on_list = 1;
+    else return luaL_error(L, "fast_methods: no C path for %s", m);
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
+static void set_ref(lua_State *L, int idx, int *ref) {
+  lua_pushvalue(L, idx);
+  luaL_unref(L, LUA_REGISTRYINDEX, *ref);
+  *ref = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+/* core.fast_tools(list, ctx_mt, shape, input_open): the registry's tools,
+ * in list order, each {name=, tool=, handler=, schema=, output=, lua_only=,
+ * scopes=, tasks=, entry= (its tools/list entry as JSON text)}. */
+static int l_fast_tools(lua_State *L) {
+  int n;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  luaL_checktype(L, 4, LUA_TFUNCTION);
+  lua_settop(L, 4);
+  set_ref(L, 4, &F.input_open_ref);
+  lua_pop(L, 1);
+  n = (int)luaL_len(L, 1);
+  lua_createtable(L, 0, n);                                      /* 4: name -> entry */
+  for (int i = 1; i <= n; i++) {
+    fast_tool *t;
+    lua_rawgeti(L, 1, i);                                        /* 5 */
+    luaL_checktype(L, 5, LUA_TTABLE);
+    t = lua_newuserdatauv(L, sizeof *t, 3);                      /* 6 */
+    t->lua_only = field_true(L, 5, "lua_only");
+    t->scopes = field_true(L, 5, "scopes");
+    t->output = field_true(L, 5, "output");
+    t->tasks = field_true(L, 5, "tasks");
+    lua_getfield(L, 5, "tool");
+    lua_setiuservalue(L, 6, UV_TOOL);
+    lua_getfield(L, 5, "handler");
+    lua_setiuservalue(L, 6, UV_HANDLER);
+    if (lua_getfield(L, 5, "schema") == LUA_TTABLE) {
+      mcp_schema_push_compiled(L, -1);
+      lua_setiuservalue(L, 6, UV_COMPILED);
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, 5, "name");
+    lua_pushvalue(L, 6);
+    lua_rawset(L, 4);
+    lua_pop(L, 2);
+  }
+  entries_free();
+  F.unlisted = 0;
+  F.entries = calloc((size_t)n + 1, sizeof *F.entries);
+  F.lens = calloc((size_t)n + 1, sizeof *F.lens);
+  if (F.entries == NULL || F.lens == NULL) abort();
+  for (int i = 1; i <= n; i++) {
+    size_t len;
+    const char *s;
+    lua_rawgeti(L, 1, i);
+    lua_getfield(L, -1, "entry");
+    if ((s = lua_tolstring(L, -1, &len)) == NULL) {   /* cannot be encoded: Lua lists them */
+      entries_free();
+      F.unlisted = 1;
+      break;
+    }
+    if ((F.entries[i - 1] = malloc(len)) == NULL) abort();
+    memcpy(F.entries[i - 1], s, len);
+    F.lens[i - 1] = len;
+    F.nentries = i;
+    lua_pop(L, 2);
+  }
+  set_ref(L, 4, &F.tools_ref);
+  set_ref(L, 2, &F.ctx_mt_ref);
+  set_ref(L, 3, &F.shape_ref);
+  return 0;
+}
+
+void mcp_fastpath_open_lib(lua_State *L) {
+  lua_pushcfunction(L, l_fast_methods);
+  lua_setfield(L, -2, "fast_methods");
+  lua_pushcfunction(L, l_fast_tools);
+  lua_setfield(L, -2, "fast_tools");
+  luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
+  F.array_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_newtable(L);
+  F.empty_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  mcp_sched_set_path(&path);
+}
