@@ -365,7 +365,7 @@ local MIDDLEWARE = {}
 local MIDDLEWARE_FIELDS = { name = true, methods = true, order = true, handler = true }
 
 local function check_methods(list, where)
-  if type(list) ~= "table" or next(list) == nil then
+  if type(list) ~= "table" or list[1] == nil then
     return problem(where .. ": methods must be a non-empty list of method names", "methods")
   end
   for i, m in ipairs(list) do
