@@ -157,12 +157,12 @@ end
 
 -- After the step at st[DEPTH] (what raises there escapes no inner next, so
 -- st[DEPTH] is still that step's): back to the middleware that called next.
-local function after(st, ok, ...)
+local function after(st, ok, res, msg, code, err)
   local k = st[DEPTH] - 1
   st[DEPTH] = k
-  if not ok then return raised(st, (...)) end
-  if k == #st[CHAIN] then return as_next(st, ...) end
-  return as_next(st, shape(st, st[CHAIN][k + 1], ...))
+  if not ok then return raised(st, res) end
+  if k == #st[CHAIN] then return as_next(st, res, msg, code, err) end
+  return as_next(st, shape(st, st[CHAIN][k + 1], res, msg, code, err))
 end
 
 -- A next that cannot run: raised at the middleware's line.
@@ -179,22 +179,24 @@ local function advance(st, req)
   st[CALLED] = k
   if core.cancelled() then return cancelled() end
   st[DEPTH] = k + 1
-  return after(st, xpcall(step, on_error, st, req))
+  local ok, res, msg, code, err = xpcall(step, on_error, st, req)
+  return after(st, ok, res, msg, code, err)
 end
 
 local NEXT = { __call = advance, __name = "mcp.next" }
 
-local function finish(st, ...)
+local function finish(st, res, msg, code, err)
   st[DEPTH] = 0
-  return shape(st, st[CHAIN][1], ...)
+  return shape(st, st[CHAIN][1], res, msg, code, err)
 end
 
 -- A request of a method chain covers: the first middleware, unprotected as
 -- a handler is (what it raises, the core answers as for a handler).
 function M.run(chain, method, params, id, session)
-  local ctx = decl.ctx(id)
-  local st = setmetatable({ chain, method, id, session, ctx, 1, 0, params.name or params.uri, false }, NEXT)
-  return finish(st, chain[1].handler({ method = method, params = params }, ctx, st))
+  local st = setmetatable({ chain, method, id, session, decl.ctx(id), 1, 0, params.name or params.uri, false },
+                          NEXT)
+  local res, msg, code, err = chain[1].handler({ method = method, params = params }, st[CTX], st)
+  return finish(st, res, msg, code, err)
 end
 
 return M
