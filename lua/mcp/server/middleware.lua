@@ -123,7 +123,7 @@ local function as_next(st, res, code, msg, data)
   return res
 end
 
-local function no_method(_, _, _, ctx)
+local function no_method()            -- gone since the call started (a reload)
   return nil, -32601, "Method not found"
 end
 
@@ -191,7 +191,10 @@ local function finish(st, res, msg, code, err)
 end
 
 -- A request of a method chain covers: the first middleware, unprotected as
--- a handler is (what it raises, the core answers as for a handler).
+-- a handler is (what it raises, the core answers as for a handler). The
+-- method's setup still runs on the main thread (tools.lua's open_call); the
+-- chain adds its frames (run, the middleware, next and xpcall) under the
+-- handler's, with few live registers at each call.
 function M.run(chain, method, params, id, session)
   local st = setmetatable({ chain, method, id, session, decl.ctx(id), 1, 0, params.name or params.uri, false },
                           NEXT)
