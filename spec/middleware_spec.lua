@@ -66,6 +66,7 @@ local UPPER = [[
 ]]
 
 local REFUSE = [[
+  -- kept: a next kept past its call (declared in the plugin file, above the list)
   mcp.middleware { name = "refuse", methods = { "tools/call" }, handler = function(req, ctx, next)
     local how = req.params.arguments and req.params.arguments.refuse
     if how == "tool" then return nil, "not today" end
@@ -73,6 +74,9 @@ local REFUSE = [[
     if how == "raise_rpc" then error(mcp.rpc_error(-32002, "raised away")) end
     if how == "raise" then error("middleware broke") end
     if how == "twice" then next(req) return next(req) end
+    if how == "bad" then return next({}) end
+    if how == "keep" then kept = next return "kept" end
+    if how == "late" then return kept(req) end
     return next(req)
   end },
 ]]
@@ -108,11 +112,18 @@ describe("middleware", function()
     assert.are.equal(0, ran(c, "echo"))
   end)
 
-  it("next raises when called twice; the handler runs once", function()
-    local c = serve { ["mw.lua"] = mw_plugin("m", REFUSE) }
-    local r = c:call("echo", { refuse = "twice", text = "x" }).result
-    assert.is_true(r.isError)
-    assert.are.equal("next: called twice by middleware refuse", r.content[1].text)
+  it("next raises when called twice, without params, or after its call is over", function()
+    local c = serve { ["mw.lua"] = "local kept\n" .. mw_plugin("m", REFUSE) }
+    local function refused(how)
+      local r = c:call("echo", { refuse = how, text = "x" }).result
+      assert.is_true(r.isError, how)
+      return r.content[1].text
+    end
+    assert.are.equal("next: called twice by middleware refuse", refused("twice"))
+    assert.are.equal(1, ran(c, "echo"))                                -- the first next ran it
+    assert.are.equal("bad argument #1 to 'next' (a req with params expected)", refused("bad"))
+    assert.are.equal("kept", text(c:call("echo", { refuse = "keep" })))
+    assert.are.equal("next: the request is over (call next before the middleware returns)", refused("late"))
     assert.are.equal(1, ran(c, "echo"))
   end)
 
