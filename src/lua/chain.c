@@ -5,20 +5,21 @@
  * upvalues are the call's chain state: no other table, no Lua frame of the
  * chain's own under the handler (every waiting call keeps its stack).
  *
- * The state (next's upvalues): the chain (its middleware, outermost first),
- * the method, the request's id and session, the ctx, the key (params.name
- * or params.uri), the result next last gave (returned as it is, it is not
- * shaped again), next itself (for the middleware after the first), and
+ * The state (next's upvalues, five: a closure of 112 bytes, which malloc
+ * keeps in its fast bins): the chain (its middleware, outermost first, and
+ * .method), the ctx (and .id), the key (params.name or params.uri), the
+ * result next last gave (returned as it is, it is not shaped again), and
  * depth | called << 16: depth is the position of the middleware whose own
  * code runs (the only one that may call next; 0 once the call is over),
  * called the last position that called next (middleware k runs only once
- * k - 1 called next, so k called next when called >= k). */
+ * k - 1 called next, so k called next when called >= k). The session is
+ * the call's (mcp_call.sid, as sched.c gives it to the dispatcher). */
 
 #include <lauxlib.h>
 
 #include "lmcp_int.h"
 
-enum { U_CHAIN = 1, U_METHOD, U_ID, U_SESSION, U_CTX, U_KEY, U_GAVE, U_SELF, U_STATE, NUPVALUES };
+enum { U_CHAIN = 1, U_CTX, U_KEY, U_GAVE, U_STATE, NUPVALUES = U_STATE };
 
 /* What middleware.lua gives chain_setup (registry references). */
 static int ref_ctx = LUA_NOREF;       /* decl.ctx(id) */
@@ -36,9 +37,9 @@ static void set_state(lua_State *L, lua_Integer depth, lua_Integer called) {
   lua_replace(L, UP(U_STATE));
 }
 
-/* stack: ... res msg code err (the method's protocol: a result, or nil,
- * code, message, data) -> what next returns: the result (kept as the one
- * next gave), or nil, message, "rpc", {code =, message =, data =}, or nil. */
+/* stack: ... res code message data (the method's protocol: a result, or
+ * nil, code, message, data) -> what next returns: the result (kept as the
+ * one next gave), or nil, message, "rpc", {code =, message =, data =}, or nil. */
 static int as_next(lua_State *L, int res) {
   if (!lua_isnil(L, res)) {
     lua_pushvalue(L, res);
@@ -65,36 +66,37 @@ static int as_next(lua_State *L, int res) {
   return 4;
 }
 
-/* What middleware k returned (at res: res msg code err), in the method's
- * protocol, in its place (the Lua shape). */
-static void shape(lua_State *L, lua_Integer k, int res) {
+/* stack: ... res msg code err (at res, the top: what middleware k of the
+ * chain at index chain returned; gave: the result next gave) -> ... and
+ * the method's protocol, through the Lua shape. */
+static void shape(lua_State *L, int chain, lua_Integer k, int key, int gave, int res) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, ref_shape);
-  lua_pushvalue(L, UP(U_METHOD));
-  lua_pushvalue(L, UP(U_KEY));
-  lua_pushvalue(L, UP(U_GAVE));
-  lua_rawgeti(L, UP(U_CHAIN), k);
+  lua_getfield(L, chain, "method");
+  lua_pushvalue(L, key);
+  lua_pushvalue(L, gave);
+  lua_rawgeti(L, chain, k);
   for (int i = 0; i < 4; i++) lua_pushvalue(L, res + i);
   lua_call(L, 8, 4);
-  lua_rotate(L, res, 4);
-  lua_settop(L, res + 3);
 }
 
 /* After the step at depth k + 1 (what raises there escapes no inner next,
- * so the state still names that step): back to middleware k. stack: req
- * on_error results... */
+ * so the state still names that step): back to middleware k.
+ * stack: req on_error results... (or the error) */
 static int next_done(lua_State *L, int status, lua_KContext kctx) {
-  lua_Integer k = (lua_Integer)kctx, called = state(L) >> 16;
-  set_state(L, k, called);
+  lua_Integer k = (lua_Integer)kctx;
+  set_state(L, k, k);
   if (status != LUA_OK && status != LUA_YIELD) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, ref_raised);   /* req on_error err raised */
-    lua_pushvalue(L, UP(U_METHOD));
+    lua_getfield(L, UP(U_CHAIN), "method");
     lua_rotate(L, 3, 2);                             /* req on_error raised method err */
     lua_call(L, 2, 4);
     return 4;
   }
   lua_settop(L, 6);                                  /* req on_error res msg code err */
-  if ((lua_Unsigned)k == lua_rawlen(L, UP(U_CHAIN))) return as_next(L, 3);
-  shape(L, k + 1, 3);
+  if ((lua_Unsigned)k != lua_rawlen(L, UP(U_CHAIN))) {
+    shape(L, UP(U_CHAIN), k + 1, UP(U_KEY), UP(U_GAVE), 3);
+    return as_next(L, 7);
+  }
   return as_next(L, 3);
 }
 
@@ -108,7 +110,14 @@ static int misuse(lua_State *L, lua_Integer k, lua_Integer called) {
   return luaL_error(L, "bad argument #1 to 'next' (a req with params expected)");
 }
 
-/* next(req), called by middleware `depth`: the rest of the chain, once.
+/* Push the running C function (next itself). */
+static void push_self(lua_State *L) {
+  lua_Debug ar;
+  lua_getstack(L, 0, &ar);
+  lua_getinfo(L, "f", &ar);
+}
+
+/* next(req), called by middleware k: the rest of the chain, once.
  * stack: req -> req on_error step args... */
 static int l_next(lua_State *L) {
   lua_Integer s = state(L), k = s & 0xffff, called = s >> 16;
@@ -116,15 +125,16 @@ static int l_next(lua_State *L) {
   lua_settop(L, 1);
   if (k == 0 || called >= k || lua_isnil(L, 1)) return misuse(L, k, called);
   lua_rawgeti(L, LUA_REGISTRYINDEX, ref_on_error);
-  if (lua_rawgeti(L, UP(U_CHAIN), k + 1) == LUA_TNIL) {  /* req on_error nil */
+  if (lua_rawgeti(L, UP(U_CHAIN), k + 1) == LUA_TNIL) {  /* req on_error nil: the method */
     lua_pop(L, 1);
     lua_rawgeti(L, LUA_REGISTRYINDEX, ref_methods);
-    lua_pushvalue(L, UP(U_METHOD));
+    lua_getfield(L, UP(U_CHAIN), "method");
     lua_rawget(L, -2);
     lua_remove(L, -2);                                 /* req on_error fn|nil */
     if (lua_getfield(L, 1, "params") == LUA_TNIL) return misuse(L, k, called);
-    lua_pushvalue(L, UP(U_ID));
-    lua_pushvalue(L, UP(U_SESSION));
+    c = current(L);
+    lua_getfield(L, UP(U_CTX), "id");
+    if (c != NULL) lua_pushinteger(L, c->sid); else lua_pushnil(L);
     lua_pushvalue(L, UP(U_CTX));                       /* req on_error fn params id session ctx */
   } else {
     lua_getfield(L, -1, "handler");
@@ -133,18 +143,18 @@ static int l_next(lua_State *L) {
     lua_pop(L, 1);
     lua_pushvalue(L, 1);
     lua_pushvalue(L, UP(U_CTX));
-    lua_pushvalue(L, UP(U_SELF));                      /* req on_error handler req ctx next */
+    push_self(L);                                      /* req on_error handler req ctx next */
+    c = current(L);
   }
-  set_state(L, k, k);
-  c = current(L);
   if (c != NULL && c->signalled) {
-    lua_settop(L, 0);
+    set_state(L, k, k);
     lua_pushnil(L);
     lua_pushfstring(L, "cancelled: %s", c->req.reason ? c->req.reason : "cancelled");
     lua_pushliteral(L, "cancelled");
     return 3;
   }
   if (lua_isnil(L, 3)) {                               /* gone since the call started (a reload) */
+    set_state(L, k, k);
     lua_settop(L, 2);
     lua_pushnil(L);
     lua_pushinteger(L, -32601);
@@ -157,68 +167,55 @@ static int l_next(lua_State *L) {
                    (lua_KContext)k);
 }
 
-/* The middleware has returned: the call is over for next. stack: next
- * res msg code err */
+/* The first middleware has returned: the call is over for next.
+ * stack: next res msg code err */
 static int run_done(lua_State *L, int status, lua_KContext kctx) {
   (void)status;
   (void)kctx;
   lua_settop(L, 5);
   lua_getupvalue(L, 1, U_STATE);
-  lua_Integer called = lua_tointeger(L, -1) >> 16;
-  lua_pop(L, 1);
-  lua_pushinteger(L, called << 16);
+  lua_pushinteger(L, lua_tointeger(L, -1) >> 16 << 16);
   lua_setupvalue(L, 1, U_STATE);
-  lua_getupvalue(L, 1, U_GAVE);                        /* next res msg code err gave */
+  lua_getupvalue(L, 1, U_GAVE);                        /* next res msg code err state gave */
   if (!lua_isnil(L, 2) && lua_isnil(L, 3) && lua_rawequal(L, 2, -1)) {
     lua_settop(L, 2);
     return 1;
   }
-  lua_pop(L, 1);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, ref_shape);
-  lua_getupvalue(L, 1, U_METHOD);
   lua_getupvalue(L, 1, U_KEY);
-  lua_getupvalue(L, 1, U_GAVE);
-  lua_getupvalue(L, 1, U_CHAIN);
-  lua_rawgeti(L, -1, 1);
-  lua_remove(L, -2);
-  for (int i = 2; i <= 5; i++) lua_pushvalue(L, i);
-  lua_call(L, 8, 4);
+  lua_getupvalue(L, 1, U_CHAIN);                       /* ... state gave key chain */
+  shape(L, 9, 1, 8, 7, 2);
   return 4;
 }
 
 /* chain_run(chain, method, params, id, session): the request through its
- * chain. The first middleware runs unprotected, as a handler does (what it
- * raises, the core answers as for a handler). stack at the call:
- * next handler req ctx next */
+ * chain (chain.method is method; session is the call's). The first
+ * middleware runs unprotected, as a handler does (what it raises, the core
+ * answers as for a handler). */
 static int l_chain_run(lua_State *L) {
-  lua_settop(L, 5);
-  lua_pushvalue(L, 1);                                 /* U_CHAIN */
-  lua_pushvalue(L, 2);                                 /* U_METHOD */
-  lua_pushvalue(L, 4);                                 /* U_ID */
-  lua_pushvalue(L, 5);                                 /* U_SESSION */
+  lua_settop(L, 4);
   lua_rawgeti(L, LUA_REGISTRYINDEX, ref_ctx);
   lua_pushvalue(L, 4);
-  lua_call(L, 1, 1);                                   /* U_CTX */
-  if (lua_getfield(L, 3, "name") == LUA_TNIL) {        /* U_KEY */
+  lua_call(L, 1, 1);                                   /* chain method params id ctx */
+  lua_pushvalue(L, 1);                                 /* U_CHAIN */
+  lua_pushvalue(L, 5);                                 /* U_CTX */
+  lua_getfield(L, 3, "name");                          /* U_KEY: params.name or params.uri */
+  if (!lua_toboolean(L, -1)) {
     lua_pop(L, 1);
     lua_getfield(L, 3, "uri");
   }
   lua_pushboolean(L, 0);                               /* U_GAVE */
-  lua_pushboolean(L, 0);                               /* U_SELF, set below */
   lua_pushinteger(L, 1);                               /* U_STATE: depth 1, called 0 */
-  lua_pushcclosure(L, l_next, NUPVALUES - 1);          /* chain method params id session next */
-  lua_pushvalue(L, -1);
-  lua_setupvalue(L, -2, U_SELF);
+  lua_pushcclosure(L, l_next, NUPVALUES);              /* chain method params id ctx next */
   lua_rawgeti(L, 1, 1);
-  lua_getfield(L, -1, "handler");
-  lua_remove(L, -2);
+  lua_getfield(L, 7, "handler");
+  lua_replace(L, 7);                                   /* ... next handler */
   lua_createtable(L, 0, 2);
   lua_pushvalue(L, 2);
-  lua_setfield(L, -2, "method");
+  lua_setfield(L, 8, "method");
   lua_pushvalue(L, 3);
-  lua_setfield(L, -2, "params");
-  lua_getupvalue(L, 6, U_CTX);
-  lua_pushvalue(L, 6);                                 /* chain method params id session next handler req ctx next */
+  lua_setfield(L, 8, "params");
+  lua_pushvalue(L, 5);
+  lua_pushvalue(L, 6);                                 /* chain method params id ctx next handler req ctx next */
   lua_rotate(L, 1, -5);
   lua_settop(L, 5);                                    /* next handler req ctx next */
   lua_callk(L, 3, LUA_MULTRET, 0, run_done);

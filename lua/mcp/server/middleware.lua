@@ -55,6 +55,7 @@ function M.build()
       if covered then list[#list + 1] = mw end
     end
     table.sort(list, before)
+    list.method = method              -- for chain.c
     chains[method] = #list > 0 and list or nil
   end
 end
