@@ -2,9 +2,10 @@
 -- goes through before the method itself. Rewrite, refuse, answer (the
 -- result cache of plugins/cache.lua), filter lists (plugins/visibility.lua
 -- by the token's scopes), a cancel and a timeout during a middleware's wait,
--- order, hot reload, luamcp check, every method, and a pass-through that
--- changes nothing. The middleware is written into a temporary directory per
--- test, served beside fixtures/middleware (tools that say "fixture: ran NAME").
+-- order, hot reload, luamcp check, every method, a handler that waits under
+-- next, and a pass-through that changes nothing. The middleware is written
+-- into a temporary directory per test, served beside fixtures/middleware
+-- (tools that say "fixture: ran NAME").
 local H = require "spec.helper"
 local HH = require "spec.http_helper"
 local uv, cjson = H.uv, H.cjson
@@ -231,7 +232,7 @@ describe("middleware", function()
     local names = {}
     for _, t in ipairs(c:request("tools/list", {}).result.tools) do names[#names + 1] = t.name end
     table.sort(names)
-    assert.are.same({ "echo", "fail", "limited" }, names)
+    assert.are.same({ "echo", "fail", "limited", "nap" }, names)
     assert.are.same({}, c:request("resources/list", {}).result.resources)
     assert.are.same({}, c:request("resources/templates/list", {}).result.resourceTemplates)
     local prompts = c:request("prompts/list", {}).result.prompts
@@ -257,6 +258,27 @@ describe("middleware", function()
     c:expect_stderr("gate: next gave nil cancelled: changed my mind cancelled", nil, { plain = true })
     c:no_response()
     assert.are.equal(0, ran(c, "echo"))
+  end)
+
+  it("a handler that waits under next comes back through every middleware, its result or its error", function()
+    local c = serve { ["mw.lua"] = mw_plugin("m", [[
+      mcp.middleware { name = "outer", order = 1, methods = { "tools/call" }, handler = function(req, ctx, next)
+        local r, msg, code = next(req)
+        io.stderr:write("outer: ", r.isError and "error " or "", r.content[1].text, "\n")
+        return r, msg, code
+      end },
+      mcp.middleware { name = "inner", order = 2, methods = { "tools/call" }, handler = function(req, ctx, next)
+        ctx:sleep(0.01)
+        return next(req)
+      end },
+    ]]) }
+    assert.are.equal("woke", text(c:call("nap", {})))
+    c:expect_stderr("outer: woke", nil, { plain = true })
+    local r = c:call("nap", { how = "raise" }).result
+    assert.is_true(r.isError)
+    assert.are.equal("woke broken", r.content[1].text)
+    c:expect_stderr("outer: error woke broken", nil, { plain = true })
+    assert.are.equal(2, ran(c, "nap"))
   end)
 
   it("the tool's timeout applies from the start of the chain", function()
