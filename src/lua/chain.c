@@ -173,17 +173,13 @@ static int run_done(lua_State *L, int status, lua_KContext kctx) {
   (void)status;
   (void)kctx;
   lua_settop(L, 5);
-  lua_getupvalue(L, 1, U_STATE);
-  lua_pushinteger(L, lua_tointeger(L, -1) >> 16 << 16);
+  lua_pushinteger(L, 0);                               /* depth 0: next raises from now on */
   lua_setupvalue(L, 1, U_STATE);
-  lua_getupvalue(L, 1, U_GAVE);                        /* next res msg code err state gave */
-  if (!lua_isnil(L, 2) && lua_isnil(L, 3) && lua_rawequal(L, 2, -1)) {
-    lua_settop(L, 2);
-    return 1;
-  }
+  lua_getupvalue(L, 1, U_GAVE);                        /* next res msg code err gave */
+  if (lua_isnil(L, 3) && !lua_isnil(L, 2) && lua_rawequal(L, 2, 6)) return 1;
   lua_getupvalue(L, 1, U_KEY);
-  lua_getupvalue(L, 1, U_CHAIN);                       /* ... state gave key chain */
-  shape(L, 9, 1, 8, 7, 2);
+  lua_getupvalue(L, 1, U_CHAIN);                       /* ... gave key chain */
+  shape(L, 8, 1, 7, 6, 2);
   return 4;
 }
 
