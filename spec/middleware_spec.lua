@@ -78,6 +78,7 @@ local REFUSE = [[
     if how == "bad" then return next({}) end
     if how == "keep" then kept = next return "kept" end
     if how == "late" then return kept(req) end
+    if how == "type" then return type(next) end
     return next(req)
   end },
 ]]
@@ -113,8 +114,9 @@ describe("middleware", function()
     assert.are.equal(0, ran(c, "echo"))
   end)
 
-  it("next raises when called twice, without params, or after its call is over", function()
+  it("next is a function; it raises when called twice, without params, or after its call is over", function()
     local c = serve { ["mw.lua"] = "local kept\n" .. mw_plugin("m", REFUSE) }
+    assert.are.equal("function", text(c:call("echo", { refuse = "type" })))
     local function refused(how)
       local r = c:call("echo", { refuse = how, text = "x" }).result
       assert.is_true(r.isError, how)
