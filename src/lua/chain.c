@@ -66,9 +66,9 @@ static int as_next(lua_State *L, int res) {
   return 4;
 }
 
-/* stack: ... res msg code err (at res, the top: what middleware k of the
- * chain at index chain returned; gave: the result next gave) -> ... and
- * the method's protocol, through the Lua shape. */
+/* Push the Lua shape of what middleware k of the chain at index chain
+ * returned (res msg code err, at index res; gave: the result next gave):
+ * its four results, the method's protocol. */
 static void shape(lua_State *L, int chain, lua_Integer k, int key, int gave, int res) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, ref_shape);
   lua_getfield(L, chain, "method");
