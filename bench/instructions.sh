@@ -5,6 +5,8 @@
 # and bench/plugins); the default is build/luamcp. Two runs per binary, of
 # N1 and N2 calls, so that startup cancels out:
 #   per call = (instructions(N2) - instructions(N1)) / (N2 - N1)
+# BENCH_PLUGINS: more plugin directories of the tree, served beside
+# bench/plugins (BENCH_PLUGINS=bench/plugins-mw: one pass-through middleware).
 # Usage: sh bench/instructions.sh [BIN ...]    (BENCH_N1, BENCH_N2: 2000, 20000)
 set -u
 N1=${BENCH_N1:-2000}
@@ -31,7 +33,10 @@ calls "$N2" >"$TMP/n2"
 # instructions BIN INPUT: callgrind's total, after checking every call was answered
 instructions() {
   tree=$(cd "$(dirname "$1")/.." && pwd)
-  valgrind --tool=callgrind --callgrind-out-file="$TMP/cg" "$1" --plugins "$tree/bench/plugins" \
+  extra=
+  for d in ${BENCH_PLUGINS:-}; do extra="$extra --plugins $tree/$d"; done
+  # shellcheck disable=SC2086  # $extra: one word per flag and directory
+  valgrind --tool=callgrind --callgrind-out-file="$TMP/cg" "$1" --plugins "$tree/bench/plugins" $extra \
     --log-level warning <"$2" >"$TMP/out" 2>"$TMP/err"
   want=$(wc -l <"$2")
   got=$(grep -c '"result"' "$TMP/out")

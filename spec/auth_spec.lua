@@ -18,79 +18,21 @@ local V25 = "2025-06-18"
 local TASKS = { extensions = { ["io.modelcontextprotocol/tasks"] = {} } }
 local ASKING = { elicitation = {} }
 
--- One HTTP exchange on a fresh connection. headers: a map. Returns the response.
-local function http(port, method, path, body, headers)
-  local c = HH.connect(port)
-  local h = { { "Host", "127.0.0.1:" .. port } }
-  for k, v in pairs(headers or {}) do h[#h + 1] = { k, v } end
-  if body then h[#h + 1] = { "Content-Length", tostring(#body) } end
-  c:send(HH.request_text { method = method, path = path, headers = h, body = body })
-  local r, why = c:response()
-  if not r then error(method .. " " .. path .. ": no response: " .. tostring(why), 2) end
-  r:wait_done()
-  c:close()
-  return r
+local A = require "spec.auth_helper"
+local http, bearer = A.http, A.bearer
+local function start(as, extra, opts) return A.start(as, extra, opts, FIX) end
+
+-- In a describe: the authorization server for its tests, handed to set
+-- (with the Node environment) once started, stopped after the last.
+local function with_auth_server(set)
+  local env, as
+  setup(function()
+    as, env = A.auth_server()
+    set(as, env)
+  end)
+  teardown(function() A.stop(as, env) end)
+  after_each(HH.cleanup)
 end
-
--- The authorization server (a node process; its admin listener mints tokens).
-local AS = {}
-AS.__index = AS
-
-local function as_start(env)
-  local stdin, stdout = uv.new_pipe(false), uv.new_pipe(false)
-  local out, exited = "", false
-  local proc = assert(uv.spawn(env.node, { args = { env.dir .. "/auth_server.mjs" }, cwd = env.dir,
-                                           stdio = { stdin, stdout, 2 } },
-                               function() exited = true end))
-  stdout:read_start(function(_, d) if d then out = out .. d end end)
-  H.run_until(function() return out:find("\n") or exited end, 30)
-  local ok, info = pcall(cjson.decode, out:match("[^\n]+") or "")
-  if not ok or type(info) ~= "table" then
-    error("the authorization server did not start: " .. out, 2)
-  end
-  info.port = tonumber(info.issuer:match(":(%d+)$"))
-  info.admin_port = tonumber(info.admin:match(":(%d+)$"))
-  info.proc, info.stdin, info.stdout = proc, stdin, stdout
-  info.exited = function() return exited end
-  return setmetatable(info, AS)
-end
-
-function AS:stop()
-  if not self.exited() then self.proc:kill("sigterm") end
-  H.run_until(self.exited, 5)
-  for _, h in ipairs { self.stdin, self.stdout, self.proc } do if not h:is_closing() then h:close() end end
-  uv.run("nowait")
-end
-
-function AS:post(path, t)
-  local r = http(self.admin_port, "POST", path, cjson.encode(t or {}), { ["Content-Type"] = "application/json" })
-  assert.are.equal(200, r.status, r.body)
-  return cjson.decode(r.body)
-end
-
--- A token signed by the authorization server with these claims (nil: left
--- out); kid: one of its keys.
-function AS:mint(claims, opts)
-  opts = opts or {}
-  return self:post("/mint", { claims = claims, kid = opts.kid, expiresIn = opts.expiresIn }).token
-end
-
-function AS:hits(path) return self:post("/hits")[path] or 0 end
-
--- luamcp behind OAuth, on a port known in advance (the audience names it).
-local function start(as, extra, opts)
-  local port = H.free_port()
-  local aud = "http://127.0.0.1:" .. port .. "/mcp"
-  local args = { "--http", "127.0.0.1:" .. port, "--auth-audience", aud, "--log-level", "debug" }
-  if as then args[#args + 1] = "--auth-issuer"; args[#args + 1] = as.issuer end
-  for _, a in ipairs(extra or {}) do args[#args + 1] = a end
-  local srv = HH.start { plugins = FIX, args = args, bin = opts and opts.bin }
-  srv.aud = aud
-  srv.prm = "http://127.0.0.1:" .. port .. "/.well-known/oauth-protected-resource/mcp"
-  return srv
-end
-
-local function bearer(tok) return { Authorization = "Bearer " .. tok } end
 
 -- A 2026-07-28 request with a token. Returns the JSON-RPC response, the HTTP response.
 local rid = 0
@@ -111,22 +53,6 @@ local function challenge(r)
   local p = {}
   for k, v in h:gmatch('([%w_]+)="([^"]*)"') do p[k] = v end
   return p
-end
-
--- In a describe: the authorization server for its tests, handed to set
--- (with the Node environment) once started, stopped after the last.
-local function with_auth_server(set)
-  local env, as
-  setup(function()
-    env = N.prepare("auth")
-    as = as_start(env)
-    set(as, env)
-  end)
-  teardown(function()
-    if as then as:stop() end
-    N.remove(env)
-  end)
-  after_each(HH.cleanup)
 end
 
 describe("OAuth resource server", function()

@@ -1,5 +1,5 @@
 -- Sandboxed plugins (--sandbox, sandbox = {...} in the configuration file;
--- docs/guide/11-untrusted-plugins.md): the hostile corpus. Each test is one
+-- docs/guide/12-untrusted-plugins.md): the hostile corpus. Each test is one
 -- escape attempt by fixtures/sandbox/untrusted/evil.lua (its tools run the
 -- Lua the test sends), shown blocked with its message, the server unharmed
 -- (a ping answers) and the trusted plugin beside it (fixtures/sandbox/trusted)

@@ -57,7 +57,7 @@ static const mcp_flag table[] = {
        "load DIR/*.lua as plugins (default ./plugins); DIR/lib/?.lua is on package.path"),
   LIST("sandbox", "sandbox", S | T, "DIR", &mcp_flags.sandbox,
        "load DIR/*.lua as sandboxed plugins: no io, os or debug, and only what the configuration file's "
-       "sandbox.grants give each (see docs/guide/11-untrusted-plugins.md)"),
+       "sandbox.grants give each (see docs/guide/12-untrusted-plugins.md)"),
   SECONDS("timeout", "timeout", S | T, 0, 60, &mcp_cfg.timeout, "default tool timeout; 0 = none"),
   SECONDS("grace", "grace", S | T, 0, 2, &mcp_cfg.grace,
           "default grace before a cancelled handler is aborted"),

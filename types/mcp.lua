@@ -123,10 +123,31 @@
 ---@field tools? mcp.Tool[]
 ---@field resources? (mcp.Resource|mcp.ResourceTemplate)[]
 ---@field prompts? mcp.Prompt[]
+---@field middleware? mcp.Middleware[] run before the methods they name, in order
 ---@field mount? mcp.MountOptions
 ---@field http_allow? string[] HOST[:PORT] this plugin's handlers may reach
 
 ---@class mcp.Plugin: mcp.PluginDecl
+
+---@alias mcp.Method "tools/list"|"tools/call"|"resources/list"|"resources/templates/list"|"resources/read"|"resources/subscribe"|"resources/unsubscribe"|"prompts/list"|"prompts/get"|"completion/complete"|"tasks/result"
+
+---@class mcp.Request
+---The request a middleware gets: read and rewrite params before the method's own checks.
+---@field method mcp.Method
+---@field params table
+
+---The rest of the chain (the next middleware, last the method): what the client would get, the
+---result table, or nil, message, "rpc", {code=, message=, data=} for a JSON-RPC error; after a
+---cancel nil, "cancelled: <reason>", "cancelled". Runs once; a second call raises.
+---@alias mcp.Next fun(req: mcp.Request): (table|nil), string?, mcp.FailCode?, {code: integer, message: string, data: any}?
+
+---@class mcp.MiddlewareDecl
+---@field name string
+---@field methods? mcp.Method[] the methods it applies to (default: every method plugins serve)
+---@field order? number lower runs first, outermost (default 0; ties in load order)
+---@field handler fun(req: mcp.Request, ctx: mcp.Ctx, next: mcp.Next): any, any, any, any
+
+---@class mcp.Middleware: mcp.MiddlewareDecl
 
 ---@class mcp.ToolDecl: mcp.Policy
 ---@field name string
@@ -579,6 +600,12 @@ function mcp.plugin(decl) end
 ---@param decl mcp.ToolDecl
 ---@return mcp.Tool
 function mcp.tool(decl) end
+
+---Declares a middleware: a step every request of its methods goes through before the method.
+---What it returns means what a handler returns in that method (tools/call: a tool's returns).
+---@param decl mcp.MiddlewareDecl
+---@return mcp.Middleware
+function mcp.middleware(decl) end
 
 ---Declares a resource.
 ---@param decl mcp.ResourceDecl

@@ -132,6 +132,16 @@ function D.rate_ok(r)
   return n ~= nil and n > 0
 end
 
+-- The methods middleware may name (mcp.middleware{methods = ...}): those the
+-- plugins serve, which the C core hands to lua/mcp/server.lua.
+D.MIDDLEWARE_METHODS = {
+  ["tools/list"] = true, ["tools/call"] = true,
+  ["resources/list"] = true, ["resources/templates/list"] = true, ["resources/read"] = true,
+  ["resources/subscribe"] = true, ["resources/unsubscribe"] = true,
+  ["prompts/list"] = true, ["prompts/get"] = true,
+  ["completion/complete"] = true, ["tasks/result"] = true,
+}
+
 -- A tool's Mcp-Param header declarations (init.lua), by tool.
 D.param_headers = setmetatable({}, { __mode = "k" })
 

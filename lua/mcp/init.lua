@@ -359,9 +359,38 @@ function mcp.notify_resource_updated(uri)
   return require("mcp.server").notify_resource_updated(uri)
 end
 
+-- Middleware: a step every request of its methods goes through before the
+-- method itself (lua/mcp/server/middleware.lua runs the chain).
+local MIDDLEWARE = {}
+local MIDDLEWARE_FIELDS = { name = true, methods = true, order = true, handler = true }
+
+local function check_methods(list, where)
+  if type(list) ~= "table" or list[1] == nil then
+    return problem(where .. ": methods must be a non-empty list of method names", "methods")
+  end
+  for i, m in ipairs(list) do
+    if not decl.MIDDLEWARE_METHODS[m] then
+      local msg = ("%s: methods[%d]: %s is not a method middleware applies to"):format(where, i, tostring(m))
+      local hint = type(m) == "string" and decl.suggest(m, decl.MIDDLEWARE_METHODS)
+      problem(msg .. (hint and " (did you mean " .. hint .. "?)" or ""), "methods")
+    end
+  end
+end
+
+function mcp.middleware(t)
+  if type(t) ~= "table" then error("mcp.middleware: expects a table", 2) end
+  if not non_empty(t.name) then problem("mcp.middleware: name must be a non-empty string", t.name ~= nil and "name" or nil) end
+  local where = named("middleware", t.name)
+  decl.fields(t, MIDDLEWARE_FIELDS, where)
+  if type(t.handler) ~= "function" then problem(where .. ": handler must be a function", t.handler ~= nil and "handler" or nil) end
+  if t.order ~= nil and type(t.order) ~= "number" then problem(where .. ": order must be a number", "order") end
+  if t.methods ~= nil then check_methods(t.methods, where) end
+  return setmetatable(t, MIDDLEWARE)
+end
+
 local PLUGIN = {}
 local PLUGIN_FIELDS = { name = true, tools = true, resources = true, prompts = true, defaults = true,
-                        http_allow = true, mount = true }
+                        http_allow = true, mount = true, middleware = true }
 
 local function check_list(p, where, key, ok, what)
   if type(p[key]) ~= "table" then
@@ -390,6 +419,8 @@ function mcp.plugin(p)
   check_list(p, where, "resources", { [RESOURCE] = true, [TEMPLATE] = true },
              "an mcp.resource{...} or mcp.resource_template{...}")
   check_list(p, where, "prompts", { [PROMPT] = true }, "an mcp.prompt{...}")
+  p.middleware = p.middleware or {}
+  check_list(p, where, "middleware", { [MIDDLEWARE] = true }, "an mcp.middleware{...}")
   if p.http_allow ~= nil then
     if type(p.http_allow) ~= "table" then
       problem(where .. ": http_allow must be a list of HOST[:PORT]", "http_allow")

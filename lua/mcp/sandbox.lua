@@ -1,4 +1,4 @@
--- The environment of a sandboxed plugin (issue 23; docs/guide/11-untrusted-plugins.md):
+-- The environment of a sandboxed plugin (issue 23; docs/guide/12-untrusted-plugins.md):
 -- the safe part of the base library, copies of string, table, math, utf8 and
 -- coroutine, a few of os, and an mcp table of its own. What it may reach
 -- outside (HTTP, files, programs, databases, other servers, variables) is

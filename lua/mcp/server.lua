@@ -13,6 +13,7 @@ local config = require "mcp.config"
 local reg = require "mcp.server.registry"
 local tools_family = require "mcp.server.tools"
 local resources_family = require "mcp.server.resources"
+local middleware = require "mcp.server.middleware"
 require "mcp.server.prompts"
 require "mcp.server.completion"
 
@@ -107,6 +108,7 @@ local function register(plugin, path, quiet)
       plugin.name, tool.task or "forbidden")
     set_limits(tool, d)
   end
+  middleware.add(plugin)
   if not quiet then
     log("info", "loaded plugin %s from %s (%d tools, %d resources, %d prompts)", plugin.name, path,
         #plugin.tools, #plugin.resources, #plugin.prompts)
@@ -120,6 +122,7 @@ local function reset_registry()
                        prompts, prompt_list } do
     for k in pairs(t) do t[k] = nil end
   end
+  middleware.reset()
   completers = 0
 end
 
@@ -280,6 +283,7 @@ local function rebuild(list, fresh)
       u.error = u.path .. ": " .. err
     end
   end
+  middleware.build()
   return kept
 end
 
@@ -387,6 +391,13 @@ local function kinds(plugin, into)
   if #plugin.tools > 0 then into.tools = true end
   if #plugin.resources > 0 then into.resources = true end
   if #plugin.prompts > 0 then into.prompts = true end
+  for _, mw in ipairs(plugin.middleware) do       -- a list it filters may change
+    for _, m in ipairs(mw.methods or { "tools/list", "resources/list", "prompts/list" }) do
+      if m == "tools/list" then into.tools = true end
+      if m == "resources/list" or m == "resources/templates/list" then into.resources = true end
+      if m == "prompts/list" then into.prompts = true end
+    end
+  end
 end
 
 -- Hot reload: look at every plugin file again. A new file is loaded, a
@@ -507,8 +518,13 @@ local function unknown(method, params)
   return LISTS[method]
 end
 
+-- A method some middleware covers goes through its chain (server/middleware.lua).
+local chains, run_chain = middleware.chains, middleware.run
+
 function M.dispatch(method, params, id, session)
   if mounts > 0 and unknown(method, params) then M.refresh_mounts() end
+  local chain = chains[method]
+  if chain then return run_chain(chain, method, params, id, session) end
   return methods[method](params, id, session)
 end
 
@@ -532,9 +548,9 @@ for m in pairs(optional) do optional_fn[m] = methods[m] end
 local C_METHODS = { "tools/call", "tools/list" }
 local lua_path_only = os.getenv("LUAMCP_LUA_PATH") == "1"
 
--- May C run method? Not when a middleware covers it (wired at merge).
+-- May C run method? Not when a middleware covers it: its chain is Lua's.
 local function fast_ok(method)
-  return true
+  return not middleware.covers(method)
 end
 
 local function sync_fast()
@@ -579,6 +595,8 @@ M.session_closed = resources_family.session_closed
 function M.list()
   return { tools = tool_list, resources = resource_list, templates = template_list, prompts = prompt_list }
 end
+
+M.middleware = middleware
 
 -- What a handler raised, for the C core (sched.c): code, message, data.
 M.raised = outcome.raised

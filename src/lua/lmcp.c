@@ -305,6 +305,7 @@ int luaopen_mcp_core(lua_State *L) {
   luaL_newlib(L, core_funcs);
   mcp__lmcp_client_open(L);
   mcp__lmcp_misc_open(L);
+  mcp__chain_open(L);
   mcp_op_open(L);
   mcp_sqlite_open_lib(L);
   mcp_proc_open_lib(L);

@@ -15,5 +15,7 @@ void mcp__lmcp_client_open(lua_State *L);
 /* stack: core -> core. JSON, seal, digests, clocks, policies, limits,
  * counters, plugin files. */
 void mcp__lmcp_misc_open(lua_State *L);
+/* stack: core -> core. The middleware chain (chain.c): chain_run, chain_setup. */
+void mcp__chain_open(lua_State *L);
 
 #endif

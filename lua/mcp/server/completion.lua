@@ -77,13 +77,13 @@ local function prepare_complete(params)
   return true, completer_of(owner, arg.name), arg, cargs
 end
 
-methods["completion/complete"] = function(params, id, session)
+methods["completion/complete"] = function(params, id, _, ctx)
   local ok, fn, arg, cargs = prepare_complete(params)
   if not ok then return nil, fn, arg end
   params = nil
   local res
   if type(fn) == "function" then
-    local ctx = decl.ctx(id)
+    ctx = ctx or decl.ctx(id)
     ctx.arguments = cargs
     local msg, code
     res, msg, code = fn(arg.value, ctx)

@@ -82,11 +82,11 @@ local function prepare_prompt(params)
   return p, args
 end
 
-methods["prompts/get"] = function(params, id, session)
+methods["prompts/get"] = function(params, id, _, ctx)
   local p, args, msg = prepare_prompt(params)
   if not p then return nil, args, msg end
   core.set_logger(p.plugin.name)
-  local ctx = decl.ctx(id)
+  ctx = ctx or decl.ctx(id)
   ctx.prompt = p.name
   local ok, code0, emsg = input.open(ctx, "prompts/get", params, p.name, args)
   if not ok then return nil, code0, emsg end

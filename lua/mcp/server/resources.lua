@@ -68,13 +68,13 @@ end
 
 -- read runs unprotected, like a tool handler: a Lua error in it becomes a
 -- -32603 internal error with the message (from the C core).
-methods["resources/read"] = function(params, id, session)
+methods["resources/read"] = function(params, id, _, ctx)
   local uri = params.uri
   if type(uri) ~= "string" then return nil, -32602, "Invalid params: uri must be a string" end
   local r, vars = find_resource(uri)
   if not r then return not_found(uri) end
   core.set_logger(r.plugin.name)
-  local ctx = decl.ctx(id)
+  ctx = ctx or decl.ctx(id)
   ctx.uri = uri
   local ok, code0, emsg = input.open(ctx, "resources/read", params, uri)
   if not ok then return nil, code0, emsg end

@@ -75,13 +75,13 @@ end
 -- (core.on_main): it goes deeper than the handler's waits, and on the
 -- coroutine it would double the stack every waiting call keeps (Lua grows a
 -- stack past its first 40 slots to 80 and keeps it while in use).
-local function open_call(params, id, session)
+local function open_call(params, id, ctx)
   local tool, args, msg = prepare(params)
   if not tool then
     if tool == nil then return nil, args, msg end
     return false, args
   end
-  local ctx = decl.ctx(id)
+  ctx = ctx or decl.ctx(id)             -- a middleware chain's (server/middleware.lua), else its own
   if tool.scopes then                -- the transport answered 403 already; this is for any other way in
     local auth = ctx.auth
     if auth then
@@ -97,8 +97,9 @@ local function open_call(params, id, session)
   return tool, args, ctx
 end
 
-function methods.tools_call(params, id, session)
-  local tool, args, ctx = core.on_main(open_call, params, id, session)
+function methods.tools_call(params, id, _, ctx)
+  local tool, args
+  tool, args, ctx = core.on_main(open_call, params, id, ctx)
   if not tool then
     if tool == nil then return nil, args, ctx end
     return args                      -- an isError result
