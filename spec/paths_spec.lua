@@ -157,4 +157,27 @@ describe("the two paths of a request", function()
       assert.are.same(b, a, r[1] .. " " .. H.cjson.encode(r[2]))
     end
   end)
+
+  -- A middleware's chain is Lua: while one covers tools/call, C leaves the
+  -- method to Lua (server.lua's fast_ok), and takes it back when it goes.
+  it("leaves tools/call to Lua while a middleware covers it, hot reload included", function()
+    local mw = H.tmpdir()
+    local c = H.session { plugins = { dir, mw }, args = { "--watch" } }
+    local function on_lua()
+      return H.text(c:call("stack")):find("mcp/server", 1, true) ~= nil
+    end
+    assert.is_false(on_lua())
+    local f = assert(io.open(mw .. "/pass.lua", "w"))
+    f:write([[
+local mcp = require "mcp"
+return mcp.plugin { name = "pass", middleware = {
+  mcp.middleware { name = "pass", methods = { "tools/call" }, handler = function(req, ctx, next) return next(req) end },
+} }
+]])
+    f:close()
+    assert.is_true(H.until_equal(on_lua, true))
+    os.remove(mw .. "/pass.lua")
+    assert.is_false(H.until_equal(on_lua, false))
+    os.remove(mw)
+  end)
 end)
