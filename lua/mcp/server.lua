@@ -251,6 +251,20 @@ local function sandbox_admit(plugin, trusted)
     if #keep({ r }, index, key) == 1 then res[#res + 1] = r end
   end
   plugin.resources = res
+  local mws = {}
+  for _, mw in ipairs(plugin.middleware) do   -- it sees only its own tools' calls
+    local others = {}
+    for _, m in ipairs(mw.methods or {}) do
+      if m ~= "tools/call" then others[#others + 1] = m end
+    end
+    if #others > 0 then
+      log("warning", "sandbox: plugin %s: middleware %s may cover only its own tools' calls (tools/call), "
+          .. "not %s: its declaration is refused", plugin.name, tostring(mw.name), table.concat(others, ", "))
+    else
+      mws[#mws + 1] = mw
+    end
+  end
+  plugin.middleware = mws
   return true
 end
 
@@ -519,11 +533,12 @@ local function unknown(method, params)
 end
 
 -- A method some middleware covers goes through its chain (server/middleware.lua).
-local chains, run_chain = middleware.chains, middleware.run
+local chains, tool_chains, run_chain = middleware.chains, middleware.tool_chains, middleware.run
 
 function M.dispatch(method, params, id, session)
   if mounts > 0 and unknown(method, params) then M.refresh_mounts() end
   local chain = chains[method]
+  if method == "tools/call" then chain = tool_chains[params.name] or chain end
   if chain then return run_chain(chain, method, params, id, session) end
   return methods[method](params, id, session)
 end

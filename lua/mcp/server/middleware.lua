@@ -19,10 +19,14 @@ local methods, tools = reg.methods, reg.tools
 local all = {}                        -- every middleware loaded, in load order
 local chains = {}                     -- method -> its middleware, outermost first
 M.chains = chains
+-- A sandboxed plugin's middleware sees only its own tools' calls: the
+-- tools/call chain of each such tool, its own middleware in it.
+local tool_chains = {}                -- tool name -> its tools/call chain
+M.tool_chains = tool_chains
 
 -- Does any middleware apply to method? (Methods none covers may run in C.)
 function M.covers(method)
-  return chains[method] ~= nil
+  return chains[method] ~= nil or (method == "tools/call" and next(tool_chains) ~= nil)
 end
 
 function M.reset()
@@ -47,17 +51,36 @@ function M.build()
     if oa ~= ob then return oa < ob end
     return seq[a] < seq[b]
   end
+  local function covered(mw, method)
+    if mw.methods == nil then return true end
+    for _, m in ipairs(mw.methods) do
+      if m == method then return true end
+    end
+    return false
+  end
   for method in pairs(decl.MIDDLEWARE_METHODS) do
     local list = {}
     for _, mw in ipairs(all) do
-      local covered = mw.methods == nil
-      for _, m in ipairs(mw.methods or {}) do covered = covered or m == method end
-      if covered then list[#list + 1] = mw end
+      if not mw.plugin.sandboxed and covered(mw, method) then list[#list + 1] = mw end
     end
     table.sort(list, before)
     list.method = method              -- for chain.c
     chains[method] = #list > 0 and list or nil
   end
+  for k in pairs(tool_chains) do tool_chains[k] = nil end
+  for _, mw in ipairs(all) do
+    if mw.plugin.sandboxed and covered(mw, "tools/call") then
+      for _, tool in ipairs(mw.plugin.tools) do
+        local list = tool_chains[tool.name]
+        if not list then
+          list = { method = "tools/call", table.unpack(chains["tools/call"] or {}) }
+          tool_chains[tool.name] = list
+        end
+        list[#list + 1] = mw
+      end
+    end
+  end
+  for _, list in pairs(tool_chains) do table.sort(list, before) end
 end
 
 local function log(level, fmt, ...)
