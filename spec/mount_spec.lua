@@ -117,6 +117,21 @@ describe("mount", function()
     assert.are.equal(1, c:count_stderr("upstream up: connected", true))
   end)
 
+  it("answers every call that came while its lists were first fetched (thousands of them)", function()
+    -- the fetcher wakes the calls that waited for it only once the registry
+    -- has the tools: its time slice may end while it wakes thousands
+    local c = serve(gateway_dir(upstream_cmd(), 'prefix = "up_", timeout = 0'), { "--log-level", "warning" })
+    local n, parts = 3000, {}
+    for i = 1, n do parts[i] = H.call_raw(tostring(1000 + i), "up_echo", { text = "x" }) end
+    c:send(table.concat(parts))
+    local bad = 0
+    for _ = 1, n do
+      local m = assert(c:take(function(msg) return H.is_response(msg) end, 30))
+      if m.error or m.result.isError then bad = bad + 1 end
+    end
+    assert.are.equal(0, bad)
+  end)
+
   it("keeps only the tools it is told to (a list, or a function)", function()
     local c = serve(gateway_dir(upstream_cmd(), 'prefix = "a_", tools = { "echo", "slow" }'))
     assert.are.same({ "a_echo", "a_slow" }, names(c:request("tools/list", {}).result.tools))
