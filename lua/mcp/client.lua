@@ -187,8 +187,19 @@ function Conn:cancel(rq, reason)
   log("debug", "%s: request %s (%s) cancelled upstream: %s", self.client.name, tostring(rq.id), rq.method, reason)
 end
 
+-- 2026-07-28: what every request says about us, in its _meta; encoded once
+-- per connection when the request has no _meta of its own.
 function Conn:meta(params)
   if not self.rev2026 then return end
+  if params._meta == nil then
+    self.meta_raw = self.meta_raw or core.json_raw(core.encode {
+      ["io.modelcontextprotocol/protocolVersion"] = REV2026,
+      ["io.modelcontextprotocol/clientCapabilities"] = self.client.capabilities,
+      ["io.modelcontextprotocol/clientInfo"] = self.client.info,
+    })
+    params._meta = self.meta_raw
+    return
+  end
   local meta = copy(params._meta)
   meta["io.modelcontextprotocol/protocolVersion"] = REV2026
   meta["io.modelcontextprotocol/clientCapabilities"] = self.client.capabilities

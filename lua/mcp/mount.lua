@@ -135,11 +135,12 @@ local function make_tool(st, t)
       if st.timeout and st.timeout > 0 and (left == nil or left > st.timeout + 0.1) then
         timeout = math.min(timeout or st.timeout, st.timeout)
       end
+      -- progress is asked of the upstream only when our client asked for it
+      local on_progress = core.wants_progress() and function(progress, total, message)
+        ctx:progress(progress, total, message)
+      end or nil
       local function call(a)
-        return client:call(up, a, {
-          ctx = ctx, timeout = timeout, relay_logs = true,
-          on_progress = function(progress, total, message) ctx:progress(progress, total, message) end,
-        })
+        return client:call(up, a, { ctx = ctx, timeout = timeout, relay_logs = true, on_progress = on_progress })
       end
       if wrap then return wrap(name, args, ctx, call) end
       return M.result(call(args))

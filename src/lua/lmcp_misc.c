@@ -222,6 +222,17 @@ static int l_encode(lua_State *L) {
   return 1;
 }
 
+/* json_raw(text): a value that encode() writes as text, untouched (text
+ * must be one JSON value: the server's own encoding, kept to be sent on). */
+static int l_json_raw(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TSTRING);
+  lua_createtable(L, 1, 0);
+  lua_pushvalue(L, 1);
+  lua_rawseti(L, -2, 1);
+  luaL_setmetatable(L, MCP_JSON_RAW_MT);
+  return 1;
+}
+
 /* decode(text): a Lua value, or nil, err. */
 static int l_decode(lua_State *L) {
   size_t n;
@@ -249,6 +260,7 @@ static const luaL_Reg misc_funcs[] = {
   {"plugin_files", l_plugin_files},
   {"encode", l_encode},
   {"decode", l_decode},
+  {"json_raw", l_json_raw},
   {NULL, NULL}
 };
 

@@ -14,6 +14,9 @@
 #include "buf.h"
 
 #define MCP_JSON_ARRAY_MT "mcp.array"
+/* A table with this metatable is encoded as its [1], JSON text spliced in as
+ * is (core.json_raw: text the server encoded itself, sent on untouched). */
+#define MCP_JSON_RAW_MT "mcp.json_raw"
 
 #define MCP_JSON_MAX_DEPTH 256     /* objects and arrays nested in one text or value */
 
