@@ -33,6 +33,7 @@ local MAX_JUNK = 20            -- non-JSON-RPC lines before a connection is give
 local MAX_ROUNDS = 16          -- input-required rounds of one request
 
 local array_mt = core.array_mt
+local RAW_MT = getmetatable(core.json_raw("{}"))
 local function array(t) return setmetatable(t or {}, array_mt) end
 
 local function log(level, fmt, ...) core.log_stderr(level, string.format(fmt, ...)) end
@@ -84,7 +85,7 @@ end
 
 function Conn:on_line(line)
   if self.closed or line:find("^%s*$") then return end
-  local msg = core.decode(line)
+  local msg = core.decode_response(line)       -- a result stays JSON text until asked for
   if type(msg) ~= "table" then
     self.junk = self.junk or line:sub(1, 200)
     self.njunk = (self.njunk or 0) + 1
@@ -117,6 +118,10 @@ function Conn:on_message(msg, hint)
       return
     end
     self.pending[msg.id], self.by_token[msg.id] = nil, nil
+    if getmetatable(msg.result) == RAW_MT and (not rq.raw or msg.result_type == "input_required") then
+      msg.result = core.decode(msg.result[1])
+      msg.result.resultType = msg.result_type
+    end
     rq.response = msg
     wake(rq)
   elseif msg.id ~= nil then
@@ -340,12 +345,13 @@ end
 -- "unreachable", "protocol", "denied", "unsupported", or "rpc" with the
 -- upstream's JSON-RPC error object as a 4th value; "session" inside this
 -- module: the session is gone and the request may be sent again).
--- o: timeout, on_progress, ctx, relay_logs, what.
+-- o: timeout, on_progress, ctx, relay_logs, what, raw (a result over stdio
+-- may stay JSON text: a core.json_raw, passed on as is).
 local function request(self, method, params, o)
   o = o or {}
   local rq = {
     method = method, params = copy(params), inbox = {}, ctx = o.ctx, on_progress = o.on_progress,
-    relay_logs = o.relay_logs, timeout = o.timeout, what = o.what or method,
+    relay_logs = o.relay_logs, timeout = o.timeout, what = o.what or method, raw = o.raw,
   }
   local timer = o.timeout and o.timeout > 0 and core.timer(o.timeout) or nil
   -- The guard: cancelled with the calling request (a cancel, a timeout, an
@@ -549,7 +555,7 @@ end
 local function req_opts(self, o, what)
   o = o or {}
   return { timeout = o.timeout or self.opts.timeout, on_progress = o.on_progress, ctx = o.ctx,
-           relay_logs = o.relay_logs, what = what }
+           relay_logs = o.relay_logs, what = what, raw = o.raw }
 end
 
 function Client:connect()

@@ -139,11 +139,12 @@ local function make_tool(st, t)
       local on_progress = core.wants_progress() and function(progress, total, message)
         ctx:progress(progress, total, message)
       end or nil
-      local function call(a)
-        return client:call(up, a, { ctx = ctx, timeout = timeout, relay_logs = true, on_progress = on_progress })
+      local function call(a, raw)
+        return client:call(up, a, { ctx = ctx, timeout = timeout, relay_logs = true, on_progress = on_progress,
+                                    raw = raw })
       end
       if wrap then return wrap(name, args, ctx, call) end
-      return M.result(call(args))
+      return M.result(call(args, true))          -- its result passed on as the upstream wrote it
     end,
   })
   if not ok then return nil, tool end

@@ -233,6 +233,21 @@ static int l_json_raw(lua_State *L) {
   return 1;
 }
 
+/* decode_response(text): decode(text), but a response with a result object
+ * keeps its result as JSON text (a json_raw, see json.h), to be passed on. */
+static int l_decode_response(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  char err[256];
+  if (mcp_json_decode_response(L, s, n) == 0) return 1;
+  if (mcp_json_decode(L, s, n, err, sizeof err) != 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  return 1;
+}
+
 /* decode(text): a Lua value, or nil, err. */
 static int l_decode(lua_State *L) {
   size_t n;
@@ -261,6 +276,7 @@ static const luaL_Reg misc_funcs[] = {
   {"encode", l_encode},
   {"decode", l_decode},
   {"json_raw", l_json_raw},
+  {"decode_response", l_decode_response},
   {NULL, NULL}
 };
 

@@ -27,6 +27,13 @@ json_t *mcp_json_parse(const char *s, size_t n, char *err, size_t errlen);
  * nothing and returns -1 with the message in err. Raises a Lua error on
  * out of memory: call it protected. */
 int mcp_json_decode(lua_State *L, const char *s, size_t n, char *err, size_t errlen);
+/* A JSON-RPC response with a result object, for passing the result on
+ * untouched: pushes the message with its other members decoded, its result
+ * a core.json_raw table (without resultType, ttlMs and cacheScope) and the
+ * resultType, if any, as result_type; returns 0. Anything else (invalid
+ * JSON included) pushes nothing and returns -1: decode it the usual way.
+ * Raises a Lua error on out of memory. */
+int mcp_json_decode_response(lua_State *L, const char *s, size_t n);
 /* Append the compact JSON text of v. */
 void mcp_json_dump(const json_t *v, mcp_buf *b);
 /* Push v as a Lua value. Raises a Lua error on out of memory: call it protected. */
