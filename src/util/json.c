@@ -193,13 +193,13 @@ static int encode_table(encoder *e, int idx, int depth) {
     snprintf(e->err, e->errlen, "cannot encode: Lua stack exhausted");
     return -1;
   }
-  if (lua_getmetatable(L, idx)) {        /* stack: mt */
+  if (lua_getmetatable(L, idx)) {        /* stack: mt [raw_mt] */
     int raw;
     luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
     is_array = lua_rawequal(L, -1, -2);
-    luaL_getmetatable(L, MCP_JSON_RAW_MT); /* stack: mt array_mt raw_mt */
-    raw = lua_rawequal(L, -1, -3);
-    lua_pop(L, 3);
+    lua_pop(L, 1);
+    raw = !is_array && (luaL_getmetatable(L, MCP_JSON_RAW_MT), lua_rawequal(L, -1, -2));
+    lua_pop(L, is_array ? 1 : 2);
     if (raw) return encode_raw(e, idx);
   }
   if (!is_array && n > 0) {             /* a proper sequence is an array */
