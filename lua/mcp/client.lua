@@ -340,6 +340,9 @@ local function error_text(what, e)
   return ("%s: %s (%s)"):format(what, tostring(e.message), tostring(e.code))
 end
 
+-- A request's guard retires its future when the request is over.
+local GUARD = { __close = function(g) if not g.f:done() then g.f:complete() end end }
+
 -- A request and its response: result, or nil, message, code (README
 -- "Calling other MCP servers": "timeout", "cancelled", "closed",
 -- "unreachable", "protocol", "denied", "unsupported", or "rpc" with the
@@ -356,8 +359,7 @@ local function request(self, method, params, o)
   local timer = o.timeout and o.timeout > 0 and core.timer(o.timeout) or nil
   -- The guard: cancelled with the calling request (a cancel, a timeout, an
   -- abort, its end), it cancels the upstream request.
-  local guard <close> = setmetatable({ f = core.future(function(reason) self:cancel(rq, reason) end) },
-    { __close = function(g) if not g.f:done() then g.f:complete() end end })
+  local guard <close> = setmetatable({ f = core.future(function(reason) self:cancel(rq, reason) end) }, GUARD)
   for _ = 1, MAX_ROUNDS do
     local ok, err = self:send_request(rq)
     if not ok then return nil, rq.what .. ": " .. err, "closed" end
