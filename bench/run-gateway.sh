@@ -15,34 +15,44 @@
 # The front's child inherits the front's CPU (taskset): pinned, the front and
 # its upstream share cpu 1, the driver has cpu 0 -- a gateway does about two
 # servers' work per call on the CPU one server had, so 0.5 is the mark.
-# Runs alternate, direct then mount, BENCH_GATEWAY_ROUNDS times (default 2);
+# Runs alternate, direct, mount, mount25, BENCH_GATEWAY_ROUNDS times (default 2);
 # each figure is the mean of its runs.  See bench/README.md, "Gateway".
 
 [ "$LUAMCP_OK" = 1 ] || { note "no luamcp: the gateway rows are skipped"; return 0; }
 GW_ROUNDS=${BENCH_GATEWAY_ROUNDS:-2}
 GW_DIR=$OUT/gateway
-mkdir -p "$GW_DIR" || return 0
-cat >"$GW_DIR/gateway.lua" <<EOF
+# mount: as a mount is written by default (the client negotiates, and
+# luamcp upstreams speak 2026-07-28: a stateless request each); mount25: the
+# same with protocol = "2025-11-25" (one session on the pipe)
+gw_plugin() { # dir protocol-line
+  mkdir -p "$1" || return 1
+  cat >"$1/gateway.lua" <<EOF
 -- written by bench/run-gateway.sh: the bench plugins, mounted
 local mcp = require "mcp"
 return mcp.plugin {
   name = "gateway",
   mount = {
     command = { "$LUAMCP_BIN", "--plugins", "$ROOT/bench/plugins", "--log-level", "warning" },
-    prefix = "", timeout = 0,
+    prefix = "", timeout = 0, $2
   },
 }
 EOF
+}
+gw_plugin "$GW_DIR" "" && gw_plugin "$GW_DIR-2025" 'protocol = "2025-11-25",' || return 0
 rm -f "$RES"/gw-*
 
 gw_cmd() { # direct|mount -> plugin directory
-  case $1 in direct) printf '%s\n' "$ROOT/bench/plugins" ;; mount) printf '%s\n' "$GW_DIR" ;; esac
+  case $1 in
+    direct) printf '%s\n' "$ROOT/bench/plugins" ;;
+    mount) printf '%s\n' "$GW_DIR" ;;
+    mount25) printf '%s\n' "$GW_DIR-2025" ;;
+  esac
 }
 
 GW_PORT=$((HTTP_PORT + 300))     # clear of run-http.sh's and run-cluster.sh's ports
 r=1
 while [ "$r" -le "$GW_ROUNDS" ]; do
-  for side in direct mount; do
+  for side in direct mount mount25; do
     if [ "$RUN_STDIO" = 1 ]; then
       for sc in echo latency; do
         case $sc in echo) args="--count $ECHO_CALLS --window 64" ;; *) args="" ;; esac
@@ -86,21 +96,23 @@ gw_errors() { # side -> error answers over every run
   echo
   echo "luamcp gateway benchmark  $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "load average before the gateway run: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "mount:  luamcp --plugins $GW_DIR (mounts luamcp --plugins bench/plugins over stdio, prefix \"\")"
-  echo "direct: luamcp --plugins bench/plugins"
+  echo "mount:   luamcp --plugins $GW_DIR (mounts luamcp --plugins bench/plugins over stdio, prefix \"\";"
+  echo "         the upstream is asked at 2026-07-28, as by default); mount25: the same, protocol = \"2025-11-25\""
+  echo "direct:  luamcp --plugins bench/plugins"
   [ "$PIN" = 1 ] && echo "pinning: driver on cpu 0; the server (and a mount's upstream with it) on cpu 1" \
     || echo "pinning: none"
-  echo "runs:   $GW_ROUNDS of each, alternating (direct, mount); figures are means"
+  echo "runs:    $GW_ROUNDS of each, alternating (direct, mount, mount25); figures are means"
   echo
-  printf '%-40s %11s %11s %10s  %s\n' scenario mount direct mount/dir target
+  printf '%-40s %9s %9s %9s %9s %9s  %s\n' scenario mount mount25 direct m/dir m25/dir target
   gw_row() { # label scenario key target condition-on-r
-    m=$(gw_get mount "$2" "$3"); d=$(gw_get direct "$2" "$3")
+    m=$(gw_get mount "$2" "$3"); m25=$(gw_get mount25 "$2" "$3"); d=$(gw_get direct "$2" "$3")
     rr=$(ratio "$m" "$d")
     st=""
     if [ -n "$5" ] && [ "$rr" != - ]; then
       st=$(awk -v r="${rr%x}" "BEGIN { if ($5) print \" [met]\"; else print \" [missed]\" }")
     fi
-    printf '%-40s %11s %11s %10s  %s\n' "$1" "$(fmt "$m")" "$(fmt "$d")" "$rr" "$4$st"
+    printf '%-40s %9s %9s %9s %9s %9s  %s\n' "$1" "$(fmt "$m")" "$(fmt "$m25")" "$(fmt "$d")" "$rr" \
+      "$(ratio "$m25" "$d")" "$4$st"
   }
   if [ "$RUN_STDIO" = 1 ]; then
     gw_row "stdio echo, 64 in flight (calls/s)" echo echo_calls_per_s ">= 0.40x direct" 'r >= 0.4'
@@ -112,7 +124,7 @@ gw_errors() { # side -> error answers over every run
     gw_row "http latency p99 (us)" http-latency http_lat_p99_us "<= 3x direct" 'r <= 3'
   fi
   echo
-  for side in mount direct; do
+  for side in mount mount25 direct; do
     e=$(gw_errors $side)
     [ "$e" = 0 ] || echo "$side: $e error answers (see $RES/gw-$side.*.txt)"
   done
