@@ -278,9 +278,11 @@ static int is_error(const char *line)
            strstr(line, "\"isError\": true") != NULL;
 }
 
+/* A handler's own stop log: the data is exactly "stopped" (a log of the
+ * server's own that mentions a stopped request does not count). */
 static int is_stopped_log(const char *line)
 {
-    return strstr(line, "notifications/message") != NULL && strstr(line, "stopped") != NULL;
+    return strstr(line, "notifications/message") != NULL && strstr(line, "\"data\":\"stopped\"") != NULL;
 }
 
 /* ---------------------------------------------------------- requests */

@@ -29,6 +29,8 @@
 #   BENCH_CLUSTER        1 (default): with BENCH_HTTP, throughput through HAProxy with
 #                        1 and 2 instances (bench/run-cluster.sh, not pinned unless
 #                        BENCH_CLUSTER_PIN=1); 0: skip it
+#   BENCH_GATEWAY        1 (default): the echo through a mount vs direct, stdio and
+#                        HTTP (bench/run-gateway.sh; BENCH_GATEWAY_ROUNDS, default 2)
 #   BENCH_HANDLER_IO     1 (default): ctx:http figures next to curl (bench/httpc.lua;
 #                        BENCH_HTTPC_N, BENCH_HTTPC_PAR, BENCH_HTTPC_ROUNDS, BENCH_CANCELS)
 #   CC                   C compiler (default cc)
@@ -218,12 +220,14 @@ version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1
   echo "ceiling: answers at once and keeps no request, so it has no RSS figure; its cancel and"
   echo "  spin figures are the pipe's floor (a canned \"stopped\" line per cancel, no spinning)."
   echo "accept 10,000: from writing the first of 10,000 sleep calls to reading the answer of a ping sent after them."
-  echo "cancel 10,000: from writing the first of 10,000 cancels to reading the last \"stopped\" log."
+  echo "cancel 10,000: from writing the first of 10,000 cancels to reading the last handler's own"
+  echo "  \"stopped\" log (sent by the handler after it wakes; every one counted, nothing else matches)."
   echo "raw results: $RES"
 } | tee "$OUT/report.txt"
 
 [ "$RUN_HTTP" = 1 ] && . "$ROOT/bench/run-http.sh"
 [ "$RUN_HTTP" = 1 ] && [ "${BENCH_CLUSTER:-1}" = 1 ] && . "$ROOT/bench/run-cluster.sh"
+[ "${BENCH_GATEWAY:-1}" = 1 ] && . "$ROOT/bench/run-gateway.sh"
 
 # ---- handler I/O: ctx:http next to curl, cancel -> origin connection closed --
 if [ "${BENCH_HANDLER_IO:-1}" = 1 ] && [ $LUAMCP_OK = 1 ]; then

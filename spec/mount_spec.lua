@@ -117,6 +117,46 @@ describe("mount", function()
     assert.are.equal(1, c:count_stderr("upstream up: connected", true))
   end)
 
+  it("answers every call that came while its lists were first fetched (thousands of them)", function()
+    -- the fetcher wakes the calls that waited for it only once the registry
+    -- has the tools: its time slice may end while it wakes thousands
+    local c = serve(gateway_dir(upstream_cmd(), 'prefix = "up_", timeout = 0'), { "--log-level", "warning" })
+    local n, parts = 3000, {}
+    for i = 1, n do parts[i] = H.call_raw(tostring(1000 + i), "up_echo", { text = "x" }) end
+    c:send(table.concat(parts))
+    local bad = 0
+    for _ = 1, n do
+      local m = assert(c:take(function(msg) return H.is_response(msg) end, 30))
+      if m.error or m.result.isError then bad = bad + 1 end
+    end
+    assert.are.equal(0, bad)
+  end)
+
+  it("passes the upstream's result on as it wrote it, without what a 2026-07-28 result says about itself", function()
+    local up = tmpdir()
+    write(up .. "/data.lua", [[
+local mcp = require "mcp"
+return mcp.plugin { name = "data", tools = { mcp.tool {
+  name = "data", outputSchema = { type = "object", properties = { n = { type = "integer" } } },
+  handler = function() return { content = { { type = "text", text = "n=1" } }, structuredContent = { n = 1 },
+                                _meta = { ["x/y"] = "z" } } end } } }
+]])
+    local c = serve(gateway_dir({ H.binary(), "--plugins", up }, 'prefix = "up_"'))
+    local _, _, raw = c:request("tools/call", { name = "up_data", arguments = {} })
+    local r = cjson.decode(raw).result
+    assert.are.same({ n = 1 }, r.structuredContent)
+    assert.are.same({ ["x/y"] = "z" }, r._meta)
+    assert.are.equal("n=1", r.content[1].text)
+    assert.is_nil(r.resultType)
+    assert.is_nil(raw:find("ttlMs", 1, true))
+    -- a 2026-07-28 client of ours gets our one resultType
+    local meta = { ["io.modelcontextprotocol/protocolVersion"] = "2026-07-28",
+                   ["io.modelcontextprotocol/clientCapabilities"] = {} }
+    _, _, raw = c:request("tools/call", { name = "up_data", arguments = {}, _meta = meta })
+    assert.are.equal("complete", cjson.decode(raw).result.resultType)
+    assert.are.equal(1, select(2, raw:gsub('"resultType"', "")))
+  end)
+
   it("keeps only the tools it is told to (a list, or a function)", function()
     local c = serve(gateway_dir(upstream_cmd(), 'prefix = "a_", tools = { "echo", "slow" }'))
     assert.are.same({ "a_echo", "a_slow" }, names(c:request("tools/list", {}).result.tools))

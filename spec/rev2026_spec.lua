@@ -304,6 +304,24 @@ describe("2026-07-28 over stdio", function()
     c:no_response(0.3)
   end)
 
+  it("finds a stateless request by its id among thousands in flight (an index, not a walk)", function()
+    local c = H.start{ plugins = { FIX } }
+    local lines = {}
+    for i = 1, 3000 do
+      lines[i] = cjson.encode{ jsonrpc = "2.0", id = i, method = "tools/call",
+                               params = params{ name = "slow", arguments = { seconds = 60 } } } .. "\n"
+    end
+    c:send(table.concat(lines))
+    assert.truthy(c:wait_stderr("fixture: slow started 3000", 20))
+    local dup = c:request("tools/call", params{ name = "echo", arguments = {} }, { id = 1234 })
+    assert.are.equal(-32600, dup.error.code)
+    local other = c:request("tools/call", params{ name = "echo", arguments = { text = "x" } }, { id = 3001 })
+    assert.are.equal("x", other.result.content[1].text)
+    c:send(H.cancel_msg(2345, "just this one"))
+    assert.truthy(c:wait_stderr("fixture: slow cancelled 2345 reason=just this one"))
+    assert.are.equal(1, c:count_stderr("fixture: slow cancelled", true))
+  end)
+
   it("sends log messages only to a request that names a log level", function()
     local c = H.start{ plugins = { FIX } }
     local _, notes = c:request("tools/call", params({ name = "slow", arguments = { seconds = 0.05 } },

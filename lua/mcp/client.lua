@@ -33,6 +33,7 @@ local MAX_JUNK = 20            -- non-JSON-RPC lines before a connection is give
 local MAX_ROUNDS = 16          -- input-required rounds of one request
 
 local array_mt = core.array_mt
+local RAW_MT = getmetatable(core.json_raw("{}"))
 local function array(t) return setmetatable(t or {}, array_mt) end
 
 local function log(level, fmt, ...) core.log_stderr(level, string.format(fmt, ...)) end
@@ -86,7 +87,7 @@ end
 
 function Conn:on_line(line)
   if self.closed or line:find("^%s*$") then return end
-  local msg = core.decode(line)
+  local msg = core.decode_response(line)       -- a result stays JSON text until asked for
   if type(msg) ~= "table" then
     self.junk = self.junk or line:sub(1, 200)
     self.njunk = (self.njunk or 0) + 1
@@ -119,6 +120,10 @@ function Conn:on_message(msg, hint)
       return
     end
     self.pending[msg.id], self.by_token[msg.id] = nil, nil
+    if getmetatable(msg.result) == RAW_MT and (not rq.raw or msg.result_type == "input_required") then
+      msg.result = core.decode(msg.result[1])
+      msg.result.resultType = msg.result_type
+    end
     rq.response = msg
     wake(rq)
   elseif msg.id ~= nil then
@@ -189,8 +194,19 @@ function Conn:cancel(rq, reason)
   log("debug", "%s: request %s (%s) cancelled upstream: %s", self.client.name, tostring(rq.id), rq.method, reason)
 end
 
+-- 2026-07-28: what every request says about us, in its _meta; encoded once
+-- per connection when the request has no _meta of its own.
 function Conn:meta(params)
   if not self.rev2026 then return end
+  if params._meta == nil then
+    self.meta_raw = self.meta_raw or core.json_raw(core.encode {
+      ["io.modelcontextprotocol/protocolVersion"] = REV2026,
+      ["io.modelcontextprotocol/clientCapabilities"] = self.client.capabilities,
+      ["io.modelcontextprotocol/clientInfo"] = self.client.info,
+    })
+    params._meta = self.meta_raw
+    return
+  end
   local meta = copy(params._meta)
   meta["io.modelcontextprotocol/protocolVersion"] = REV2026
   meta["io.modelcontextprotocol/clientCapabilities"] = self.client.capabilities
@@ -326,23 +342,26 @@ local function error_text(what, e)
   return ("%s: %s (%s)"):format(what, tostring(e.message), tostring(e.code))
 end
 
+-- A request's guard retires its future when the request is over.
+local GUARD = { __close = function(g) if not g.f:done() then g.f:complete() end end }
+
 -- A request and its response: result, or nil, message, code (README
 -- "Calling other MCP servers": "timeout", "cancelled", "closed",
 -- "unreachable", "protocol", "denied", "unsupported", or "rpc" with the
 -- upstream's JSON-RPC error object as a 4th value; "session" inside this
 -- module: the session is gone and the request may be sent again).
--- o: timeout, on_progress, ctx, relay_logs, what.
+-- o: timeout, on_progress, ctx, relay_logs, what, raw (a result over stdio
+-- may stay JSON text: a core.json_raw, passed on as is).
 local function request(self, method, params, o)
   o = o or {}
   local rq = {
     method = method, params = copy(params), inbox = {}, ctx = o.ctx, on_progress = o.on_progress,
-    relay_logs = o.relay_logs, timeout = o.timeout, what = o.what or method,
+    relay_logs = o.relay_logs, timeout = o.timeout, what = o.what or method, raw = o.raw,
   }
   local timer = o.timeout and o.timeout > 0 and core.timer(o.timeout) or nil
   -- The guard: cancelled with the calling request (a cancel, a timeout, an
   -- abort, its end), it cancels the upstream request.
-  local guard <close> = setmetatable({ f = core.future(function(reason) self:cancel(rq, reason) end) },
-    { __close = function(g) if not g.f:done() then g.f:complete() end end })
+  local guard <close> = setmetatable({ f = core.future(function(reason) self:cancel(rq, reason) end) }, GUARD)
   for _ = 1, MAX_ROUNDS do
     local ok, err = self:send_request(rq)
     if not ok then return nil, rq.what .. ": " .. err, "closed" end
@@ -542,7 +561,7 @@ end
 local function req_opts(self, o, what)
   o = o or {}
   return { timeout = o.timeout or self.opts.timeout, on_progress = o.on_progress, ctx = o.ctx,
-           relay_logs = o.relay_logs, what = what }
+           relay_logs = o.relay_logs, what = what, raw = o.raw }
 end
 
 function Client:connect()

@@ -135,14 +135,16 @@ local function make_tool(st, t)
       if st.timeout and st.timeout > 0 and (left == nil or left > st.timeout + 0.1) then
         timeout = math.min(timeout or st.timeout, st.timeout)
       end
-      local function call(a)
-        return client:call(up, a, {
-          ctx = ctx, timeout = timeout, relay_logs = true,
-          on_progress = function(progress, total, message) ctx:progress(progress, total, message) end,
-        })
+      -- progress is asked of the upstream only when our client asked for it
+      local on_progress = core.wants_progress() and function(progress, total, message)
+        ctx:progress(progress, total, message)
+      end or nil
+      local function call(a, raw)
+        return client:call(up, a, { ctx = ctx, timeout = timeout, relay_logs = true, on_progress = on_progress,
+                                    raw = raw })
       end
       if wrap then return wrap(name, args, ctx, call) end
-      return M.result(call(args))
+      return M.result(call(args, true))          -- its result passed on as the upstream wrote it
     end,
   })
   if not ok then return nil, tool end
@@ -252,7 +254,8 @@ local function fetch(st, p, taken)
 end
 
 -- Inside a call: fetch what the mount offers if it is stale. Returns true
--- when the plugin's lists changed (the registry is to be rebuilt).
+-- when the plugin's lists changed (the registry is to be rebuilt, then
+-- M.settle called).
 function M.refresh(p, taken)
   local st = states[p]
   if st == nil or st.client.closed then return false end
@@ -265,14 +268,23 @@ function M.refresh(p, taken)
   if not st.stale or core.now() < st.retry_at then return false end
   st.fetching, st.stale = {}, false
   local ok, done, msg = pcall(fetch, st, p, taken)
-  local waiters = st.fetching
-  st.fetching = nil
-  for _, f in ipairs(waiters) do if not f:done() then f:complete() end end
-  if ok and done then return true end
+  if ok and done then return true end          -- the waiters wake once it is registered (M.settle)
+  M.settle(p)
   st.stale = true
   if not (ok and tostring(msg):find("cancelled", 1, true)) then st.retry_at = core.now() + RETRY end
   log("warning", "plugin %s: mount: %s", p.name, tostring(ok and msg or done))
   return false
+end
+
+-- The calls that waited for the fetch go on (after the registry was
+-- rebuilt with it: a waiter woken earlier would find its tool unknown; the
+-- fetcher's slice may end while it wakes thousands).
+function M.settle(p)
+  local st = states[p]
+  local waiters = st and st.fetching
+  if not waiters then return end
+  st.fetching = nil
+  for _, f in ipairs(waiters) do if not f:done() then f:complete() end end
 end
 
 -- The plugin's lists back to its own (its mounted part could not be

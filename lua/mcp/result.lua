@@ -6,6 +6,7 @@ local core = require "mcp.core"
 
 local M = {}
 
+local RAW_MT = getmetatable(core.json_raw("{}"))
 local RPC_ERROR = {
   __name = "mcp.rpc_error",
   __tostring = function(e) return string.format("JSON-RPC error %d: %s", e.code, e.message) end,
@@ -168,6 +169,8 @@ function M.tool(tool, res, msg, code)
     result = { content = setmetatable({ { type = "text", text = tostring(res) } }, core.array_mt) }
   elseif M.is_rpc_error(res) then
     return nil, res.code, res.message, res.data
+  elseif tool.mounted and getmetatable(res) == RAW_MT then
+    return res                       -- the upstream's result, as it wrote it (mount.lua)
   elseif t == "table" then
     result = table_result(res)
   else

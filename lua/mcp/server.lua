@@ -516,13 +516,17 @@ local function taken(plugin)
 end
 
 function M.refresh_mounts()
-  local changed = false
+  local changed = {}
   for _, u in ipairs(units) do
-    if mount.of(u.plugin) and mount.refresh(u.plugin, taken(u.plugin)) then changed = true end
+    if mount.of(u.plugin) and mount.refresh(u.plugin, taken(u.plugin)) then changed[#changed + 1] = u.plugin end
   end
-  if not changed then return end
-  units = rebuild(units, {})
-  M.sync_methods()
+  if #changed == 0 then return end
+  local ok, err = pcall(function()
+    units = rebuild(units, {})
+    M.sync_methods()
+  end)
+  for _, p in ipairs(changed) do mount.settle(p) end
+  if not ok then error(err, 0) end
 end
 
 local function unknown(method, params)

@@ -159,6 +159,14 @@ static int l_progress(lua_State *L) {
   return 0;
 }
 
+/* wants_progress(): the calling request asked for progress (it has a
+ * progressToken), so relaying an upstream's progress is worth asking for. */
+static int l_wants_progress(lua_State *L) {
+  mcp_call *c = current(L);
+  lua_pushboolean(L, c != NULL && c->progress_token != NULL);
+  return 1;
+}
+
 /* A tool's heartbeat (sched.c): its last progress again, 0 when none. */
 static void heartbeat(mcp_call *c) {
   mcp_buf b = MCP_BUF_INIT;
@@ -273,6 +281,7 @@ static int l_notify(lua_State *L) {
 }
 static const luaL_Reg client_funcs[] = {
   {"progress", l_progress},
+  {"wants_progress", l_wants_progress},
   {"log", l_log},
   {"notify", l_notify},
   {"notify_listeners", l_notify_listeners},

@@ -225,6 +225,32 @@ static int l_encode(lua_State *L) {
   return 1;
 }
 
+/* json_raw(text): a value that encode() writes as text, untouched (text
+ * must be one JSON value: the server's own encoding, kept to be sent on). */
+static int l_json_raw(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TSTRING);
+  lua_createtable(L, 1, 0);
+  lua_pushvalue(L, 1);
+  lua_rawseti(L, -2, 1);
+  luaL_setmetatable(L, MCP_JSON_RAW_MT);
+  return 1;
+}
+
+/* decode_response(text): decode(text), but a response with a result object
+ * keeps its result as JSON text (a json_raw, see json.h), to be passed on. */
+static int l_decode_response(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  char err[256];
+  if (mcp_json_decode_response(L, s, n) == 0) return 1;
+  if (mcp_json_decode(L, s, n, err, sizeof err) != 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  return 1;
+}
+
 /* decode(text): a Lua value, or nil, err. */
 static int l_decode(lua_State *L) {
   size_t n;
@@ -252,6 +278,8 @@ static const luaL_Reg misc_funcs[] = {
   {"plugin_files", l_plugin_files},
   {"encode", l_encode},
   {"decode", l_decode},
+  {"json_raw", l_json_raw},
+  {"decode_response", l_decode_response},
   {NULL, NULL}
 };
 

@@ -10,6 +10,8 @@
  *                        on_exit = function(code, signal) }
  *   p:write(text)  p:close_stdin()  p:kill([signal])  p:stop([grace])  p:pid()  p:alive()
  *
+ * Writes are batched: what a loop turn writes goes out in one write before
+ * the loop polls again (a prepare handle), as the server's own stdout does.
  * stdout is read line by line; each line goes to on_line, on the main
  * thread, outside any call (mcp_call_pcall(NULL, ...)); errors are logged.
  * stderr goes to on_stderr the same way, or, without it, to the server's
@@ -56,6 +58,8 @@ struct mcp_proc {
   proc_handle *ud;                     /* the Lua handle; NULL once collected */
   uv_process_t proc;
   uv_pipe_t in;
+  uv_prepare_t flusher;                /* writes pend before the loop polls */
+  mcp_buf pend;                        /* what this turn wrote to stdin */
   uv_shutdown_t shut;
   struct {
     uv_pipe_t pipe;
@@ -86,6 +90,7 @@ static void proc_free(mcp_proc *p) {
   if (p->prev) p->prev->next = p->next; else P.all = p->next;
   if (p->next) p->next->prev = p->prev;
   if (p->ud) p->ud->p = NULL;
+  mcp_buf_free(&p->pend);
   mcp_buf_free(&p->out[0].buf);
   mcp_buf_free(&p->out[1].buf);
   free(p);
@@ -103,6 +108,8 @@ static void close_handle(uv_handle_t *h) {
 static void close_in(mcp_proc *p) {
   if (!p->in_on) return;
   p->in_on = 0;
+  p->pend.len = 0;
+  uv_prepare_stop(&p->flusher);
   close_handle((uv_handle_t *)&p->in);           /* cancels pending writes */
 }
 
@@ -156,6 +163,34 @@ static void emit_line(mcp_proc *p, int i, const char *line, size_t len) {
   run_callback(L, p, name, 1);
 }
 
+/* Writes: each owns a copy of its bytes, freed in its callback. */
+typedef struct {
+  uv_write_t req;
+  char data[];
+} proc_write;
+
+static void on_written(uv_write_t *w, int status) {
+  (void)status;                        /* EPIPE or ECANCELED: the child is going; on_exit tells */
+  free(w);
+}
+
+/* What this turn wrote, in one write. */
+static void flush_input(mcp_proc *p) {
+  proc_write *w;
+  uv_buf_t b;
+  size_t len = p->pend.len;
+  uv_prepare_stop(&p->flusher);
+  if (len == 0 || !p->in_on) return;
+  p->pend.len = 0;
+  w = malloc(sizeof *w + len);
+  if (w == NULL) abort();
+  memcpy(w->data, p->pend.data, len);
+  b = uv_buf_init(w->data, (unsigned)len);
+  if (uv_write(&w->req, (uv_stream_t *)&p->in, &b, 1, on_written) != 0) free(w);
+}
+
+static void on_flush(uv_prepare_t *h) { flush_input(h->data); }
+
 static void on_shutdown(uv_shutdown_t *r, int status) {
   mcp_proc *p = r->data;
   (void)status;
@@ -165,6 +200,7 @@ static void on_shutdown(uv_shutdown_t *r, int status) {
 /* End of input for the child, once what is queued is written. */
 static void end_input(mcp_proc *p) {
   if (!p->in_on || p->in_closing) return;
+  flush_input(p);
   p->in_closing = 1;
   p->shut.data = p;
   if (uv_shutdown(&p->shut, (uv_stream_t *)&p->in, on_shutdown) != 0) close_in(p);
@@ -216,6 +252,7 @@ static void report(mcp_proc *p) {
   lua_rawsetp(L, -2, p);
   lua_pop(L, 1);
   close_handle((uv_handle_t *)&p->timer);
+  close_handle((uv_handle_t *)&p->flusher);
   close_handle((uv_handle_t *)&p->proc);
 }
 
@@ -278,47 +315,26 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   }
 }
 
-/* Writes: each owns a copy of its bytes, freed in its callback. */
-typedef struct {
-  uv_write_t req;
-  char data[];
-} proc_write;
-
-static void on_written(uv_write_t *w, int status) {
-  (void)status;                        /* EPIPE or ECANCELED: the child is going; on_exit tells */
-  free(w);
-}
-
 /* The handle's methods. */
 
 static proc_handle *check_handle(lua_State *L) {
   return luaL_checkudata(L, 1, PROC_MT);
 }
 
-/* p:write(text): queued; false when stdin is closed or the child is gone. */
+/* p:write(text): queued (written before the loop polls again); false when
+ * stdin is closed or the child is gone. */
 static int h_write(lua_State *L) {
   proc_handle *h = check_handle(L);
   size_t len;
   const char *s = luaL_checklstring(L, 2, &len);
   mcp_proc *p = h->p;
-  proc_write *w;
-  uv_buf_t b;
   if (p == NULL || !p->in_on || p->in_closing || p->exited) {
     lua_pushboolean(L, 0);
     return 1;
   }
-  if (len == 0) {
-    lua_pushboolean(L, 1);
-    return 1;
-  }
-  w = malloc(sizeof *w + len);
-  if (w == NULL) abort();
-  memcpy(w->data, s, len);
-  b = uv_buf_init(w->data, (unsigned)len);
-  if (uv_write(&w->req, (uv_stream_t *)&p->in, &b, 1, on_written) != 0) {
-    free(w);
-    lua_pushboolean(L, 0);
-    return 1;
+  if (len > 0) {
+    if (p->pend.len == 0) uv_prepare_start(&p->flusher, on_flush);
+    mcp_buf_add(&p->pend, s, len);
   }
   lua_pushboolean(L, 1);
   return 1;
@@ -483,8 +499,10 @@ static int l_proc(lua_State *L) {
   }
   uv_timer_init(mcp_sched_loop(), &p->timer);
   p->timer.data = p;
+  uv_prepare_init(mcp_sched_loop(), &p->flusher);
+  p->flusher.data = p;
   p->proc.data = p;
-  p->open += 2;                        /* timer and process */
+  p->open += 3;                        /* timer, flusher and process */
   p->next = P.all;
   if (P.all) P.all->prev = p;
   P.all = p;
@@ -495,6 +513,7 @@ static int l_proc(lua_State *L) {
     close_out(p, 0);
     close_out(p, 1);
     close_handle((uv_handle_t *)&p->timer);
+    close_handle((uv_handle_t *)&p->flusher);
     close_handle((uv_handle_t *)&p->proc);
     return mcp_push_fail(L, mcp_code_uv(r), "cannot start %s: %s (%s)", argv[0], uv_strerror(r),
                          uv_err_name(r));

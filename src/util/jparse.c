@@ -21,6 +21,7 @@
 typedef struct jparse {
   const unsigned char *start, *p, *end;
   lua_State *L;          /* Lua mode when set; jansson mode otherwise */
+  int skip;              /* check only: nothing is built (neither mode) */
   int mt;                /* Lua mode: stack index of the array metatable */
   mcp_buf *str;          /* a string with escapes, unescaped (the static scratch) */
   const char *why;       /* what went wrong, at p */
@@ -197,7 +198,7 @@ static int number(jparse *j, json_t **out) {
     }
     v = neg ? (int64_t)(0 - u) : (int64_t)u;       /* two's complement: -2^63 included */
     if (j->L) lua_pushinteger(j->L, (lua_Integer)v);
-    else if ((*out = json_integer((json_int_t)v)) == NULL) abort();
+    else if (!j->skip && (*out = json_integer((json_int_t)v)) == NULL) abort();
     return 0;
   }
   double d = to_double(s, j->p);
@@ -206,7 +207,7 @@ static int number(jparse *j, json_t **out) {
     return fail(j, "real number out of range");
   }
   if (j->L) lua_pushnumber(j->L, d);
-  else if ((*out = json_real(d)) == NULL) abort();
+  else if (!j->skip && (*out = json_real(d)) == NULL) abort();
   return 0;
 }
 
@@ -223,7 +224,7 @@ static int value(jparse *j, int depth, json_t **out);
 static int object(jparse *j, int depth, json_t **out) {
   json_t *o = NULL, *v = NULL;
   if (j->L) lua_createtable(j->L, 0, 4);
-  else if ((o = json_object()) == NULL) abort();
+  else if (!j->skip && (o = json_object()) == NULL) abort();
   j->p++;
   skip_ws(j);
   if (j->p < j->end && *j->p == '}') {
@@ -239,7 +240,7 @@ static int object(jparse *j, int depth, json_t **out) {
     j->p++;
     if (string(j, &k, &kn) != 0) goto fail;
     if (j->L) lua_pushlstring(j->L, k, kn);
-    else {
+    else if (!j->skip) {
       if (memchr(k, '\0', kn) != NULL) {
         j->why = "\\u0000 in an object key";
         goto fail;
@@ -263,7 +264,7 @@ static int object(jparse *j, int depth, json_t **out) {
       goto fail;
     }
     if (j->L) lua_rawset(j->L, -3);
-    else if (json_object_setn_new_nocheck(o, k, kn, v) != 0) abort();
+    else if (!j->skip && json_object_setn_new_nocheck(o, k, kn, v) != 0) abort();
     free(kcopy);
     skip_ws(j);
     if (j->p < j->end && *j->p == ',') {
@@ -289,14 +290,14 @@ static int array(jparse *j, int depth, json_t **out) {
   json_t *a = NULL, *v = NULL;
   lua_Integer n = 0;
   if (j->L) lua_createtable(j->L, 0, 0);
-  else if ((a = json_array()) == NULL) abort();
+  else if (!j->skip && (a = json_array()) == NULL) abort();
   j->p++;
   skip_ws(j);
   if (j->p < j->end && *j->p == ']') goto done;
   for (;;) {
     if (value(j, depth, &v) != 0) goto fail;
     if (j->L) lua_rawseti(j->L, -2, ++n);
-    else if (json_array_append_new(a, v) != 0) abort();
+    else if (!j->skip && json_array_append_new(a, v) != 0) abort();
     skip_ws(j);
     if (j->p < j->end && *j->p == ',') {
       j->p++;
@@ -334,19 +335,19 @@ static int value(jparse *j, int depth, json_t **out) {
       j->p++;
       if (string(j, &s, &n) != 0) return -1;
       if (j->L) lua_pushlstring(j->L, s, n);
-      else if ((*out = json_stringn_nocheck(s, n)) == NULL) abort();
+      else if (!j->skip && (*out = json_stringn_nocheck(s, n)) == NULL) abort();
       return 0;
     case 't':
       if (literal(j, "true", 4) != 0) return -1;
-      if (j->L) lua_pushboolean(j->L, 1); else *out = json_true();
+      if (j->L) lua_pushboolean(j->L, 1); else if (!j->skip) *out = json_true();
       return 0;
     case 'f':
       if (literal(j, "false", 5) != 0) return -1;
-      if (j->L) lua_pushboolean(j->L, 0); else *out = json_false();
+      if (j->L) lua_pushboolean(j->L, 0); else if (!j->skip) *out = json_false();
       return 0;
     case 'n':
       if (literal(j, "null", 4) != 0) return -1;
-      if (j->L) lua_pushlightuserdata(j->L, NULL); else *out = json_null();
+      if (j->L) lua_pushlightuserdata(j->L, NULL); else if (!j->skip) *out = json_null();
       return 0;
     default:
       if (*j->p == '-' || (*j->p >= '0' && *j->p <= '9')) return number(j, out);
@@ -383,14 +384,14 @@ static int run(jparse *j, json_t **out, char *err, size_t errlen) {
 
 json_t *mcp_json_parse(const char *s, size_t n, char *err, size_t errlen) {
   jparse j = { (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + n,
-               NULL, 0, &scratch, NULL };
+               NULL, 0, 0, &scratch, NULL };
   json_t *v = NULL;
   return run(&j, &v, err, errlen) == 0 ? v : NULL;
 }
 
 int mcp_json_decode(lua_State *L, const char *s, size_t n, char *err, size_t errlen) {
   jparse j = { (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + n,
-               L, 0, &scratch, NULL };
+               L, 0, 0, &scratch, NULL };
   int top = lua_gettop(L), rc;
   json_t *unused = NULL;
   luaL_checkstack(L, 8, "JSON decode");
@@ -402,5 +403,116 @@ int mcp_json_decode(lua_State *L, const char *s, size_t n, char *err, size_t err
     return -1;
   }
   lua_remove(L, j.mt);
+  return 0;
+}
+
+/* Responses passed on (mcp_json_decode_response). */
+
+typedef struct {
+  char key[16];                        /* the key unescaped; "" when longer (none of ours) */
+  const char *k, *v;                   /* the key's text (quoted), the value's text */
+  size_t kn, vn;
+} member;
+
+#define MAX_MEMBERS 8
+
+static mcp_buf passed;                 /* the result's text (as scratch: kept, trimmed when big) */
+
+/* The members of the object at j->p, checked, none built: how many, or -1
+ * (not an object, not valid, or more than max members). */
+static int members(jparse *j, member *m, int max) {
+  int n = 0;
+  json_t *none = NULL;
+  skip_ws(j);
+  if (j->p >= j->end || *j->p != '{') return -1;
+  j->p++;
+  skip_ws(j);
+  if (j->p < j->end && *j->p == '}') return j->p++, 0;
+  for (;;) {
+    const char *key;
+    size_t len;
+    if (n == max || j->p >= j->end || *j->p != '"') return -1;
+    m[n].k = (const char *)j->p++;
+    if (string(j, &key, &len) != 0) return -1;
+    m[n].kn = (size_t)((const char *)j->p - m[n].k);
+    if (len >= sizeof m[n].key) len = 0;
+    memcpy(m[n].key, key, len);
+    m[n].key[len] = '\0';
+    skip_ws(j);
+    if (j->p >= j->end || *j->p != ':') return -1;
+    j->p++;
+    skip_ws(j);
+    m[n].v = (const char *)j->p;
+    if (value(j, 1, &none) != 0) return -1;
+    m[n].vn = (size_t)((const char *)j->p - m[n].v);
+    n++;
+    skip_ws(j);
+    if (j->p < j->end && *j->p == ',') {
+      j->p++;
+      skip_ws(j);
+      continue;
+    }
+    if (j->p < j->end && *j->p == '}') return j->p++, n;
+    return -1;
+  }
+}
+
+static int is_key(const member *m, const char *k) { return strcmp(m->key, k) == 0; }
+
+/* The result's members but those a 2026-07-28 result says about itself,
+ * into passed; the resultType's text in *type (NULL when none). */
+static void pass_result(const member *res, int nr, const member **type) {
+  int first = 1;
+  *type = NULL;
+  passed.len = 0;
+  mcp_buf_addc(&passed, '{');
+  for (int i = 0; i < nr; i++) {
+    if (is_key(&res[i], "resultType")) *type = &res[i];
+    if (is_key(&res[i], "resultType") || is_key(&res[i], "ttlMs") || is_key(&res[i], "cacheScope")) continue;
+    if (!first) mcp_buf_addc(&passed, ',');
+    first = 0;
+    mcp_buf_add(&passed, res[i].k, res[i].kn);
+    mcp_buf_addc(&passed, ':');
+    mcp_buf_add(&passed, res[i].v, res[i].vn);
+  }
+  mcp_buf_addc(&passed, '}');
+}
+
+int mcp_json_decode_response(lua_State *L, const char *s, size_t n) {
+  jparse j = { (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + n,
+               NULL, 0, 0, &scratch, NULL };
+  member top[MAX_MEMBERS], res[MAX_MEMBERS];
+  const member *type;
+  int nt, nr, r = -1;
+  char err[8];
+  j.skip = 1;
+  if ((nt = members(&j, top, MAX_MEMBERS)) < 0) return -1;
+  skip_ws(&j);
+  if (j.p != j.end) return -1;
+  for (int i = 0; i < nt; i++) {
+    if (is_key(&top[i], "method") || is_key(&top[i], "error")) return -1;
+    if (is_key(&top[i], "result")) r = i;
+  }
+  if (r < 0) return -1;
+  j.p = (const unsigned char *)top[r].v;
+  j.end = j.p + top[r].vn;
+  if ((nr = members(&j, res, MAX_MEMBERS)) < 0) return -1;
+  pass_result(res, nr, &type);
+  luaL_checkstack(L, 8, "JSON decode");
+  lua_createtable(L, 0, nt + 1);                     /* stack: msg */
+  for (int i = 0; i < nt; i++) {
+    if (i == r) continue;
+    if (mcp_json_decode(L, top[i].k, top[i].kn, err, sizeof err) != 0) continue;   /* checked above */
+    if (mcp_json_decode(L, top[i].v, top[i].vn, err, sizeof err) != 0) lua_pushnil(L);
+    lua_rawset(L, -3);
+  }
+  if (type != NULL && mcp_json_decode(L, type->v, type->vn, err, sizeof err) == 0)
+    lua_setfield(L, -2, "result_type");
+  lua_createtable(L, 1, 0);                          /* stack: msg raw */
+  lua_pushlstring(L, passed.data, passed.len);
+  lua_rawseti(L, -2, 1);
+  luaL_setmetatable(L, MCP_JSON_RAW_MT);
+  lua_setfield(L, -2, "result");
+  if (passed.cap > 65536) mcp_buf_free(&passed);
   return 0;
 }

@@ -23,6 +23,11 @@ void mcp_json_open(lua_State *L) {
     lua_setfield(L, -2, "__name");
   }
   lua_pop(L, 1);
+  if (luaL_newmetatable(L, MCP_JSON_RAW_MT)) {
+    lua_pushliteral(L, "json_raw");
+    lua_setfield(L, -2, "__name");
+  }
+  lua_pop(L, 1);
 }
 
 void mcp_json_push(lua_State *L, const json_t *v) {
@@ -160,6 +165,22 @@ static int encode_key(encoder *e, int kidx) {
   return 0;
 }
 
+/* core.json_raw's table: its text as is. */
+static int encode_raw(encoder *e, int idx) {
+  lua_State *L = e->L;
+  size_t len;
+  const char *s;
+  if (lua_rawgeti(L, idx, 1) != LUA_TSTRING) {
+    lua_pop(L, 1);
+    snprintf(e->err, e->errlen, "cannot encode a json_raw without its text");
+    return -1;
+  }
+  s = lua_tolstring(L, -1, &len);
+  mcp_buf_add(e->b, s, len);
+  lua_pop(L, 1);
+  return 0;
+}
+
 static int encode_table(encoder *e, int idx, int depth) {
   lua_State *L = e->L;
   lua_Integer n = (lua_Integer)lua_rawlen(L, idx), count = 0;
@@ -172,10 +193,14 @@ static int encode_table(encoder *e, int idx, int depth) {
     snprintf(e->err, e->errlen, "cannot encode: Lua stack exhausted");
     return -1;
   }
-  if (lua_getmetatable(L, idx)) {
+  if (lua_getmetatable(L, idx)) {        /* stack: mt [raw_mt] */
+    int raw;
     luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
     is_array = lua_rawequal(L, -1, -2);
-    lua_pop(L, 2);
+    lua_pop(L, 1);
+    raw = !is_array && (luaL_getmetatable(L, MCP_JSON_RAW_MT), lua_rawequal(L, -1, -2));
+    lua_pop(L, is_array ? 1 : 2);
+    if (raw) return encode_raw(e, idx);
   }
   if (!is_array && n > 0) {             /* a proper sequence is an array */
     lua_pushnil(L);

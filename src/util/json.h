@@ -14,6 +14,9 @@
 #include "buf.h"
 
 #define MCP_JSON_ARRAY_MT "mcp.array"
+/* A table with this metatable is encoded as its [1], JSON text spliced in as
+ * is (core.json_raw: text the server encoded itself, sent on untouched). */
+#define MCP_JSON_RAW_MT "mcp.json_raw"
 
 #define MCP_JSON_MAX_DEPTH 256     /* objects and arrays nested in one text or value */
 
@@ -24,6 +27,13 @@ json_t *mcp_json_parse(const char *s, size_t n, char *err, size_t errlen);
  * nothing and returns -1 with the message in err. Raises a Lua error on
  * out of memory: call it protected. */
 int mcp_json_decode(lua_State *L, const char *s, size_t n, char *err, size_t errlen);
+/* A JSON-RPC response with a result object, for passing the result on
+ * untouched: pushes the message with its other members decoded, its result
+ * a core.json_raw table (without resultType, ttlMs and cacheScope) and the
+ * resultType, if any, as result_type; returns 0. Anything else (invalid
+ * JSON included) pushes nothing and returns -1: decode it the usual way.
+ * Raises a Lua error on out of memory. */
+int mcp_json_decode_response(lua_State *L, const char *s, size_t n);
 /* Append the compact JSON text of v. */
 void mcp_json_dump(const json_t *v, mcp_buf *b);
 /* Push v as a Lua value. Raises a Lua error on out of memory: call it protected. */
