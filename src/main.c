@@ -70,6 +70,7 @@ static void closed(void) {
   mcp_task_close();
   mcp_store_close();             /* after the tasks' last writes */
   mcp_sched_close();
+  mcp_otel_close();              /* after the last call's span */
 }
 
 /* Runs once: either when the last call ends, or at once when none is live. */
@@ -169,7 +170,7 @@ static int parse_flags(int argc, char **argv) {
     }
   }
   if (config_path != NULL && (r = mcp_conffile_read(config_path, luaopen_mcp_flags, &conf)) != 0) return r;
-  if ((r = mcp_flags_apply_file(&conf, MCP_FLAG_SERVER, argc, argv, 1)) != 0) return r;
+  if ((r = mcp_flags_apply_file(&conf, MCP_FLAG_SERVER | MCP_FLAG_FILE, argc, argv, 1)) != 0) return r;
   for (int i = 1; i < argc; i += 1 + mcp_flag_takes_value(argv[i])) {
     if ((f = mcp_flag_find(argv[i], &no)) == NULL || !(f->flags & MCP_FLAG_SERVER))
       return fail_usage("unknown option: %s", argv[i]);
@@ -260,6 +261,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   mcp_sched_init(loop, L, luaL_ref(L, LUA_REGISTRYINDEX));
+  if (mcp_otel_init(loop, &mcp_flags.otel) != 0) {
+    lua_close(L);
+    return 2;
+  }
   if (http_opt.auth) {
     char why[300];
     if (mcp_auth_start(loop, &auth_opt, why, sizeof why) != 0) {

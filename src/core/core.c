@@ -13,6 +13,7 @@
 #include "op.h"
 #include "sched_int.h"
 #include "stats.h"
+#include "trace.h"
 
 static struct {
   lua_State *L;
@@ -31,6 +32,11 @@ int mcp_sched_init(uv_loop_t *loop, lua_State *L, int server_ref) {
   mcp_limit_init();
   mcp_ops_init();
   return 0;
+}
+
+void mcp_sched_trace(const mcp_sampler *sampler, void (*sink)(mcp_span *s)) {
+  mcp__trace_start(sampler, sink);
+  mcp__sched_register(&mcp__trace_type);
 }
 
 /* server.capabilities(): the capabilities object; {} if it fails. */

@@ -57,6 +57,7 @@ struct mcp_call {
   int token_ref;             /* userdata naming this call to coroutines it creates */
   mcp_deadline dl;           /* the earliest of due_ns and beat_ns (deadline.c) */
   uint64_t due_ns;           /* hrtime of the timeout, then of the grace end; 0 = none */
+  struct mcp_span *span;     /* its SERVER span (trace.c) while tracing is on, else NULL */
   struct mcp_task *task;     /* a task-augmented tools/call: its task (task.c), until either ends */
   /* A tasks/result request waiting for its task registers its cleanup
    * here; whatever ends the wait early (a cancel, an abort, the end of the
@@ -95,6 +96,11 @@ struct mcp_call {
  * session), the methods table it serves, capabilities() and session_closed(id). */
 int mcp_sched_init(uv_loop_t *loop, lua_State *L, int server_ref);
 int mcp_sched_has_method(const char *method);
+/* Tracing on (src/net/otel.c): calls get SERVER spans (trace.h), sampled
+ * by sampler and given, ended, to sink, which owns them from then on. */
+struct mcp_span;
+struct mcp_sampler;
+void mcp_sched_trace(const struct mcp_sampler *sampler, void (*sink)(struct mcp_span *s));
 void mcp_sched_close(void);
 /* Create a call for a request already checked (method known, id not in
  * flight) and queue its start (on a later loop turn: the owner links it in

@@ -1,0 +1,259 @@
+-- OpenTelemetry traces (docs/operations/tracing.md): SERVER spans exported
+-- over OTLP/HTTP to a collector the spec runs on loopback (spec/origin.lua:
+-- /status/200 takes them, /status/503 refuses them, /silent never answers),
+-- here as http/json; spec/otel_proto_spec.lua decodes http/protobuf with the
+-- official definitions.
+local H = require "spec.helper"
+local HH = require "spec.http_helper"
+local O = require "spec.origin"
+local cjson = H.cjson
+
+local TRACE = "0af7651916cd43dd8448eb211c80319c"
+local PARENT = "b7ad6b7169203331"
+local TP = "00-" .. TRACE .. "-" .. PARENT .. "-01"
+
+local function env_for(url, extra)
+  local env = {
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = url,
+    OTEL_EXPORTER_OTLP_PROTOCOL = "http/json",
+    OTEL_BSP_SCHEDULE_DELAY = "50",
+  }
+  for k, v in pairs(extra or {}) do env[k] = v end
+  return env
+end
+
+-- Every span the collector o received so far (each with .resource).
+local function spans_of(o)
+  local out = {}
+  for _, r in ipairs(o.requests) do
+    if r.method == "POST" and r.body and #r.body > 0 then
+      local body = cjson.decode(r.body)
+      for _, rs in ipairs(body.resourceSpans) do
+        for _, ss in ipairs(rs.scopeSpans) do
+          for _, s in ipairs(ss.spans) do
+            s.resource, s.scope, s.request = rs.resource, ss.scope, r
+            out[#out + 1] = s
+          end
+        end
+      end
+    end
+  end
+  return out
+end
+
+local function attrs(list)
+  local t = {}
+  for _, a in ipairs(list or {}) do
+    local v = a.value
+    t[a.key] = v.stringValue or v.intValue or v.doubleValue
+    if v.boolValue ~= nil then t[a.key] = v.boolValue end
+  end
+  return t
+end
+
+local function wait_span(o, name, timeout)
+  local found
+  H.poll_until(function()
+    for _, s in ipairs(spans_of(o)) do
+      if s.name == name then found = s; return true end
+    end
+  end, timeout or 5)
+  return found
+end
+
+describe("traces", function()
+  local o
+  before_each(function() o = O.start() end)
+  after_each(function()
+    H.cleanup()
+    HH.cleanup()
+    o:stop()
+  end)
+
+  it("are off unless configured", function()
+    local c = H.session{}
+    H.text(c:call("echo", { text = "hi" }))
+    c:close()
+    assert.are.equal(0, #o.requests)
+  end)
+
+  it("give a tools/call a SERVER span under the _meta traceparent, with the semconv attributes", function()
+    local c = H.session{ env = env_for(o.url .. "/status/200", {
+      OTEL_SERVICE_NAME = "spec-svc", OTEL_RESOURCE_ATTRIBUTES = "deployment.environment=test,team=a%20b",
+      OTEL_EXPORTER_OTLP_HEADERS = "x-collector-key=k1%3Dv",
+    }) }
+    local resp = c:request("tools/call", { name = "echo", arguments = { text = "hi" },
+                                           _meta = { traceparent = TP, tracestate = "vendor=x" } })
+    assert.is_table(resp.result)
+    local s = assert(wait_span(o, "tools/call echo"), "no span exported")
+    assert.are.equal(TRACE, s.traceId)
+    assert.are.equal(PARENT, s.parentSpanId)
+    assert.matches("^%x+$", s.spanId)
+    assert.are.equal(16, #s.spanId)
+    assert.are.equal(2, s.kind)
+    assert.are.equal("vendor=x", s.traceState)
+    assert.is_string(s.startTimeUnixNano)
+    assert.is_true(tonumber(s.endTimeUnixNano) >= tonumber(s.startTimeUnixNano))
+    local a = attrs(s.attributes)
+    assert.are.equal("tools/call", a["mcp.method.name"])
+    assert.are.equal("echo", a["gen_ai.tool.name"])
+    assert.are.equal("execute_tool", a["gen_ai.operation.name"])
+    assert.are.equal(string.format("%d", resp.id), a["jsonrpc.request.id"])
+    assert.are.equal("2025-11-25", a["mcp.protocol.version"])
+    assert.are.equal("pipe", a["network.transport"])
+    assert.is_nil(a["error.type"])
+    assert.are.equal(0, s.status.code)
+    local r = attrs(s.resource.attributes)
+    assert.are.equal("spec-svc", r["service.name"])
+    assert.are.equal("test", r["deployment.environment"])
+    assert.are.equal("a b", r["team"])
+    assert.are.equal("luamcp", s.scope.name)
+    assert.are.equal("k1=v", s.request.headers["x-collector-key"])
+    assert.are.equal("application/json", s.request.headers["content-type"])
+    assert.are.equal("/status/200", s.request.path)
+    c:close()
+  end)
+
+  it("start a new trace for a request without a context, or with a malformed one", function()
+    local c = H.session{ env = env_for(o.url .. "/status/200") }
+    c:request("tools/list", {})
+    c:request("tools/call", { name = "echo", arguments = { text = "x" }, _meta = { traceparent = TP:upper() } })
+    local a = assert(wait_span(o, "tools/list"))
+    local b = assert(wait_span(o, "tools/call echo"))
+    assert.is_nil(a.parentSpanId)
+    assert.is_nil(b.parentSpanId)
+    assert.are_not.equal(TRACE, b.traceId)
+    assert.are_not.equal(a.traceId, b.traceId)
+    c:close()
+  end)
+
+  it("say tool_error for an isError result and the code for a JSON-RPC error", function()
+    local c = H.session{ env = env_for(o.url .. "/status/200") }
+    c:call("soft_error", {})
+    local resp = c:request("tools/call", { name = "no_such_tool", arguments = {} })
+    local s = assert(wait_span(o, "tools/call soft_error"))
+    assert.are.equal("tool_error", attrs(s.attributes)["error.type"])
+    assert.are.equal(2, s.status.code)
+    local r = assert(wait_span(o, "tools/call no_such_tool"))
+    assert.are.equal(string.format("%d", resp.error.code), attrs(r.attributes)["error.type"])
+    assert.are.equal(2, r.status.code)
+    c:close()
+  end)
+
+  it("end a cancelled request's span when it stops, with the cancelled event", function()
+    local c = H.session{ plugins = { "spec/fixtures/plugins" }, env = env_for(o.url .. "/status/200") }
+    local id = c.next_id
+    c.next_id = id + 1
+    c:send{ jsonrpc = "2.0", id = id, method = "tools/call",
+            params = { name = "sleep", arguments = { seconds = 30 }, _meta = { traceparent = TP } } }
+    assert.truthy(c:wait_stderr("sleep started"))
+    c:send(H.cancel_msg(id, "user pressed stop"))
+    local s = assert(wait_span(o, "tools/call sleep"))
+    assert.are.equal("cancelled", attrs(s.attributes)["error.type"])
+    assert.are.equal(2, s.status.code)
+    local ev
+    for _, e in ipairs(s.events) do if e.name == "cancelled" then ev = e end end
+    assert.is_table(ev, "no cancelled event")
+    local ea = attrs(ev.attributes)
+    assert.are.equal("user pressed stop", ea.reason)
+    assert.are.equal("client", ea["cancelled.by"])
+    assert.is_true(tonumber(ev.timeUnixNano) <= tonumber(s.endTimeUnixNano))
+    c:close()
+  end)
+
+  it("follow the sampler: always_off exports nothing; parentbased follows an unsampled parent", function()
+    local c = H.session{ env = env_for(o.url .. "/status/200", { OTEL_TRACES_SAMPLER = "always_off" }) }
+    c:request("tools/list", {})
+    c:close()
+    local d = H.session{ env = env_for(o.url .. "/status/200") }
+    d:request("tools/list", { _meta = { traceparent = TP:sub(1, -3) .. "00" } })
+    d:call("echo", { text = "x" })
+    assert.truthy(wait_span(o, "tools/call echo"))
+    d:close()
+    for _, s in ipairs(spans_of(o)) do assert.are_not.equal("tools/list", s.name) end
+  end)
+
+  it("are configured by otel = {...} in --config, over the variables", function()
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/luamcp.lua", "w"))
+    f:write(([[return { otel = { traces_endpoint = %q, protocol = "http/json", schedule_delay = 50,
+      service_name = "from-file", headers = { ["x-key"] = "v1" } } }]]):format(o.url .. "/status/200"))
+    f:close()
+    local c = H.session{ args = { "--config", dir .. "/luamcp.lua" },
+                         env = { OTEL_SERVICE_NAME = "from-env", OTEL_EXPORTER_OTLP_PROTOCOL = "http/protobuf" } }
+    c:request("tools/list", {})
+    local s = assert(wait_span(o, "tools/list"))
+    assert.are.equal("from-file", attrs(s.resource.attributes)["service.name"])
+    assert.are.equal("v1", s.request.headers["x-key"])
+    c:close()
+    os.execute("rm -rf '" .. dir .. "'")
+  end)
+
+  it("refuse a bad value at startup", function()
+    local c = H.start{ env = env_for(o.url, { OTEL_TRACES_SAMPLER = "sometimes" }) }
+    assert.are.equal(2, c:wait_exit(5))
+    assert.truthy(c:expect_stderr("otel: the sampler must be"))
+  end)
+
+  it("over HTTP read the traceparent header, say tcp and a digest of the session id", function()
+    local srv = HH.start{ env = env_for(o.url .. "/status/200") }
+    local s = HH.initialize(srv, "2025-11-25")
+    local resp = s:rpc("tools/list", {}, { headers = { traceparent = TP } })
+    assert.is_table(resp.result)
+    local span = assert(wait_span(o, "tools/list"))
+    assert.are.equal(TRACE, span.traceId)
+    assert.are.equal(PARENT, span.parentSpanId)
+    local a = attrs(span.attributes)
+    assert.are.equal("tcp", a["network.transport"])
+    assert.are.equal("http", a["network.protocol.name"])
+    assert.matches("^%x+$", a["mcp.session.id"])
+    assert.are.equal(16, #a["mcp.session.id"])
+    assert.is_nil(s.id:find(a["mcp.session.id"], 1, true))
+    assert.are_not.equal(s.id, a["mcp.session.id"])
+  end)
+
+  describe("when the collector fails", function()
+    local function metrics(port)
+      local p = io.popen("curl -s http://127.0.0.1:" .. port .. "/metrics")
+      local text = p:read("a")
+      p:close()
+      return text
+    end
+    local function counter(text, outcome)
+      return tonumber(text:match('luamcp_otel_spans_total{outcome="' .. outcome .. '"} (%d+)'))
+    end
+
+    for _, case in ipairs{
+      { "is down", function() return "http://127.0.0.1:" .. H.free_port() .. "/v1/traces" end, "failed" },
+      { "returns 503", function() return o.url .. "/status/503" end, "failed" },
+      { "never answers", function() return o.url .. "/silent" end, "dropped" },
+    } do
+      it(case[1] .. ": luamcp serves on, the queue stays bounded and the loss is counted", function()
+        local port = H.free_port()
+        local c = H.session{ args = { "--metrics", "127.0.0.1:" .. port },
+                             env = env_for(case[2](), { OTEL_BSP_MAX_QUEUE_SIZE = "20",
+                                                        OTEL_EXPORTER_OTLP_TIMEOUT = "30000" }) }
+        local t0 = H.now()
+        for i = 1, 200 do
+          c:send{ jsonrpc = "2.0", id = i, method = "tools/call", params = { name = "echo", arguments = { text = "x" } } }
+        end
+        for i = 1, 200 do
+          local resp = c:take(function(m) return m.id == i end)
+          assert.is_table(resp and resp.result, "no answer to " .. i)
+        end
+        assert.is_true(H.now() - t0 < 5, "served 200 calls in " .. (H.now() - t0) .. " s")
+        local text
+        assert.truthy(H.poll_until(function()
+          text = metrics(port)
+          return (counter(text, case[3]) or 0) > 0
+        end, 5), text)
+        assert.is_true(tonumber(text:match("luamcp_otel_queue_spans (%d+)")) <= 20)
+        assert.is_true(counter(text, "dropped") + counter(text, "failed") + counter(text, "exported") +
+                       tonumber(text:match("luamcp_otel_queue_spans (%d+)")) <= 200)
+        local ping = c:request("ping", {})
+        assert.is_table(ping.result)
+        c:close()
+      end)
+    end
+  end)
+end)
