@@ -6,57 +6,17 @@
 local H = require "spec.helper"
 local HH = require "spec.http_helper"
 local O = require "spec.origin"
-local cjson = H.cjson
 
-local TRACE = "0af7651916cd43dd8448eb211c80319c"
-local PARENT = "b7ad6b7169203331"
-local TP = "00-" .. TRACE .. "-" .. PARENT .. "-01"
-
-local function env_for(url, extra)
-  local env = {
-    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = url,
-    OTEL_EXPORTER_OTLP_PROTOCOL = "http/json",
-    OTEL_BSP_SCHEDULE_DELAY = "50",
-  }
-  for k, v in pairs(extra or {}) do env[k] = v end
-  return env
-end
-
--- Every span the collector o received so far (each with .resource).
-local function spans_of(o)
-  local out = {}
-  for _, r in ipairs(o.requests) do
-    if r.method == "POST" and r.body and #r.body > 0 then
-      local body = cjson.decode(r.body)
-      for _, rs in ipairs(body.resourceSpans) do
-        for _, ss in ipairs(rs.scopeSpans) do
-          for _, s in ipairs(ss.spans) do
-            s.resource, s.scope, s.request = rs.resource, ss.scope, r
-            out[#out + 1] = s
-          end
-        end
-      end
-    end
-  end
-  return out
-end
-
-local function attrs(list)
-  local t = {}
-  for _, a in ipairs(list or {}) do
-    local v = a.value
-    t[a.key] = v.stringValue or v.intValue or v.doubleValue
-    if v.boolValue ~= nil then t[a.key] = v.boolValue end
-  end
-  return t
-end
+local OH = require "spec.otel_helper"
+local TRACE, PARENT, TP = OH.TRACE, OH.PARENT, OH.TP
+local env_for, attrs = OH.env, OH.attrs
+local spans_of = OH.json_spans
 
 local function wait_span(o, name, timeout)
   local found
   H.poll_until(function()
-    for _, s in ipairs(spans_of(o)) do
-      if s.name == name then found = s; return true end
-    end
+    found = OH.find(spans_of(o), name)
+    return found ~= nil
   end, timeout or 5)
   return found
 end
@@ -210,6 +170,24 @@ describe("traces", function()
     assert.are.equal(16, #a["mcp.session.id"])
     assert.is_nil(s.id:find(a["mcp.session.id"], 1, true))
     assert.are_not.equal(s.id, a["mcp.session.id"])
+  end)
+
+  it("keep memory bounded while the collector never answers", function()
+    local c = H.session{ env = env_for(o.url .. "/silent", { OTEL_BSP_MAX_QUEUE_SIZE = "100" }) }
+    local function burst(from, n)
+      for i = from, from + n - 1 do
+        c:send{ jsonrpc = "2.0", id = i, method = "tools/call", params = { name = "echo", arguments = { text = "x" } } }
+      end
+      for i = from, from + n - 1 do assert.truthy(c:take(function(m) return m.id == i end)) end
+    end
+    burst(1, 2000)
+    local before = H.rss_kb(c.pid)
+    for k = 1, 4 do burst(k * 2000 + 1, 2000) end
+    local after = H.rss_kb(c.pid)
+    assert.is_true(after - before < 2048, ("RSS grew %d KB over 8000 calls"):format(after - before))
+    local t0 = H.now()
+    assert.are.equal(0, c:close(10))          -- the last export gives up after two seconds
+    assert.is_true(H.now() - t0 < 4, "shutdown took " .. (H.now() - t0) .. " s")
   end)
 
   describe("when the collector fails", function()
