@@ -190,6 +190,121 @@ describe("traces", function()
     assert.is_true(H.now() - t0 < 4, "shutdown took " .. (H.now() - t0) .. " s")
   end)
 
+  describe("of what a handler waits on", function()
+    local PLUGINS = { "spec/fixtures/otel" }
+    local function by_id(spans)
+      local t = {}
+      for _, s in ipairs(spans) do t[s.spanId] = s end
+      return t
+    end
+
+    it("give ctx:http a CLIENT span, named by the traceparent the origin saw", function()
+      local c = H.session{ plugins = PLUGINS, env = env_for(o.url .. "/status/200") }
+      local resp = c:request("tools/call", { name = "fetch", arguments = { url = o.url .. "/echo?secret=1" },
+                                             _meta = { traceparent = TP } })
+      local seen = H.cjson.decode(H.cjson.decode(H.text(resp)).body)
+      local server = assert(wait_span(o, "tools/call fetch"))
+      local client = assert(wait_span(o, "GET"))
+      assert.are.equal(TRACE, client.traceId)
+      assert.are.equal(server.spanId, client.parentSpanId)
+      assert.are.equal(3, client.kind)
+      assert.are.equal("00-" .. TRACE .. "-" .. client.spanId .. "-01", seen.headers.traceparent)
+      local a = attrs(client.attributes)
+      assert.are.equal("GET", a["http.request.method"])
+      assert.are.equal(o.url .. "/echo", a["url.full"])
+      assert.are.equal("127.0.0.1", a["server.address"])
+      assert.are.equal(tostring(o.port), a["server.port"])
+      assert.are.equal("200", a["http.response.status_code"])
+      c:close()
+    end)
+
+    it("nest SQL, process and HTTP spans under a plugin's ctx:span", function()
+      local c = H.session{ plugins = PLUGINS, env = env_for(o.url .. "/status/200") }
+      c:call("work", { url = o.url .. "/hello" })
+      local server = assert(wait_span(o, "tools/call work"))
+      local work = assert(wait_span(o, "work"))
+      local sql = assert(wait_span(o, "SELECT"))
+      local proc = assert(wait_span(o, "true"))
+      local get = assert(wait_span(o, "GET"))
+      assert.are.equal(server.spanId, work.parentSpanId)
+      assert.are.equal(1, work.kind)
+      assert.are.equal("1", attrs(work.attributes)["app.step"])
+      assert.are.equal(true, attrs(work.attributes)["app.fast"])
+      for _, s in ipairs{ sql, proc, get } do
+        assert.are.equal(work.spanId, s.parentSpanId, s.name)
+        assert.are.equal(3, s.kind)
+      end
+      assert.are.equal("sqlite", attrs(sql.attributes)["db.system.name"])
+      assert.are.equal("SELECT", attrs(sql.attributes)["db.operation.name"])
+      assert.is_nil(attrs(sql.attributes)["db.query.text"])
+      assert.are.equal("0", attrs(proc.attributes)["process.exit.code"])
+      c:close()
+    end)
+
+    it("say the statement's text only when asked", function()
+      local c = H.session{ plugins = PLUGINS, env = env_for(o.url .. "/status/200", { LUAMCP_OTEL_DB_STATEMENT = "true" }) }
+      c:call("work", { url = o.url .. "/hello" })
+      local sql = assert(wait_span(o, "SELECT"))
+      assert.are.equal("SELECT 1 AS one", attrs(sql.attributes)["db.query.text"])
+      c:close()
+    end)
+
+    it("end a ctx:span whose function raised in error", function()
+      local c = H.session{ plugins = PLUGINS, env = env_for(o.url .. "/status/200") }
+      c:call("raises", {})
+      local s = assert(wait_span(o, "doomed"))
+      assert.are.equal(2, s.status.code)
+      assert.are.equal("error", attrs(s.attributes)["error.type"])
+      assert.matches("it broke", s.status.message)
+      c:close()
+    end)
+
+    it("carry the context to an upstream MCP server in _meta, naming the CLIENT span", function()
+      local conn = { command = { H.binary(), "--plugins", H.fixtures .. "/upstream" }, name = "up" }
+      local c = H.session{ plugins = { "spec/fixtures/client_tools" }, env = env_for(o.url .. "/status/200") }
+      c:request("tools/call", { name = "call", arguments = { conn = conn, tool = "echo", args = { text = "hi" } },
+                                _meta = { traceparent = TP } })
+      local gw, spans
+      assert.truthy(H.poll_until(function()
+        spans = spans_of(o)
+        gw = OH.find(spans, "tools/call call")
+        local n = 0
+        for _, s in ipairs(spans) do if s.name == "tools/call echo" then n = n + 1 end end
+        return gw and n == 2
+      end, 5))
+      local client, upstream
+      for _, s in ipairs(spans) do
+        if s.name == "tools/call echo" and s.kind == 3 then client = s end
+        if s.name == "tools/call echo" and s.kind == 2 then upstream = s end
+      end
+      assert.are.equal(TRACE, gw.traceId)
+      assert.are.equal(gw.spanId, client.parentSpanId)
+      assert.are.equal("echo", attrs(client.attributes)["gen_ai.tool.name"])
+      assert.are.equal("pipe", attrs(client.attributes)["network.transport"])
+      assert.are.equal(TRACE, upstream.traceId)
+      assert.are.equal(client.spanId, upstream.parentSpanId)
+      c:close()
+    end)
+
+    it("end the waits a cancel interrupted with it", function()
+      local c = H.session{ plugins = PLUGINS, env = env_for(o.url .. "/status/200") }
+      local id = c.next_id
+      c.next_id = id + 1
+      c:send{ jsonrpc = "2.0", id = id, method = "tools/call",
+              params = { name = "fetch", arguments = { url = o.url .. "/silent" } } }
+      assert.truthy(H.poll_until(function() return #o:conns_of("/silent") > 0 end, 5))
+      c:send(H.cancel_msg(id, "changed my mind"))
+      local server = assert(wait_span(o, "tools/call fetch"))
+      local get = assert(wait_span(o, "GET"))
+      assert.are.equal(server.spanId, get.parentSpanId)
+      assert.are.equal("cancelled", attrs(get.attributes)["error.type"])
+      assert.are.equal("cancelled", get.events[1].name)
+      assert.are.equal("changed my mind", attrs(get.events[1].attributes).reason)
+      assert.is_true(tonumber(get.endTimeUnixNano) <= tonumber(server.endTimeUnixNano))
+      c:close()
+    end)
+  end)
+
   describe("when the collector fails", function()
     local function metrics(port)
       local p = io.popen("curl -s http://127.0.0.1:" .. port .. "/metrics")

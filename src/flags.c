@@ -119,6 +119,7 @@ static const mcp_flag table[] = {
   OTEL("schedule-delay", "schedule_delay", schedule_delay, "milliseconds between exports"),
   OTEL("max-queue-size", "max_queue_size", max_queue_size, "spans kept waiting for export"),
   OTEL("export-timeout", "export_timeout", export_timeout, "milliseconds an export may take"),
+  OTEL("db-statement", "db_statement", db_statement, "SQL spans carry the statement's text"),
   BOOL("json", NULL, T, &mcp_flags.json, "list, call: print the raw JSON"),
   STRING("dir", NULL, T, "DIR", 1, &mcp_flags.dir, "new: where the plugin goes (default plugins/)"),
   STRING("spec-dir", NULL, T, "DIR", 1, &mcp_flags.spec_dir, "new: where its spec goes (default spec/)"),

@@ -368,6 +368,7 @@ end
 -- headers and resource_attributes may be a table {name = value}.
 local function otel_value(cfg, sub, x)
   if math.type(x) ~= nil then return number_text(x) end
+  if type(x) == "boolean" then return tostring(x) end
   if type(x) == "string" or secret.is(x) then return secret.reveal(x) end
   if type(x) == "table" and (sub == "otel.headers" or sub == "otel.resource_attributes") then
     local names, parts = {}, {}
@@ -385,7 +386,7 @@ local function otel_value(cfg, sub, x)
     end
     return table.concat(parts, ",")
   end
-  fail(cfg, sub, "%s must be a string or a number (got %s)", sub, kind_of(x))
+  fail(cfg, sub, "%s must be a string, a number or a boolean (got %s)", sub, kind_of(x))
 end
 
 local function check_otel(cfg, v)
@@ -397,7 +398,8 @@ local function check_otel(cfg, v)
     local sub = "otel." .. k
     if FLAGS["otel_" .. k] ~= "string" then
       fail(cfg, sub, "%s: unknown key (endpoint, traces_endpoint, protocol, headers, service_name, "
-        .. "resource_attributes, sampler, sampler_arg, schedule_delay, max_queue_size, export_timeout)", sub)
+        .. "resource_attributes, sampler, sampler_arg, schedule_delay, max_queue_size, export_timeout, "
+        .. "db_statement)", sub)
     end
     add_flag(cfg, "otel_" .. k, otel_value(cfg, sub, v[k]), sub)
   end

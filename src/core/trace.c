@@ -11,6 +11,7 @@
 #include "trace.h"
 
 int mcp_trace_on;
+int mcp_trace_db_statement;
 
 static struct {
   mcp_sampler sampler;
@@ -100,8 +101,28 @@ void mcp_trace_call_error(mcp_call *c, int code) {
 mcp_span *mcp_trace_child(mcp_call *c, mcp_span_kind kind, const char *name) {
   mcp_span_ctx parent;
   if (c == NULL || c->span == NULL) return NULL;
-  mcp_span_context(c->span, &parent);
+  mcp_span_context(c->span->inner ? c->span->inner : c->span, &parent);
   return mcp_span_start(kind, name, &parent, NULL);
+}
+
+mcp_span *mcp_trace_enter(mcp_call *c, mcp_span_kind kind, const char *name) {
+  mcp_span *s = mcp_trace_child(c, kind, name);
+  if (s == NULL) return NULL;
+  s->up = c->span->inner;
+  c->span->inner = s;
+  return s;
+}
+
+/* s leaves c's chain of open spans, wherever it is in it (coroutines of
+ * mcp.all may close theirs out of order). */
+void mcp_trace_leave(mcp_call *c, mcp_span *s) {
+  if (c != NULL && c->span != NULL) {
+    mcp_span **p = &c->span->inner;
+    while (*p && *p != s) p = &(*p)->up;
+    if (*p) *p = s->up;
+  }
+  s->up = NULL;
+  mcp_trace_span_end(s);
 }
 
 void mcp_trace_span_end(mcp_span *s) {

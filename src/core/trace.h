@@ -11,6 +11,7 @@
 typedef struct mcp_call mcp_call;
 
 extern int mcp_trace_on;
+extern int mcp_trace_db_statement;     /* SQL spans carry the statement's text (otel.db_statement) */
 
 /* Tracing is turned on by mcp_sched_trace (core.c), which calls this and
  * registers the row. */
@@ -31,9 +32,15 @@ typedef struct {
 void mcp_trace_server(mcp_call *c, const mcp_trace_origin *o);
 /* c answers with an error: a JSON-RPC code, or 0 for a tool's isError result. */
 void mcp_trace_call_error(mcp_call *c, int code);
-/* A span of kind under c's span (a CLIENT span of a wait, a plugin's own):
- * NULL when c has none. The caller ends it with mcp_trace_span_end. */
+/* A span of kind under c's current span (its innermost open ctx:span, else
+ * its SERVER span): NULL when c has none. The caller ends it with
+ * mcp_trace_span_end. */
 mcp_span *mcp_trace_child(mcp_call *c, mcp_span_kind kind, const char *name);
+/* A span of kind (INTERNAL for ctx:span, CLIENT for an upstream MCP
+ * request) that becomes c's current span until mcp_trace_leave (c NULL:
+ * the call is gone; s is only ended). */
+mcp_span *mcp_trace_enter(mcp_call *c, mcp_span_kind kind, const char *name);
+void mcp_trace_leave(mcp_call *c, mcp_span *s);
 /* End s and give it to the sink (an unsampled one is freed). */
 void mcp_trace_span_end(mcp_span *s);
 

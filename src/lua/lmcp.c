@@ -25,6 +25,7 @@
 #include "sqlite.h"
 #include "task.h"
 #include "lmcp_int.h"
+#include "spans.h"
 
 
 static int l_cancelled(lua_State *L) {
@@ -303,6 +304,7 @@ int luaopen_mcp_core(lua_State *L) {
   luaL_newlib(L, core_funcs);
   mcp__lmcp_client_open(L);
   mcp__lmcp_misc_open(L);
+  mcp_spans_open(L);
   mcp_op_open(L);
   mcp_sqlite_open_lib(L);
   mcp_proc_open_lib(L);

@@ -153,7 +153,7 @@ static int configure(const mcp_otel_opts *o, mcp_sampler *sampler) {
   const char *headers = opt(o->headers, "OTEL_EXPORTER_OTLP_HEADERS");
   const char *attrs = opt(o->resource_attributes, "OTEL_RESOURCE_ATTRIBUTES");
   const char *service = opt(o->service_name, "OTEL_SERVICE_NAME");
-  const char *sname = opt(o->sampler, "OTEL_TRACES_SAMPLER");
+  const char *sname = opt(o->sampler, "OTEL_TRACES_SAMPLER"), *v;
   long queue;
   if (proto == NULL) proto = opt(NULL, "OTEL_EXPORTER_OTLP_PROTOCOL");
   if (proto && strcmp(proto, "http/json") == 0) O.json = 1;
@@ -172,6 +172,13 @@ static int configure(const mcp_otel_opts *o, mcp_sampler *sampler) {
       parse_ms(opt(o->export_timeout, "OTEL_EXPORTER_OTLP_TIMEOUT"), 10000, 1, "export_timeout", &O.timeout_ms))
     return -1;
   O.max_queue = (int)(queue > 1000000 ? 1000000 : queue);
+  if ((v = opt(o->db_statement, "LUAMCP_OTEL_DB_STATEMENT")) != NULL) {
+    if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0 && strcmp(v, "1") != 0 && strcmp(v, "0") != 0) {
+      mcp_error("otel: db_statement must be true or false");
+      return -1;
+    }
+    mcp_trace_db_statement = strcmp(v, "true") == 0 || strcmp(v, "1") == 0;
+  }
   if (headers && each_pair(headers, "headers", add_header) != 0) return -1;
   O.headers = curl_slist_append(O.headers, O.json ? "Content-Type: application/json"
                                                   : "Content-Type: application/x-protobuf");

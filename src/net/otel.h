@@ -15,6 +15,7 @@
 typedef struct {
   const char *endpoint, *traces_endpoint, *protocol, *headers, *service_name, *resource_attributes;
   const char *sampler, *sampler_arg, *schedule_delay, *max_queue_size, *export_timeout;
+  const char *db_statement;
 } mcp_otel_opts;
 
 /* Start exporting when an endpoint is configured (else nothing: tracing

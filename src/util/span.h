@@ -58,6 +58,9 @@ typedef struct mcp_span {
   int nevents, capevents;
   unsigned dropped_events;
   struct mcp_span *next;       /* the exporter's queue */
+  /* trace.c's, while a call runs: a SERVER span's innermost open plugin
+   * span (ctx:span), and each of those the span it opened in. */
+  struct mcp_span *inner, *up;
 } mcp_span;
 
 /* Unix time in nanoseconds (CLOCK_REALTIME). */
