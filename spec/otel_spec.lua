@@ -12,6 +12,13 @@ local TRACE, PARENT, TP = OH.TRACE, OH.PARENT, OH.TP
 local env_for, attrs = OH.env, OH.attrs
 local spans_of = OH.json_spans
 
+local function metrics(port)
+  local p = io.popen("curl -s http://127.0.0.1:" .. port .. "/metrics")
+  local text = p:read("a")
+  p:close()
+  return text
+end
+
 local function wait_span(o, name, timeout)
   local found
   H.poll_until(function()
@@ -190,6 +197,44 @@ describe("traces", function()
     assert.is_true(H.now() - t0 < 4, "shutdown took " .. (H.now() - t0) .. " s")
   end)
 
+  it("have the semantic conventions' duration histograms in /metrics, traced or not", function()
+    local port = H.free_port()
+    local conn = { command = { H.binary(), "--plugins", H.fixtures .. "/upstream" }, name = "up" }
+    local c = H.session{ plugins = { "spec/fixtures/plugins", "spec/fixtures/client_tools" },
+                         args = { "--metrics", "127.0.0.1:" .. port } }
+    c:call("echo", { text = "x" })
+    c:call("soft_error", {})
+    c:request("tools/call", { name = "no_such_tool", arguments = {} })
+    c:call("call", { conn = conn, tool = "echo", args = { text = "hi" } })
+    c:call("call", { conn = conn, tool = "fail", args = {} })
+    local id = c.next_id
+    c.next_id = id + 1
+    c:send{ jsonrpc = "2.0", id = id, method = "tools/call", params = { name = "sleep", arguments = { seconds = 30 } } }
+    assert.truthy(c:wait_stderr("sleep started"))
+    c:send(H.cancel_msg(id, "stop"))
+    assert.truthy(c:wait_stderr("sleep stopped"))
+    local text
+    assert.truthy(H.poll_until(function()
+      text = metrics(port)
+      return text:find('error_type="cancelled"', 1, true) ~= nil
+    end, 5), text)
+    local function count(name, labels)
+      return tonumber(text:match(H.esc(name .. "_count{" .. labels .. "}") .. " (%d+)"))
+    end
+    local S = "mcp_server_operation_duration_seconds"
+    assert.are.equal(1, count(S, 'mcp_method_name="tools/call",gen_ai_tool_name="echo",error_type=""'))
+    assert.are.equal(1, count(S, 'mcp_method_name="tools/call",gen_ai_tool_name="soft_error",error_type="tool_error"'))
+    assert.are.equal(1, count(S, 'mcp_method_name="tools/call",gen_ai_tool_name="",error_type="-32602"'))
+    assert.are.equal(1, count(S, 'mcp_method_name="tools/call",gen_ai_tool_name="sleep",error_type="cancelled"'))
+    assert.truthy(text:find(S .. '_bucket{mcp_method_name="tools/call",gen_ai_tool_name="echo",error_type="",le="0.01"}', 1, true))
+    assert.truthy(text:find(S .. '_bucket{mcp_method_name="tools/call",gen_ai_tool_name="echo",error_type="",le="300"}', 1, true))
+    local C = "mcp_client_operation_duration_seconds"
+    assert.are.equal(1, count(C, 'mcp_method_name="tools/call",gen_ai_tool_name="echo",error_type=""'))
+    assert.are.equal(1, count(C, 'mcp_method_name="tools/call",gen_ai_tool_name="fail",error_type="-32099"'))
+    assert.are.equal(1, count(C, 'mcp_method_name="server/discover",gen_ai_tool_name="",error_type=""'), text)
+    c:close()
+  end)
+
   describe("of what a handler waits on", function()
     local PLUGINS = { "spec/fixtures/otel" }
     local function by_id(spans)
@@ -306,12 +351,6 @@ describe("traces", function()
   end)
 
   describe("when the collector fails", function()
-    local function metrics(port)
-      local p = io.popen("curl -s http://127.0.0.1:" .. port .. "/metrics")
-      local text = p:read("a")
-      p:close()
-      return text
-    end
     local function counter(text, outcome)
       return tonumber(text:match('luamcp_otel_spans_total{outcome="' .. outcome .. '"} (%d+)'))
     end

@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "probe.h"
 #include "sched.h"
+#include "semconv.h"
 #include "stats.h"
 #include "rev2026.h"
 #include "stdio_transport.h"
@@ -333,6 +334,7 @@ int main(int argc, char **argv) {
   lua_close(L);
   mcp_policy_clear();
   mcp_stats_close();
+  mcp_semconv_close();
   mcp_metrics_close();
   mcp_scratch_free();
   uv_walk(loop, count_open, &open);

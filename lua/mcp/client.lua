@@ -388,13 +388,19 @@ end
 -- The same, in its span, counted by outcome for /metrics.
 function Conn:request(method, params, o)
   local span = span_of(self, method, params)   -- not <close>: a raise leaves it to its __gc
+  local t0 = core.mono()
   local res, msg, kind, obj = request(self, method, params, o)
   local outcome = res ~= nil and "ok" or (kind == "timeout" or kind == "cancelled") and kind or "error"
   core.count("luamcp_upstream_requests_total", outcome)
-  if span and res == nil then
-    span:fail(kind == "rpc" and type(obj) == "table" and math.type(obj.code) and tostring(obj.code)
-              or kind or "error", msg)
+  local etype
+  if res == nil then
+    etype = kind == "rpc" and type(obj) == "table" and math.type(obj.code) and tostring(obj.code) or kind or "error"
+  elseif method == "tools/call" and res.isError == true then
+    etype = "tool_error"
   end
+  core.client_duration(method, method == "tools/call" and type(params) == "table" and type(params.name) == "string"
+                       and params.name or nil, etype, core.mono() - t0)
+  if span and etype then span:fail(etype, msg) end
   if span then span:finish() end
   return res, msg, kind, obj
 end

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "op.h"
 #include "sched_int.h"
+#include "semconv.h"
 #include "stats.h"
 #include "trace.h"
 
@@ -31,6 +32,7 @@ int mcp_sched_init(uv_loop_t *loop, lua_State *L, int server_ref) {
   mcp_stats_init();
   mcp_limit_init();
   mcp_ops_init();
+  mcp_semconv_init();
   return 0;
 }
 

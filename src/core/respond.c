@@ -44,6 +44,7 @@ static void respond_send(mcp_call *c, mcp_buf *b) {
 static void rpc_error_out(mcp_buf *b, mcp_call *c, int code, const char *msg, lua_State *L, int idx) {
   char err[256];
   c->rpc_error = 1;
+  c->rpc_code = code;
   if (c->span) mcp_trace_call_error(c, code);
   mcp_rpc_error(b, c->req.key, code, "%s", msg);
   if (idx != 0 && !lua_isnil(L, idx)) {
@@ -116,10 +117,14 @@ void mcp__respond_result(mcp_call *c, int nres) {
       if (nres == 0) strcpy(err, "handler returned nothing");
       mcp_warn("request %.64s: cannot encode the result: %s", c->req.key, err);
       mcp_rpc_error(b, c->req.key, MCP_RPC_INTERNAL, "result cannot be encoded: %s", err);
+      c->rpc_code = MCP_RPC_INTERNAL;
       if (c->span) mcp_trace_call_error(c, MCP_RPC_INTERNAL);
     } else {
       mcp_rpc_close(b);
-      if (c->span && c->tool && tool_is_error(co, base)) mcp_trace_call_error(c, 0);
+      if (c->tool && tool_is_error(co, base)) {
+        c->tool_error = 1;
+        if (c->span) mcp_trace_call_error(c, 0);
+      }
     }
   }
   respond_send(c, b);
@@ -127,6 +132,7 @@ void mcp__respond_result(mcp_call *c, int nres) {
 
 /* A tool's isError result saying msg, into b. */
 static void tool_error_result(mcp_buf *b, mcp_call *c, const char *msg) {
+  c->tool_error = 1;
   if (c->span) mcp_trace_call_error(c, 0);
   mcp_rpc_result_open(b, c->req.key);
   mcp_buf_adds(b, "{\"content\":[{\"type\":\"text\",\"text\":");
@@ -151,6 +157,7 @@ void mcp__respond_error(mcp_call *c, const char *refusal) {
     tool_error_result(b, c, msg);
   } else {
     mcp_rpc_error(b, c->req.key, MCP_RPC_INTERNAL, "Internal error: %s", msg);
+    c->rpc_code = MCP_RPC_INTERNAL;
     if (c->span) mcp_trace_call_error(c, MCP_RPC_INTERNAL);
   }
   lua_settop(R.L, top);
@@ -165,6 +172,7 @@ void mcp__respond_timeout(mcp_call *c) {
     tool_error_result(b, c, msg);
   } else {
     mcp_rpc_error(b, c->req.key, MCP_RPC_TIMEOUT, "Request timed out after %g seconds", c->timeout);
+    c->rpc_code = MCP_RPC_TIMEOUT;
     if (c->span) mcp_trace_call_error(c, MCP_RPC_TIMEOUT);
   }
   respond_send(c, b);

@@ -90,6 +90,8 @@ struct mcp_call {
   unsigned refused : 1;      /* its tool's limits refused it (busy, rate) */
   unsigned lstate : 2;       /* limit.c's: where it stands with its limit */
   unsigned why : 4;          /* stats.c's MCP_WHY_*: what stopped it (first cancel, timeout or close) */
+  unsigned tool_error : 1;   /* its response was a tool's isError result (respond.c) */
+  int rpc_code;              /* its response's JSON-RPC error code, 0 for none (respond.c) */
 };
 
 /* server_ref: the mcp.server module, with dispatch(method, params, id,

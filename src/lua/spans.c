@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "op.h"
 #include "sched.h"
+#include "semconv.h"
 #include "spans.h"
 #include "trace.h"
 
@@ -229,6 +230,20 @@ static int l_span_fail(lua_State *L) {
   return 0;
 }
 
+/* mono(): seconds of a monotonic clock (real time, not the test clock's). */
+static int l_mono(lua_State *L) {
+  lua_pushnumber(L, (double)uv_hrtime() / 1e9);
+  return 1;
+}
+
+/* client_duration(method, tool|nil, error_type|nil, seconds): an upstream
+ * request for mcp_client_operation_duration_seconds. */
+static int l_client_duration(lua_State *L) {
+  mcp_semconv_client(luaL_checkstring(L, 1), luaL_optstring(L, 2, NULL), luaL_optstring(L, 3, NULL),
+                     luaL_checknumber(L, 4));
+  return 0;
+}
+
 static const luaL_Reg span_meta[] = {
   {"__close", l_span_close},
   {"__gc", l_span_gc},
@@ -252,4 +267,8 @@ void mcp_spans_open(lua_State *L) {
   lua_setfield(L, -2, "span_begin");
   lua_pushcfunction(L, l_traceparent);
   lua_setfield(L, -2, "traceparent");
+  lua_pushcfunction(L, l_mono);
+  lua_setfield(L, -2, "mono");
+  lua_pushcfunction(L, l_client_duration);
+  lua_setfield(L, -2, "client_duration");
 }

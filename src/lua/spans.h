@@ -24,7 +24,7 @@ void mcp_span_sql_end(mcp_op *op, int rc);
 /* A child process's CLIENT span (named by the program), its exit. */
 void mcp_span_process(mcp_op *op, const char *name, int pid);
 void mcp_span_process_end(mcp_op *op, long long code, int signal);
-/* stack: core -> core. span_begin and traceparent. */
+/* stack: core -> core. span_begin, traceparent, mono and client_duration. */
 void mcp_spans_open(lua_State *L);
 
 #endif
