@@ -71,14 +71,18 @@ void mcp_trace_server(mcp_call *c, const mcp_trace_origin *o) {
   s = c->span = mcp_span_start(MCP_SPAN_SERVER, name, remote ? &parent : NULL, &T.sampler);
   s->remote_parent = remote;
   if (!s->sampled) return;
-  mcp_attr_str(&s->attrs, "mcp.method.name", c->method);
+  /* attributes that outlive the span are borrowed (interned names, literals) */
+  mcp_attr_static(&s->attrs, "mcp.method.name", c->method);
   request_id(s, c);
-  if (key) mcp_attr_str(&s->attrs, key, target);
-  if (c->tool) mcp_attr_str(&s->attrs, "gen_ai.operation.name", "execute_tool");
-  if (o->protocol_version) mcp_attr_str(&s->attrs, "mcp.protocol.version", o->protocol_version);
+  if (key && c->tool && !c->tool_owned && strcmp(key, "gen_ai.tool.name") == 0)
+    mcp_attr_static(&s->attrs, key, c->tool);
+  else if (key)
+    mcp_attr_str(&s->attrs, key, target);
+  if (c->tool) mcp_attr_static(&s->attrs, "gen_ai.operation.name", "execute_tool");
+  if (o->protocol_version) mcp_attr_static(&s->attrs, "mcp.protocol.version", o->protocol_version);
   if (o->session_digest) mcp_attr_str(&s->attrs, "mcp.session.id", o->session_digest);
-  if (o->transport) mcp_attr_str(&s->attrs, "network.transport", o->transport);
-  if (o->transport && strcmp(o->transport, "tcp") == 0) mcp_attr_str(&s->attrs, "network.protocol.name", "http");
+  if (o->transport) mcp_attr_static(&s->attrs, "network.transport", o->transport);
+  if (o->transport && strcmp(o->transport, "tcp") == 0) mcp_attr_static(&s->attrs, "network.protocol.name", "http");
   if (o->enduser) mcp_attr_str(&s->attrs, "enduser.id", o->enduser);
 }
 

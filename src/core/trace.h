@@ -21,9 +21,9 @@ extern const struct mcp_call_type mcp__trace_type;
 /* Where a request came from, as its session knows (all may be NULL). */
 typedef struct {
   const char *traceparent, *tracestate;   /* the HTTP request's headers */
-  const char *protocol_version;
+  const char *protocol_version;          /* static: borrowed by the span */
   const char *session_digest;             /* a digest of the session id, never the id */
-  const char *transport;                  /* network.transport: "pipe" (stdio) or "tcp" */
+  const char *transport;                  /* network.transport: "pipe" (stdio) or "tcp" (static) */
   const char *enduser;                    /* the token's subject (--auth-*) */
 } mcp_trace_origin;
 

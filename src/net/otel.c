@@ -182,6 +182,7 @@ static int configure(const mcp_otel_opts *o, mcp_sampler *sampler) {
   if (headers && each_pair(headers, "headers", add_header) != 0) return -1;
   O.headers = curl_slist_append(O.headers, O.json ? "Content-Type: application/json"
                                                   : "Content-Type: application/x-protobuf");
+  O.headers = curl_slist_append(O.headers, "Expect:");      /* no 100-continue round trip */
   if (attrs && each_pair(attrs, "resource_attributes", add_resource) != 0) return -1;
   if (service || mcp_attr_find(&O.resource, "service.name") == NULL)
     mcp_attr_str(&O.resource, "service.name", service ? service : "luamcp");

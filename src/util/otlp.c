@@ -11,7 +11,7 @@
 /* Protobuf wire types. */
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
 
-static void put_varint(mcp_buf *b, uint64_t v) {
+static inline void put_varint(mcp_buf *b, uint64_t v) {
   while (v >= 0x80) {
     mcp_buf_addc(b, (char)(v | 0x80));
     v >>= 7;
@@ -19,7 +19,7 @@ static void put_varint(mcp_buf *b, uint64_t v) {
   mcp_buf_addc(b, (char)v);
 }
 
-static void put_tag(mcp_buf *b, int field, int wt) { put_varint(b, (uint64_t)field << 3 | (uint64_t)wt); }
+static inline void put_tag(mcp_buf *b, int field, int wt) { put_varint(b, (uint64_t)field << 3 | (uint64_t)wt); }
 
 static void put_fixed(mcp_buf *b, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; i++) mcp_buf_addc(b, (char)(v >> (8 * i)));

@@ -30,10 +30,34 @@ static int all_zero(const uint8_t *p, size_t n) {
   return 1;
 }
 
-/* n random bytes, never all zero (an invalid id). */
+/* Ids need to be unique, not secret (W3C trace-context: random), and one
+ * RAND_bytes costs 7,000 instructions, a sixth of an echo call: xoshiro256**,
+ * seeded once from OpenSSL's CSPRNG. */
+static uint64_t rng[4];
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t next64(void) {
+  uint64_t r, t;
+  if ((rng[0] | rng[1] | rng[2] | rng[3]) == 0 && mcp_random(rng, sizeof rng) != 0) abort();
+  r = rotl(rng[1] * 5, 7) * 9;
+  t = rng[1] << 17;
+  rng[2] ^= rng[0];
+  rng[3] ^= rng[1];
+  rng[1] ^= rng[2];
+  rng[0] ^= rng[3];
+  rng[2] ^= t;
+  rng[3] = rotl(rng[3], 45);
+  return r;
+}
+
+/* n (8 or 16) random bytes, never all zero (an invalid id). */
 static void random_id(uint8_t *p, size_t n) {
   do {
-    if (mcp_random(p, n) != 0) abort();
+    for (size_t i = 0; i < n; i += 8) {
+      uint64_t v = next64();
+      memcpy(p + i, &v, 8);
+    }
   } while (all_zero(p, n));
 }
 
@@ -82,8 +106,8 @@ void mcp_span_context(const mcp_span *s, mcp_span_ctx *out) {
 
 void mcp_attrs_free(mcp_attrs *a) {
   for (int i = 0; i < a->n; i++) {
-    free(a->v[i].key);
-    if (a->v[i].type == MCP_ATTR_STR) free(a->v[i].v.s);
+    if (a->v[i].own_key) free((char *)a->v[i].key);
+    if (a->v[i].type == MCP_ATTR_STR && a->v[i].own_value) free(a->v[i].v.s);
   }
   free(a->v);
   memset(a, 0, sizeof *a);
@@ -103,23 +127,41 @@ void mcp_span_free(mcp_span *s) {
   free(s);
 }
 
-/* The slot of key (its old value freed), or a new one; NULL past the limit. */
-static mcp_attr *slot(mcp_attrs *a, const char *key) {
-  for (int i = 0; i < a->n; i++)
-    if (strcmp(a->v[i].key, key) == 0) {
-      if (a->v[i].type == MCP_ATTR_STR) free(a->v[i].v.s);
-      return &a->v[i];
-    }
+/* A new slot for key (borrowed: static or outliving a, else copied); NULL
+ * past the limit. */
+static mcp_attr *append(mcp_attrs *a, const char *key, int borrowed) {
+  mcp_attr *x;
   if (a->n >= MCP_SPAN_MAX_ATTRS) {
     a->dropped++;
     return NULL;
   }
   if (a->n == a->cap) {
-    a->cap = a->cap ? 2 * a->cap : 8;
+    a->cap = a->cap ? 2 * a->cap : 12;
     a->v = xrealloc(a->v, (size_t)a->cap * sizeof *a->v);
   }
-  a->v[a->n].key = strdup(key);
-  return &a->v[a->n++];
+  x = &a->v[a->n++];
+  x->own_key = !borrowed;
+  x->own_value = 0;
+  x->key = borrowed ? key : strdup(key);
+  return x;
+}
+
+/* The slot of key (its old value freed), or a new one. */
+static mcp_attr *slot(mcp_attrs *a, const char *key) {
+  for (int i = 0; i < a->n; i++)
+    if (strcmp(a->v[i].key, key) == 0) {
+      if (a->v[i].type == MCP_ATTR_STR && a->v[i].own_value) free(a->v[i].v.s);
+      a->v[i].own_value = 0;
+      return &a->v[i];
+    }
+  return append(a, key, 0);
+}
+
+void mcp_attr_static(mcp_attrs *a, const char *key, const char *v) {
+  mcp_attr *x = append(a, key, 1);
+  if (x == NULL) return;
+  x->type = MCP_ATTR_STR;
+  x->v.s = (char *)v;
 }
 
 const mcp_attr *mcp_attr_find(const mcp_attrs *a, const char *key) {
@@ -133,6 +175,7 @@ void mcp_attr_strn(mcp_attrs *a, const char *key, const char *v, size_t len) {
   if (x == NULL) return;
   x->type = MCP_ATTR_STR;
   x->v.s = xstrndup(v, len);
+  x->own_value = 1;
 }
 
 void mcp_attr_str(mcp_attrs *a, const char *key, const char *v) {

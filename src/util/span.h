@@ -20,7 +20,8 @@ typedef enum { MCP_ATTR_STR, MCP_ATTR_INT, MCP_ATTR_BOOL, MCP_ATTR_DOUBLE } mcp_
 #define MCP_TRACESTATE_MAX 512
 
 typedef struct {
-  char *key;
+  const char *key;
+  unsigned own_key : 1, own_value : 1;     /* the key, a string value: copies (freed with it) */
   mcp_attr_type type;
   union { char *s; long long i; double d; int b; } v;
 } mcp_attr;
@@ -86,6 +87,9 @@ void mcp_attr_int(mcp_attrs *a, const char *key, long long v);
 void mcp_attr_bool(mcp_attrs *a, const char *key, int v);
 void mcp_attr_double(mcp_attrs *a, const char *key, double v);
 const mcp_attr *mcp_attr_find(const mcp_attrs *a, const char *key);
+/* A new key (not set before) with a string value, both borrowed: literals,
+ * interned names, anything that outlives the span. No copy, no search. */
+void mcp_attr_static(mcp_attrs *a, const char *key, const char *v);
 void mcp_attrs_free(mcp_attrs *a);
 /* A new event on s, now; its attributes to fill (NULL past the limit). */
 mcp_attrs *mcp_span_event_add(mcp_span *s, const char *name);
