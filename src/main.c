@@ -70,8 +70,8 @@ static void closed(void) {
   mcp_http_close(NULL);              /* the --metrics listener (stdio); none is left over HTTP */
   mcp_task_close();
   mcp_store_close();             /* after the tasks' last writes */
+  mcp_otel_close();              /* after the last call's span, before the names its spans borrow go */
   mcp_sched_close();
-  mcp_otel_close();              /* after the last call's span */
 }
 
 /* Runs once: either when the last call ends, or at once when none is live. */
