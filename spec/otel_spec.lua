@@ -128,6 +128,36 @@ describe("traces", function()
     c:close()
   end)
 
+  it("show the time a call queued under max_concurrent as an event", function()
+    local c = H.session{ plugins = { "spec/fixtures/limits" }, env = env_for(o.url .. "/status/200") }
+    for i, tag in ipairs{ "first", "second" } do
+      c:send{ jsonrpc = "2.0", id = i, method = "tools/call", params = { name = "gate", arguments = { tag = tag, hold = 0.2 } } }
+    end
+    for i = 1, 2 do assert.truthy(c:take(function(m) return m.id == i end)) end
+    local first, second
+    assert.truthy(H.poll_until(function()
+      for _, s in ipairs(spans_of(o)) do
+        if s.name == "tools/call gate" then
+          if attrs(s.attributes)["jsonrpc.request.id"] == "1" then first = s else second = s end
+        end
+      end
+      return first and second
+    end, 5))
+    assert.are.equal(0, #first.events)
+    assert.are.equal("queued", second.events[1].name)
+    assert.is_true(attrs(second.events[1].attributes)["mcp.queue.wait_seconds"] >= 0.15)
+    c:close()
+  end)
+
+  it("stay off with OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none", function()
+    for _, extra in ipairs{ { OTEL_SDK_DISABLED = "true" }, { OTEL_TRACES_EXPORTER = "none" } } do
+      local c = H.session{ env = env_for(o.url .. "/status/200", extra) }
+      c:call("echo", { text = "x" })
+      c:close()
+    end
+    assert.are.equal(0, #OH.posts(o))
+  end)
+
   it("follow the sampler: always_off exports nothing; parentbased follows an unsampled parent", function()
     local c = H.session{ env = env_for(o.url .. "/status/200", { OTEL_TRACES_SAMPLER = "always_off" }) }
     c:request("tools/list", {})

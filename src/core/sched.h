@@ -91,6 +91,7 @@ struct mcp_call {
   unsigned lstate : 2;       /* limit.c's: where it stands with its limit */
   unsigned why : 4;          /* stats.c's MCP_WHY_*: what stopped it (first cancel, timeout or close) */
   unsigned tool_error : 1;   /* its response was a tool's isError result (respond.c) */
+  unsigned held : 1;         /* it waited in its tool's queue (limit.c), for traces */
   int rpc_code;              /* its response's JSON-RPC error code, 0 for none (respond.c) */
 };
 

@@ -155,7 +155,20 @@ static void on_finish(const mcp_call *c) {
   mcp_trace_span_end(s);
 }
 
-const mcp_call_type mcp__trace_type = { .cancelled = on_cancelled, .finish = on_finish };
+/* A call its tool's max_concurrent held back starts (trace.c's row comes
+ * after limit.c's, so it is asked only once the call may run): an event
+ * saying how long it queued. */
+static int on_admit(mcp_call *c, char *msg, size_t cap) {
+  uint64_t waited = uv_hrtime() - c->arrive_ns;
+  mcp_attrs *a;
+  (void)msg; (void)cap;
+  if (c->span && c->span->sampled && c->held &&
+      (a = mcp_span_event_add(c->span, "queued")) != NULL)
+    mcp_attr_double(a, "mcp.queue.wait_seconds", (double)waited / 1e9);
+  return MCP_ADMIT_RUN;
+}
+
+const mcp_call_type mcp__trace_type = { .admit = on_admit, .cancelled = on_cancelled, .finish = on_finish };
 
 void mcp__trace_start(const mcp_sampler *sampler, void (*sink)(mcp_span *s)) {
   T.sampler = *sampler;

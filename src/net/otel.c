@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <curl/curl.h>
 
@@ -128,10 +129,12 @@ static void add_header(const char *k, const char *v) {
 static void add_resource(const char *k, const char *v) { mcp_attr_str(&O.resource, k, v); }
 
 static int configure_url(const mcp_otel_opts *o) {
+  const char *off = getenv("OTEL_SDK_DISABLED"), *exporter = getenv("OTEL_TRACES_EXPORTER");
   const char *traces = opt(o->traces_endpoint, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
   const char *base = opt(o->endpoint, "OTEL_EXPORTER_OTLP_ENDPOINT");
   mcp_buf b = MCP_BUF_INIT;
   if (traces == NULL && base == NULL) return 0;
+  if ((off && strcasecmp(off, "true") == 0) || (exporter && strcmp(exporter, "none") == 0)) return 0;
   if (traces) {
     mcp_buf_printf(&b, "%s", traces);
   } else {
