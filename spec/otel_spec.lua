@@ -149,6 +149,16 @@ describe("traces", function()
     c:close()
   end)
 
+  it("show the slices a spinning handler gave back as one preempted event", function()
+    local c = H.session{ env = env_for(o.url .. "/status/200") }
+    c:call("crunch", { seconds = 0.1 })
+    local s = assert(wait_span(o, "tools/call crunch"))
+    assert.are.equal(1, #s.events)
+    assert.are.equal("preempted", s.events[1].name)
+    assert.is_true(tonumber(attrs(s.events[1].attributes)["mcp.slices"]) >= 10)   -- 2 ms slices
+    c:close()
+  end)
+
   it("stay off with OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none", function()
     for _, extra in ipairs{ { OTEL_SDK_DISABLED = "true" }, { OTEL_TRACES_EXPORTER = "none" } } do
       local c = H.session{ env = env_for(o.url .. "/status/200", extra) }

@@ -168,7 +168,22 @@ static int on_admit(mcp_call *c, char *msg, size_t cap) {
   return MCP_ADMIT_RUN;
 }
 
-const mcp_call_type mcp__trace_type = { .admit = on_admit, .cancelled = on_cancelled, .finish = on_finish };
+/* The handler gave its time slice back (it spins): one event "preempted"
+ * for a run of slices, counting them (mcp.slices), so a long spin is one
+ * event, not hundreds. */
+static void on_preempted(mcp_call *c) {
+  mcp_span *s = c->span;
+  mcp_attrs *a;
+  if (s == NULL || !s->sampled) return;
+  if (s->nevents > 0 && strcmp(s->events[s->nevents - 1].name, "preempted") == 0) {
+    mcp_attr *n = (mcp_attr *)mcp_attr_find(&s->events[s->nevents - 1].attrs, "mcp.slices");
+    if (n) n->v.i++;
+    return;
+  }
+  if ((a = mcp_span_event_add(s, "preempted")) != NULL) mcp_attr_int(a, "mcp.slices", 1);
+}
+
+const mcp_call_type mcp__trace_type = { .admit = on_admit, .preempted = on_preempted, .cancelled = on_cancelled, .finish = on_finish };
 
 void mcp__trace_start(const mcp_sampler *sampler, void (*sink)(mcp_span *s)) {
   T.sampler = *sampler;
