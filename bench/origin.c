@@ -1,7 +1,9 @@
-/* bench/origin.c: the HTTP server the handler-I/O benchmark talks to.
- * libuv, keep-alive, one answer per request, no parsing beyond the request
- * line and the end of the headers (GETs only):
+/* bench/origin.c: the HTTP server the handler-I/O benchmark talks to, and
+ * the trace collector of the traced echo (bench/run.sh). libuv, keep-alive,
+ * one answer per request, no parsing beyond the request line, the end of
+ * the headers and a Content-Length (a body is read and dropped):
  *   GET /hello   200, "hello"
+ *   POST ...     200, "hello" (an OTLP export)
  *   GET /hang    nothing; prints "open <ns>" when it arrives and
  *                "closed <ns>" when the peer closes that connection
  *                (CLOCK_MONOTONIC, as libuv's uv_hrtime; stdout, flushed)
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <uv.h>
@@ -18,6 +21,7 @@ typedef struct {
   uv_tcp_t tcp;
   char buf[8192];
   size_t len;
+  size_t skip;                     /* body bytes still to drop */
   int hanging;
 } conn;
 
@@ -39,11 +43,27 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b) {
   b->len = sizeof c->buf - c->len;
 }
 
+/* The Content-Length of the head of n bytes at p (0: none). */
+static size_t content_length(const char *p, size_t n) {
+  static const char name[] = "\r\ncontent-length:";
+  for (size_t i = 0; i + sizeof name - 1 < n; i++)
+    if (strncasecmp(p + i, name, sizeof name - 1) == 0) return strtoul(p + i + sizeof name - 1, NULL, 10);
+  return 0;
+}
+
+/* Drop what is left of a body from the buffer. */
+static void drop_body(conn *c) {
+  size_t k = c->skip < c->len ? c->skip : c->len;
+  memmove(c->buf, c->buf + k, c->len - k);
+  c->len -= k;
+  c->skip -= k;
+}
+
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
   conn *c = s->data;
   char *end;
   (void)b;
-  if (n < 0 || c->len + (size_t)n >= sizeof c->buf) {
+  if (n < 0) {                     /* gone, or a head longer than the buffer (UV_ENOBUFS) */
     if (c->hanging) {
       printf("closed %llu\n", mono_ns());
       fflush(stdout);
@@ -52,8 +72,10 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
     return;
   }
   c->len += (size_t)n;
-  while ((end = memmem(c->buf, c->len, "\r\n\r\n", 4)) != NULL) {
+  if (c->skip) drop_body(c);
+  while (c->skip == 0 && (end = memmem(c->buf, c->len, "\r\n\r\n", 4)) != NULL) {
     size_t used = (size_t)(end + 4 - c->buf);
+    size_t body = content_length(c->buf, used);
     if (strncmp(c->buf, "GET /hang", 9) == 0) {
       c->hanging = 1;
       printf("open %llu\n", mono_ns());
@@ -64,6 +86,8 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
     }
     memmove(c->buf, c->buf + used, c->len - used);
     c->len -= used;
+    c->skip = body;
+    if (c->skip) drop_body(c);
   }
 }
 

@@ -153,6 +153,30 @@ for sc in $SCENARIOS; do
   done
 done
 
+# ---- echo traced: 100% sampling, spans exported to bench/origin.c ----------
+# (http/protobuf, the default protocol; the origin reads and drops each
+# export). The same driver and window as the echo row: the ratio is the cost
+# of tracing (issue 21's target: at most 15% slower).
+TRACED_OK=0
+case " $SCENARIOS " in *" echo "*) [ $LUAMCP_OK = 1 ] && TRACED_OK=1 ;; esac
+if [ $TRACED_OK = 1 ] && $CC -O2 -Wall -o "$OUT/origin" bench/origin.c -luv 2>"$RES/origin.err"; then
+  "$OUT/origin" 0 >"$RES/collector.out" 2>&1 &
+  COLLECTOR=$!
+  i=0
+  while [ $i -lt 50 ] && ! grep -q '^port ' "$RES/collector.out"; do sleep 0.1; i=$((i + 1)); done
+  CPORT=$(awk '/^port / { print $2 }' "$RES/collector.out")
+  note "echo, traced: luamcp (collector on port $CPORT)"
+  # shellcheck disable=SC2046,SC2086
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$CPORT OTEL_TRACES_SAMPLER=always_on \
+    timeout -k 5 120 $DRV_PIN "$OUT/driver" --scenario echo --count $ECHO_CALLS --window 64 -- \
+    $SRV_PIN $(server_cmd luamcp) >"$RES/traced.echo.txt" 2>"$RES/traced.echo.err" \
+    || note "echo, traced failed (exit $?): see $RES/traced.echo.err"
+  kill "$COLLECTOR" 2>/dev/null
+  wait "$COLLECTOR" 2>/dev/null
+else
+  TRACED_OK=0
+fi
+
 # ---- the report -------------------------------------------------------------
 get() { # server key -> value, or empty
   cat "$RES/$1".*.txt 2>/dev/null | awk -v k="$2" '$1 == k { v = $2 } END { if (v != "") print v }'
@@ -192,6 +216,11 @@ version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1
   }
   row "echo throughput (calls/s)"  echo_calls_per_s    ">= 10x ts-sdk, >= 0.40x ceiling" higher "" \
       '(t == "" || l >= 10 * t) && (c == "" || l >= 0.4 * c)'
+  if [ $TRACED_OK = 1 ]; then   # luamcp column only: the ratio is to untraced luamcp
+    l=$(get traced echo_calls_per_s); u=$(get luamcp echo_calls_per_s)
+    printf '%-30s %11s %11s %11s %10s %10s  %s\n' "echo traced 100% (calls/s)" "$(fmt "$l")" "-" "-" \
+      "$(ratio "$l" "$u")" "-" "<= 15% slower than untraced$(t=$u; c=""; met 'l >= 0.85 * t')"
+  fi
   row "echo latency p50 (us)"      lat_p50_us          "" lower
   row "echo latency p99 (us)"      lat_p99_us          "<= 1.5x ceiling" lower "" 'c == "" || l <= 1.5 * c'
   row "cancel latency p50 (us)"    cancel_p50_us       "" lower

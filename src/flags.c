@@ -49,6 +49,12 @@ static const char *const redis[] = { "redis", NULL };
 #define ENUM(name, key, scope, arg, choices, def, var, help) \
   ROW(name, key, MCP_KIND_ENUM, scope, arg, 0, 0, def, 1, choices, var, help)
 
+/* otel = {KEY = ...} in the file: otel_KEY, a string read as the OTEL_*
+ * variable of the same name is (src/net/otel.c), which it overrides. */
+#define OTEL(name, key, field, help) \
+  ROW("otel-" name, "otel_" key, MCP_KIND_STRING, MCP_FLAG_FILE, "VALUE", 0, 0, 0, 1, NULL, \
+      &mcp_flags.otel.field, help)
+
 static const mcp_flag table[] = {
   STRING("config", NULL, S | T, "FILE", 0, &mcp_flags.config,
          "read flags and plugins' settings from FILE, a Lua file returning a table (see luamcp(1)); "
@@ -105,6 +111,18 @@ static const mcp_flag table[] = {
   BOOL("watch", "watch", S, &mcp_flags.watch, "reload plugins when their files (or --config FILE) change"),
   BOOL("test-clock", "test_clock", S, &mcp_cfg.test_clock,
        "let clients move the clock (notifications/luamcp/advance): for plugin tests only"),
+  OTEL("endpoint", "endpoint", endpoint, "OTLP/HTTP base URL; traces go to BASE/v1/traces"),
+  OTEL("traces-endpoint", "traces_endpoint", traces_endpoint, "OTLP/HTTP traces URL, used as it is"),
+  OTEL("protocol", "protocol", protocol, "http/protobuf or http/json"),
+  OTEL("headers", "headers", headers, "key=value,... sent with every export"),
+  OTEL("service-name", "service_name", service_name, "the resource's service.name"),
+  OTEL("resource-attributes", "resource_attributes", resource_attributes, "key=value,... of the resource"),
+  OTEL("sampler", "sampler", sampler, "always_on, always_off, traceidratio, parentbased_*"),
+  OTEL("sampler-arg", "sampler_arg", sampler_arg, "traceidratio's ratio"),
+  OTEL("schedule-delay", "schedule_delay", schedule_delay, "milliseconds between exports"),
+  OTEL("max-queue-size", "max_queue_size", max_queue_size, "spans kept waiting for export"),
+  OTEL("export-timeout", "export_timeout", export_timeout, "milliseconds an export may take"),
+  OTEL("db-statement", "db_statement", db_statement, "SQL spans carry the statement's text"),
   BOOL("json", NULL, T, &mcp_flags.json, "list, call: print the raw JSON"),
   STRING("dir", NULL, T, "DIR", 1, &mcp_flags.dir, "new: where the plugin goes (default plugins/)"),
   STRING("spec-dir", NULL, T, "DIR", 1, &mcp_flags.spec_dir, "new: where its spec goes (default spec/)"),

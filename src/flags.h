@@ -10,6 +10,7 @@
 
 #include "conffile.h"
 #include "config.h"
+#include "otel.h"
 
 /* What a flag's value is; each kind has one parser in flags.c. */
 typedef enum {
@@ -31,7 +32,8 @@ enum {
   MCP_FLAG_SERVER = 1,     /* luamcp (the server) */
   MCP_FLAG_TOOLS = 2,      /* luamcp list, call, check, new, path */
   MCP_FLAG_ABOVE = 4,      /* a number must be above lo, not at it */
-  MCP_FLAG_REPEAT = 8      /* may be given again, each value kept (a list in the file) */
+  MCP_FLAG_REPEAT = 8,     /* may be given again, each value kept (a list in the file) */
+  MCP_FLAG_FILE = 16       /* the configuration file's only (otel = {...}): no flag, no help line */
 };
 
 /* One row per flag (Redis's standardConfig). */
@@ -71,6 +73,7 @@ typedef struct {
   int log_level;                   /* an mcp_log_level */
   int json;                        /* list, call: --json */
   const char *dir, *spec_dir;      /* new: --dir, --spec-dir */
+  mcp_otel_opts otel;              /* otel = {...} in the file; the OTEL_* variables otherwise */
 } mcp_opts;
 
 extern mcp_opts mcp_flags;

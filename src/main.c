@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "probe.h"
 #include "sched.h"
+#include "semconv.h"
 #include "stats.h"
 #include "rev2026.h"
 #include "stdio_transport.h"
@@ -71,6 +72,7 @@ static void closed(void) {
   mcp_http_close(NULL);              /* the --metrics listener (stdio); none is left over HTTP */
   mcp_task_close();
   mcp_store_close();             /* after the tasks' last writes */
+  mcp_otel_close();              /* after the last call's span, before the names its spans borrow go */
   mcp_sched_close();
 }
 
@@ -171,7 +173,7 @@ static int parse_flags(int argc, char **argv) {
     }
   }
   if (config_path != NULL && (r = mcp_conffile_read(config_path, luaopen_mcp_flags, &conf)) != 0) return r;
-  if ((r = mcp_flags_apply_file(&conf, MCP_FLAG_SERVER, argc, argv, 1)) != 0) return r;
+  if ((r = mcp_flags_apply_file(&conf, MCP_FLAG_SERVER | MCP_FLAG_FILE, argc, argv, 1)) != 0) return r;
   for (int i = 1; i < argc; i += 1 + mcp_flag_takes_value(argv[i])) {
     if ((f = mcp_flag_find(argv[i], &no)) == NULL || !(f->flags & MCP_FLAG_SERVER))
       return fail_usage("unknown option: %s", argv[i]);
@@ -273,6 +275,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   mcp_sched_init(loop, L, luaL_ref(L, LUA_REGISTRYINDEX));
+  if (mcp_otel_init(loop, &mcp_flags.otel) != 0) {
+    lua_close(L);
+    return 2;
+  }
   if (http_opt.auth) {
     char why[300];
     if (mcp_auth_start(loop, &auth_opt, why, sizeof why) != 0) {
@@ -341,6 +347,7 @@ int main(int argc, char **argv) {
   lua_close(L);
   mcp_policy_clear();
   mcp_stats_close();
+  mcp_semconv_close();
   mcp_metrics_close();
   mcp_scratch_free();
   uv_walk(loop, count_open, &open);

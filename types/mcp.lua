@@ -328,6 +328,17 @@ function Ctx:sleep(seconds) end
 ---@param fn fun(reason: string)
 function Ctx:on_cancel(fn) end
 
+---Runs `fn(...)` inside a span of its own (traces, docs/operations/tracing.md), a child
+---of the request's: what `fn` waits on meanwhile (`ctx:http`, SQL, processes, upstream
+---requests) is under it. The span ends when `fn` returns or raises (then in error).
+---Without tracing, just `fn(...)`. `attrs` may be left out: `ctx:span(name, fn, ...)`.
+---@generic R
+---@param name string
+---@param attrs table<string, string|number|boolean>|nil the span's attributes
+---@param fn fun(...): R
+---@return R ... what `fn` returns
+function Ctx:span(name, attrs, fn, ...) end
+
 ---Over HTTP (SSE polling): closes the connection under this request's stream
 ---without ending the stream; the client resumes it with Last-Event-ID.
 ---@return true|nil ok, string? message, mcp.FailCode? code "unsupported" where there is no connection to close

@@ -226,6 +226,11 @@ function Conn:send_request(rq)
     self.by_token[rq.id] = rq
   end
   self:meta(params)
+  local tp, ts = core.traceparent()      -- tracing on: the upstream request's span names itself
+  if tp then
+    params._meta = copy(params._meta)
+    params._meta.traceparent, params._meta.tracestate = tp, ts
+  end
   self.pending[rq.id] = rq
   local ok, err = self.transport.start(self, rq, { jsonrpc = "2.0", id = rq.id, method = rq.method, params = params })
   if not ok then
@@ -390,11 +395,34 @@ local function request(self, method, params, o)
   return nil, rq.what .. ": too many input-required rounds", "protocol"
 end
 
--- The same, counted by outcome for /metrics.
+-- The CLIENT span of a request (tracing on): "tools/call NAME".
+local function span_of(self, method, params)
+  local target = type(params) == "table" and (params.name or params.uri) or nil
+  local url = self.client.opts.url
+  local attrs = { ["mcp.method.name"] = method, ["network.transport"] = url and "tcp" or "pipe",
+                  ["server.address"] = url and url:match("^https?://%[?([^/%]]-)%]?:?%d*/") or nil }
+  if method == "tools/call" then attrs["gen_ai.tool.name"] = target end
+  if type(target) ~= "string" then target = nil end
+  return core.span_begin(target and method .. " " .. target or method, attrs, "client")
+end
+
+-- The same, in its span, counted by outcome for /metrics.
 function Conn:request(method, params, o)
+  local span = span_of(self, method, params)   -- not <close>: a raise leaves it to its __gc
+  local t0 = core.mono()
   local res, msg, kind, obj = request(self, method, params, o)
-  core.count("luamcp_upstream_requests_total",
-             res ~= nil and "ok" or (kind == "timeout" or kind == "cancelled") and kind or "error")
+  local outcome = res ~= nil and "ok" or (kind == "timeout" or kind == "cancelled") and kind or "error"
+  core.count("luamcp_upstream_requests_total", outcome)
+  local etype
+  if res == nil then
+    etype = kind == "rpc" and type(obj) == "table" and math.type(obj.code) and tostring(obj.code) or kind or "error"
+  elseif method == "tools/call" and res.isError == true then
+    etype = "tool_error"
+  end
+  core.client_duration(method, method == "tools/call" and type(params) == "table" and type(params.name) == "string"
+                       and params.name or nil, etype, core.mono() - t0)
+  if span and etype then span:fail(etype, msg) end
+  if span then span:finish() end
   return res, msg, kind, obj
 end
 

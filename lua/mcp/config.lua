@@ -431,6 +431,49 @@ local function check_auth(cfg, v)
   end
 end
 
+-- otel = {endpoint=, protocol=, headers=, service_name=, sampler=, ...}: the
+-- OTEL_* variables (lower case, without OTEL_, OTEL_EXPORTER_OTLP_ and
+-- OTEL_BSP_), which the file's values override. Numbers are written as text;
+-- headers and resource_attributes may be a table {name = value}.
+local function otel_value(cfg, sub, x)
+  if math.type(x) ~= nil then return number_text(x) end
+  if type(x) == "boolean" then return tostring(x) end
+  if type(x) == "string" or secret.is(x) then return secret.reveal(x) end
+  if type(x) == "table" and (sub == "otel.headers" or sub == "otel.resource_attributes") then
+    local names, parts = {}, {}
+    for name in pairs(x) do
+      if type(name) ~= "string" then fail(cfg, sub, "%s: a key that is a %s is not a name", sub, kind_of(name)) end
+      names[#names + 1] = name
+    end
+    table.sort(names)
+    for i, name in ipairs(names) do
+      local v = x[name]
+      if type(v) ~= "string" and not secret.is(v) then
+        fail(cfg, sub, "%s.%s must be a string (got %s)", sub, name, kind_of(v))
+      end
+      parts[i] = name .. "=" .. secret.reveal(v)
+    end
+    return table.concat(parts, ",")
+  end
+  fail(cfg, sub, "%s must be a string, a number or a boolean (got %s)", sub, kind_of(x))
+end
+
+local function check_otel(cfg, v)
+  if type(v) ~= "table" or secret.is(v) then fail(cfg, "otel", "otel must be a table (got %s)", kind_of(v)) end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = tostring(k) end
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    local sub = "otel." .. k
+    if FLAGS["otel_" .. k] ~= "string" then
+      fail(cfg, sub, "%s: unknown key (endpoint, traces_endpoint, protocol, headers, service_name, "
+        .. "resource_attributes, sampler, sampler_arg, schedule_delay, max_queue_size, export_timeout, "
+        .. "db_statement)", sub)
+    end
+    add_flag(cfg, "otel_" .. k, otel_value(cfg, sub, v[k]), sub)
+  end
+end
+
 -- read(path): the configuration, {path, flags = {...}, settings = {NAME =
 -- table}, limits = {TOOL = table}}; raises "FILE:LINE: message".
 function M.read(path)
@@ -450,6 +493,8 @@ function M.read(path)
       check_auth(cfg, t[k])
     elseif k == "sandbox" then
       check_sandbox(cfg, t[k])
+    elseif k == "otel" then
+      check_otel(cfg, t[k])
     elseif not FLAGS[k] then
       local as = k:gsub("^%-%-", ""):gsub("%-", "_")
       if FLAGS[as] then

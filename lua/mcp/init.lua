@@ -466,6 +466,17 @@ Ctx.progress = core.progress       -- a value that does not increase is dropped 
 Ctx.log = core.log
 Ctx.sleep = core.sleep             -- true, or nil, "cancelled: <reason>", "cancelled"
 Ctx.on_cancel = core.on_cancel
+
+-- ctx:span(name [, attrs], fn, ...): fn(...) inside a span of its own, a child
+-- of the request's (docs/operations/tracing.md); fn's results. The span ends
+-- when fn returns or raises (its status is then an error), and whatever fn
+-- waits on meanwhile is under it. Without tracing, just fn(...).
+function Ctx:span(name, attrs, fn, ...)
+  if type(attrs) == "function" then return self:span(name, nil, attrs, fn, ...) end
+  if type(fn) ~= "function" then core.raise("ctx:span(name, attrs, fn): fn must be a function") end
+  local s <close> = core.span_begin(name, attrs)
+  return fn(...)
+end
 -- Over HTTP: close the connection under this request's SSE stream without
 -- ending the stream (SSE polling); the client resumes it with Last-Event-ID.
 function Ctx.close_connection()

@@ -12,7 +12,9 @@
 #include "log.h"
 #include "op.h"
 #include "sched_int.h"
+#include "semconv.h"
 #include "stats.h"
+#include "trace.h"
 
 static struct {
   lua_State *L;
@@ -30,7 +32,13 @@ int mcp_sched_init(uv_loop_t *loop, lua_State *L, int server_ref) {
   mcp_stats_init();
   mcp_limit_init();
   mcp_ops_init();
+  mcp_semconv_init();
   return 0;
+}
+
+void mcp_sched_trace(const mcp_sampler *sampler, void (*sink)(mcp_span *s)) {
+  mcp__trace_start(sampler, sink);
+  mcp__sched_register(&mcp__trace_type);
 }
 
 /* server.capabilities(): the capabilities object; {} if it fails. */

@@ -151,6 +151,7 @@ static int take_slot(mcp_call *c, char *msg, size_t cap) {
   l->tail = c;
   l->queued++;
   c->lstate = MCP_LSTATE_WAITING;
+  c->held = 1;
   return MCP_ADMIT_WAIT;
 }
 

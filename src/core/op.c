@@ -14,6 +14,7 @@
 #include "log.h"
 #include "op.h"
 #include "sched_int.h"
+#include "trace.h"
 
 #define OP_MT "mcp.op"
 
@@ -44,8 +45,28 @@ void mcp_op_init(mcp_op *op, const mcp_op_type *type, mcp_call *c) {
   op->listed = 1;
 }
 
+mcp_span *mcp_op_span(mcp_op *op, int kind, const char *name) {
+  if (!mcp_trace_on || op->call == NULL) return NULL;
+  return op->span = mcp_trace_child(op->call, (mcp_span_kind)kind, name);
+}
+
+/* The wait ends with the op: a cancel interrupted it, or its outcome is in. */
+static void span_end(mcp_op *op) {
+  mcp_span *s = op->span;
+  mcp_attrs *a;
+  op->span = NULL;
+  if (op->cancelled && s->sampled) {
+    mcp_attr_str(&s->attrs, "error.type", "cancelled");
+    mcp_span_set_status(s, MCP_STATUS_ERROR, NULL);
+    if ((a = mcp_span_event_add(s, "cancelled")) != NULL)
+      mcp_attr_str(a, "reason", op->reason + strlen("cancelled: "));
+  }
+  mcp_trace_span_end(s);
+}
+
 static void maybe_free(mcp_op *op) {
   if (op->engine || op->handle) return;
+  if (op->span) span_end(op);
   unlink_op(op);
   op->type->free(op);
 }
@@ -54,6 +75,7 @@ void mcp_op_done(mcp_op *op) {
   mcp_call *c = op->call;
   if (op->done) return;
   op->done = 1;
+  if (op->span) span_end(op);
   if (c != NULL) mcp__call_await_done(c);
 }
 

@@ -38,6 +38,7 @@ struct mcp_op {
   mcp_call *call;                        /* the owner call; NULL: plugin-level, or the call ended */
   mcp_op *prev, *next;                   /* the owner's list */
   char reason[160];                      /* a cancelled op's "cancelled: <reason>" */
+  struct mcp_span *span;                 /* its CLIENT span while it runs (tracing on), or NULL */
   unsigned done : 1;                     /* the outcome is in, or it was cancelled */
   unsigned cancelled : 1;
   unsigned engine : 1;                   /* the engine holds it */
@@ -55,6 +56,11 @@ void mcp_op_push(lua_State *L, mcp_op *op);
  * then allocate and init the op and attach it, with no raise in between. */
 mcp_op **mcp_op_reserve(lua_State *L);
 void mcp_op_attach(mcp_op **handle, mcp_op *op);
+/* A span of kind under op's call's current span (trace.h), kept by the op
+ * and ended when it is done (a cancelled one with error.type cancelled and
+ * a cancelled event); NULL without tracing or outside a call. The engine
+ * sets its attributes (when span->sampled) before mcp_op_done. */
+struct mcp_span *mcp_op_span(mcp_op *op, int kind, const char *name);
 /* The engine: the outcome is in. Wakes a call waiting on it. */
 void mcp_op_done(mcp_op *op);
 /* The engine lets go (after mcp_op_done). */

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "rpc.h"
 #include "sched_int.h"
+#include "trace.h"
 
 static struct {
   lua_State *L;
@@ -43,6 +44,8 @@ static void respond_send(mcp_call *c, mcp_buf *b) {
 static void rpc_error_out(mcp_buf *b, mcp_call *c, int code, const char *msg, lua_State *L, int idx) {
   char err[256];
   c->rpc_error = 1;
+  c->rpc_code = code;
+  if (c->span) mcp_trace_call_error(c, code);
   mcp_rpc_error(b, c->req.key, code, "%s", msg);
   if (idx != 0 && !lua_isnil(L, idx)) {
     size_t len = b->len - 2;                    /* reopen the error object: drop "}}" */
@@ -88,6 +91,16 @@ static int raised(lua_State *co, char *msg, size_t cap) {
   return code;
 }
 
+/* The result at idx says isError (for a tool's span). */
+static int tool_is_error(lua_State *co, int idx) {
+  int yes;
+  if (!lua_istable(co, idx)) return 0;
+  lua_pushliteral(co, "isError");
+  yes = lua_rawget(co, idx) == LUA_TBOOLEAN && lua_toboolean(co, -1);
+  lua_pop(co, 1);
+  return yes;
+}
+
 void mcp__respond_result(mcp_call *c, int nres) {
   lua_State *co = c->co;
   mcp_buf *b = mcp_scratch();
@@ -109,8 +122,14 @@ void mcp__respond_result(mcp_call *c, int nres) {
       if (nres == 0) strcpy(err, "handler returned nothing");
       mcp_warn("request %.64s: cannot encode the result: %s", c->req.key, err);
       mcp_rpc_error(b, c->req.key, MCP_RPC_INTERNAL, "result cannot be encoded: %s", err);
+      c->rpc_code = MCP_RPC_INTERNAL;
+      if (c->span) mcp_trace_call_error(c, MCP_RPC_INTERNAL);
     } else {
       mcp_rpc_close(b);
+      if (c->tool && tool_is_error(co, base)) {
+        c->tool_error = 1;
+        if (c->span) mcp_trace_call_error(c, 0);
+      }
     }
   }
   respond_send(c, b);
@@ -118,6 +137,8 @@ void mcp__respond_result(mcp_call *c, int nres) {
 
 /* A tool's isError result saying msg, into b. */
 static void tool_error_result(mcp_buf *b, mcp_call *c, const char *msg) {
+  c->tool_error = 1;
+  if (c->span) mcp_trace_call_error(c, 0);
   mcp_rpc_result_open(b, c->req.key);
   mcp_buf_adds(b, "{\"content\":[{\"type\":\"text\",\"text\":");
   mcp_json_add_string(b, msg, strlen(msg));
@@ -141,6 +162,8 @@ void mcp__respond_error(mcp_call *c, const char *refusal) {
     tool_error_result(b, c, msg);
   } else {
     mcp_rpc_error(b, c->req.key, MCP_RPC_INTERNAL, "Internal error: %s", msg);
+    c->rpc_code = MCP_RPC_INTERNAL;
+    if (c->span) mcp_trace_call_error(c, MCP_RPC_INTERNAL);
   }
   lua_settop(R.L, top);
   respond_send(c, b);
@@ -154,6 +177,8 @@ void mcp__respond_timeout(mcp_call *c) {
     tool_error_result(b, c, msg);
   } else {
     mcp_rpc_error(b, c->req.key, MCP_RPC_TIMEOUT, "Request timed out after %g seconds", c->timeout);
+    c->rpc_code = MCP_RPC_TIMEOUT;
+    if (c->span) mcp_trace_call_error(c, MCP_RPC_TIMEOUT);
   }
   respond_send(c, b);
 }

@@ -492,7 +492,10 @@ static void call_resume(mcp_call *c, int nargs) {
   }
   if (status == LUA_YIELD) {
     lua_pop(c->co, nres);
-    if (!c->waiting) queue_push(c);           /* preempted, or a bare yield */
+    if (!c->waiting) {                         /* preempted, or a bare yield */
+      EACH_TYPE(preempted, c);
+      queue_push(c);
+    }
     return;
   }
   if (status == LUA_OK && (!c->fast || S.path->returned(c, c->co, nres) == 0)) {

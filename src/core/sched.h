@@ -57,6 +57,7 @@ struct mcp_call {
   int token_ref;             /* userdata naming this call to coroutines it creates */
   mcp_deadline dl;           /* the earliest of due_ns and beat_ns (deadline.c) */
   uint64_t due_ns;           /* hrtime of the timeout, then of the grace end; 0 = none */
+  struct mcp_span *span;     /* its SERVER span (trace.c) while tracing is on, else NULL */
   struct mcp_task *task;     /* a task-augmented tools/call: its task (task.c), until either ends */
   /* A tasks/result request waiting for its task registers its cleanup
    * here; whatever ends the wait early (a cancel, an abort, the end of the
@@ -94,6 +95,9 @@ struct mcp_call {
   unsigned lstate : 2;       /* limit.c's: where it stands with its limit */
   unsigned why : 4;          /* stats.c's MCP_WHY_*: what stopped it (first cancel, timeout or close) */
   unsigned over : 2;         /* MCP_OVER_*: the sandbox limit that ended it */
+  unsigned tool_error : 1;   /* its response was a tool's isError result (respond.c) */
+  unsigned held : 1;         /* it waited in its tool's queue (limit.c), for traces */
+  int rpc_code;              /* its response's JSON-RPC error code, 0 for none (respond.c) */
 };
 
 /* The sandbox limit a call passed (mcp_call.over). */
@@ -137,6 +141,11 @@ void mcp_sched_set_path(const mcp_call_path *path);
  * session), the methods table it serves, capabilities() and session_closed(id). */
 int mcp_sched_init(uv_loop_t *loop, lua_State *L, int server_ref);
 int mcp_sched_has_method(const char *method);
+/* Tracing on (src/net/otel.c): calls get SERVER spans (trace.h), sampled
+ * by sampler and given, ended, to sink, which owns them from then on. */
+struct mcp_span;
+struct mcp_sampler;
+void mcp_sched_trace(const struct mcp_sampler *sampler, void (*sink)(struct mcp_span *s));
 void mcp_sched_close(void);
 /* Create a call for a request already checked (method known, id not in
  * flight) and queue its start (on a later loop turn: the owner links it in

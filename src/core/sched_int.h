@@ -19,6 +19,8 @@ typedef struct mcp_call_type {
   /* May c, queued, start? MCP_ADMIT_RUN, MCP_ADMIT_WAIT (it stays QUEUED
    * until mcp_call_wake), or MCP_ADMIT_REFUSE with msg saying why. */
   int (*admit)(mcp_call *c, char *msg, size_t cap);
+  /* c's handler used up its time slice and yields to the loop (a spinning handler). */
+  void (*preempted)(mcp_call *c);
   /* c's first cancel, timeout or close. */
   void (*cancelled)(mcp_call *c, mcp_req_event ev, const char *reason);
   /* c stops (cancelled, aborted, or finished: then nothing of it is left to wake). */

@@ -12,9 +12,6 @@
 
 #define NBUCKETS 64
 
-static const char *const why_names[MCP_WHY_N] = {
-  "", "client", "timeout", "disconnect", "shutdown", "session_ended", "task_cancelled", "aborted"
-};
 
 /* One method and tool (both interned; tool NULL for other methods and for
  * names no plugin declares), for the life of the process. */
@@ -95,7 +92,7 @@ static void access_line(const mcp_call *c, int outcome, uint64_t now) {
   add_str(&b, "tool", c->tool);
   mcp_buf_printf(&b, ",\"duration_ms\":%.3f", (double)(now - c->arrive_ns) / 1e6);
   add_str(&b, "outcome", outcome == 0 ? "ok" : outcome == 1 ? "error" : "cancelled");
-  add_str(&b, "cancel_reason", outcome >= 2 ? why_names[outcome - 1] : NULL);
+  add_str(&b, "cancel_reason", outcome >= 2 ? mcp_why_name(outcome - 1) : NULL);
   mcp_buf_printf(&b, ",\"bytes_in\":%u,\"bytes_out\":%u}\n", c->bytes_in, c->bytes_out);
   fwrite(b.data, 1, b.len, S.access);             /* one write per line */
   mcp_buf_free(&b);
@@ -138,7 +135,7 @@ static void collect(mcp_buf *b) {
         if (o >= 2 && r->n[o] == 0) continue;
         labels_of(&l, r);
         mcp_metric_label(&l, 1, "outcome", o == 0 ? "ok" : o == 1 ? "error" : "cancelled");
-        if (o >= 2) mcp_metric_label(&l, 1, "reason", why_names[o - 1]);
+        if (o >= 2) mcp_metric_label(&l, 1, "reason", mcp_why_name(o - 1));
         mcp_buf_addc(&l, '\0');
         mcp_metric_sample(b, "luamcp_requests_total", l.data, (double)r->n[o]);
       }

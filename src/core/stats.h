@@ -14,6 +14,14 @@ enum {
   MCP_WHY_SESSION_ENDED, MCP_WHY_TASK_CANCELLED, MCP_WHY_ABORTED, MCP_WHY_N
 };
 
+/* What stopped a call, as /metrics, the access log and traces name it
+ * ("client", "timeout", ...); inline, so that trace.c needs nothing of stats.c. */
+static inline const char *mcp_why_name(int why) {
+  static const char *const names[MCP_WHY_N] = {
+    "", "client", "timeout", "disconnect", "shutdown", "session_ended", "task_cancelled", "aborted"
+  };
+  return why > 0 && why < MCP_WHY_N ? names[why] : "aborted";
+}
 /* Register the collector (the families show before the first request) and
  * stats.c's row into sched.c: a call's first cancel says why it stopped
  * (c->why), and its FINISH is counted and logged when there is an access log. */

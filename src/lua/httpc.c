@@ -33,6 +33,7 @@
 #include "op.h"
 #include "sandbox.h"
 #include "sched.h"
+#include "spans.h"
 #include "sse.h"
 
 #define DEFAULT_TIMEOUT 30.0
@@ -246,6 +247,10 @@ static void transfer_end(transfer *t) {
                   t->op.done ? "outcome=\"cancelled\""
                   : t->rc == CURLE_OK || t->stopped ? "outcome=\"ok\"" : "outcome=\"error\"", 1);
   curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
+  if (t->op.span)
+    mcp_span_http_end(t->op.span, t->status, t->rc == CURLE_OK || t->stopped ? NULL
+                      : t->rc == CURLE_OPERATION_TIMEDOUT ? "timeout" : t->rc == CURLE_COULDNT_CONNECT ? "connect" : "io",
+                      t->errbuf);
   curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
   if (url != NULL && (url = strdup(url)) != NULL) {
     free(t->url);
@@ -790,6 +795,8 @@ static int l_http(lua_State *L) {
   t->chunk_ref = fn_ref(L, "on_chunk");
   t->sse_ref = fn_ref(L, "on_sse");
 
+  if (!background && mcp_op_span(&t->op, MCP_SPAN_CLIENT, method ? method : has_body ? "POST" : "GET"))
+    t->headers = mcp_span_http_begin(t->op.span, t->url, t->headers);
   setup(t, method, timeout, connect_timeout, follow, has_body);
   t->in_multi = 1;
   curl_multi_add_handle(C.multi, t->easy);           /* starts at curl's next timer */

@@ -27,6 +27,7 @@
 #include "sqlite.h"
 #include "task.h"
 #include "lmcp_int.h"
+#include "spans.h"
 
 
 static int l_cancelled(lua_State *L) {
@@ -306,6 +307,7 @@ int luaopen_mcp_core(lua_State *L) {
   mcp__lmcp_client_open(L);
   mcp__lmcp_misc_open(L);
   mcp__chain_open(L);
+  mcp_spans_open(L);
   mcp_op_open(L);
   mcp_sqlite_open_lib(L);
   mcp_proc_open_lib(L);

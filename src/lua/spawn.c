@@ -25,7 +25,9 @@
 #include "op.h"
 #include "sched.h"
 #include "sandbox.h"
+#include "spans.h"
 #include "spawn.h"
+#include "trace.h"
 
 enum { OUT_CAPTURE, OUT_IGNORE, OUT_LINES };
 
@@ -180,6 +182,7 @@ static void spawn_cancel(mcp_op *op) {
  * closed: the op is done, and the child's handles close. */
 static void sp_check(mcp_spawn *sp) {
   if (sp->detached || !sp->exited || sp->out[0].on || sp->out[1].on) return;
+  if (sp->op.span) mcp_span_process_end(&sp->op, (long long)sp->code, sp->signal);
   mcp_op_done(&sp->op);
   sp_detach(sp, NULL);                /* reaped: this only closes the handles */
 }
@@ -495,6 +498,7 @@ int mcp_spawn_start(lua_State *L, mcp_call *c) {
     return mcp_op_wait(L);
   }
   sp->pid = sp->proc.pid;
+  if (mcp_trace_on) mcp_span_process(&sp->op, sp->name, sp->pid);
   mcp_debug("request %s: spawned %s (pid %d)", sp->key, sp->name, sp->pid);
   for (int i = 0; i < 2; i++)
     if (sp->out[i].on) uv_read_start((uv_stream_t *)&sp->out[i].pipe, mcp_child_alloc, on_read);

@@ -19,7 +19,9 @@
 #include "fail.h"
 #include "sandbox.h"
 #include "sqlite.h"
+#include "spans.h"
 #include "sqlite_int.h"
+#include "trace.h"
 
 #define DB_MT "mcp.sqlite.db"
 #define BLOB_MT "mcp.sqlite.blob"
@@ -213,6 +215,7 @@ static int l_run(lua_State *L) {
   params_copy(L, 3, j, n);
   mcp__sqlite_job_init(db, j, c);
   mcp_op_attach(h, &j->op);              /* stack: ... handle */
+  if (mcp_trace_on) mcp_span_sql(&j->op, sql, len, db->path);
   mcp__sqlite_job_start(db, j, c);
   return 1;
 }

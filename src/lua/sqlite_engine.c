@@ -20,6 +20,7 @@
 #include "op.h"
 #include "sched.h"
 #include "fail.h"
+#include "spans.h"
 #include "sqlite_int.h"
 
 #define PROGRESS_OPS 1000                /* VM instructions between looks at a job's stop flag */
@@ -405,6 +406,7 @@ static void job_after(uv_work_t *w, int status) {
   db->cached = db->ncache;
   job_inputs_free(j);
   if (!db->closing) tx_update(db, j->op.cancelled ? NULL : j->op.call);
+  if (j->op.span) mcp_span_sql_end(&j->op, j->rc);
   mcp_op_done(&j->op);
   mcp_op_release(&j->op);                /* may free j */
   db_settle(db);

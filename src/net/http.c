@@ -10,12 +10,12 @@
 #include "metrics.h"
 
 enum { H_CONTENT_TYPE, H_ACCEPT, H_ORIGIN, H_HOST, H_AUTH, H_SESSION, H_PROTO, H_LAST_EVENT,
-       H_EXPECT, H_MCP_METHOD, H_MCP_NAME, H_ACR_HEADERS, NH };
+       H_EXPECT, H_MCP_METHOD, H_MCP_NAME, H_ACR_HEADERS, H_TRACEPARENT, H_TRACESTATE, NH };
 enum { COLLECT = NH };          /* c->cur: a header named cfg.collect_prefix... */
 static const char *const header_names[NH] = {
   "content-type", "accept", "origin", "host", "authorization",
   "mcp-session-id", "mcp-protocol-version", "last-event-id", "expect", "mcp-method", "mcp-name",
-  "access-control-request-headers"
+  "access-control-request-headers", "traceparent", "tracestate"
 };
 
 typedef struct {
@@ -454,6 +454,8 @@ static void dispatch(mcp_http_conn *c) {
   r.last_event_id = value(c, H_LAST_EVENT);
   r.mcp_method = value(c, H_MCP_METHOD);   /* 2026-07-28 request metadata */
   r.mcp_name = value(c, H_MCP_NAME);
+  r.traceparent = value(c, H_TRACEPARENT);
+  r.tracestate = value(c, H_TRACESTATE);
   r.nfields = collected(c, &r.fields);
   r.preflight_headers = value(c, H_ACR_HEADERS);
   r.body = c->body.data ? c->body.data : "";   /* never NULL: parsers take (NULL, 0) badly */

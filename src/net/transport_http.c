@@ -36,6 +36,7 @@
 #include "rev2026.h"
 #include "rpc.h"
 #include "sched.h"
+#include "span.h"
 #include "session.h"
 #include "transport_http.h"
 #include "transport_http_int.h"
@@ -86,6 +87,13 @@ static void on_drained(mcp_session *s) {
   if (hs->ended && !hs->ending) session_free(hs);
 }
 
+/* For traces: the first 8 bytes of the id's SHA-256, in hex. */
+static void session_digest(hsession *hs) {
+  uint8_t d[MCP_SHA256_LEN];
+  mcp_sha256(hs->id, strlen(hs->id), d);
+  mcp_hex(d, 8, hs->s.digest);
+}
+
 static hsession *session_new(void) {
   hsession *hs = calloc(1, sizeof *hs);
   unsigned char rnd[16];
@@ -94,6 +102,8 @@ static hsession *session_new(void) {
   for (int i = 0; i < 16; i++) snprintf(hs->id + 2 * i, 3, "%02x", rnd[i]);
   mcp_session_init(&hs->s, mcp__hs_write, hs);
   snprintf(hs->s.name, sizeof hs->s.name, "%.8s", hs->id);
+  session_digest(hs);
+  hs->s.tcp = 1;
   hs->s.on_drained = on_drained;
   hs->s.detach = mcp__hs_detach;
   hs->next = T.sessions;
@@ -212,6 +222,7 @@ static hsession *stateless_session(void) {
     hs = session_new();
     hs->rev2026 = 1;
     hs->s.name[0] = '\0';                /* its requests have no session */
+    hs->s.digest[0] = '\0';
     if (!T.opt.auth) T.stateless = hs;
   }
   if (T.opt.auth) session_auth(hs);
@@ -268,7 +279,10 @@ static void on_post_rev2026(mcp_http_conn *c, const mcp_http_request *r) {
   st = mcp__hstream_new(hs, c);
   mcp_http_conn_set_data(c, st);
   st->in_input = 1;
+  hs->s.traceparent = r->traceparent;
+  hs->s.tracestate = r->tracestate;
   mcp_session_input(&hs->s, r->body, r->body_len, st);
+  hs->s.traceparent = hs->s.tracestate = NULL;
   st->in_input = 0;
   if (st->ended) {                  /* answered at once */
     mcp__hstream_unlink(st);
@@ -333,7 +347,10 @@ static void on_post(mcp_http_conn *c, const mcp_http_request *r) {
   st = mcp__hstream_new(hs, c);
   mcp_http_conn_set_data(c, st);
   st->in_input = 1;
+  hs->s.traceparent = r->traceparent;
+  hs->s.tracestate = r->tracestate;
   mcp_session_input(&hs->s, r->body, r->body_len, st);
+  hs->s.traceparent = hs->s.tracestate = NULL;
   st->in_input = 0;
   if (st->ended && st->mode != SSE) {           /* answered at once */
     mcp__hstream_unlink(st);

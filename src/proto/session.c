@@ -12,6 +12,7 @@
 #include "sched.h"
 #include "identity.h"
 #include "session.h"
+#include "trace.h"
 
 const char *const mcp_revisions[] = {
   "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", NULL
@@ -142,6 +143,17 @@ static const char *owner_session_name(const mcp_call *c) {
 const mcp_call_owner mcp_session_owner = { owner_respond, owner_stopping, owner_gone,
                                            owner_session_name };
 
+/* c's SERVER span, with what its session (or, for a 2026-07-28 request,
+ * the transport's session it came on) knows. */
+static void trace_server(mcp_call *c, const mcp_session *s) {
+  const mcp_session *t = s->parent ? s->parent : s;
+  mcp_trace_origin o = { t->traceparent, t->tracestate, NULL, NULL, t->tcp ? "tcp" : "pipe", NULL };
+  if (s->revision >= 0) o.protocol_version = mcp_revisions[s->revision];
+  if (t->digest[0]) o.session_digest = t->digest;
+  if (s->auth || t->auth) o.enduser = mcp_identity_subject(s->auth ? s->auth : t->auth);
+  mcp_trace_server(c, &o);
+}
+
 mcp_call *mcp_session_call_start(mcp_session *s, mcp_batch *b, void *stream, const char *key,
                                  const char *method, json_t *params) {
   mcp_call *c = mcp_call_start(&mcp_session_owner, s->id, key, strlen(key), method, params);
@@ -150,6 +162,7 @@ mcp_call *mcp_session_call_start(mcp_session *s, mcp_batch *b, void *stream, con
   c->stream = stream;
   c->bytes_in = (uint32_t)in_len;
   if (mcp_reqtab_insert(&s->reqs, &c->req) != 0) abort();   /* the caller checked */
+  if (mcp_trace_on) trace_server(c, s);
   return c;
 }
 

@@ -45,6 +45,12 @@ struct mcp_session {
   /* Who its latest request came from (auth.c), or NULL without
    * authorization: a reference, dropped by mcp_session_close. */
   struct mcp_identity *auth;
+  /* For traces (transport_http.c): the HTTP request's trace-context
+   * headers while its body is read (mcp_session_input), else NULL; a
+   * digest of the session's id, "" for none. */
+  const char *traceparent, *tracestate;
+  char digest[17];
+  unsigned tcp : 1;              /* HTTP (network.transport tcp), not stdio (pipe) */
   char name[12];                 /* for the access log: the transport's ("stdio", an HTTP id's
                                     first 8 characters), or "" */
   unsigned ready : 1;            /* notifications/initialized received */

@@ -19,11 +19,17 @@ typedef struct {
 } mcp_hist;
 
 void mcp_hist_observe(mcp_hist *h, double seconds);
+/* The same over other upper bounds (MCP_HIST_N of them): mcp_hist_semconv,
+ * the semantic conventions' buckets for mcp.*.operation.duration. */
+extern const double mcp_hist_semconv[MCP_HIST_N];
+void mcp_hist_observe_in(mcp_hist *h, const double *bounds, double seconds);
 
 /* Writers, for collectors. labels: `a="x",b="y"` already escaped, or NULL. */
 void mcp_metric_head(mcp_buf *b, const char *name, const char *type, const char *help);
 void mcp_metric_sample(mcp_buf *b, const char *name, const char *labels, double v);
 void mcp_metric_hist(mcp_buf *b, const char *name, const char *labels, const mcp_hist *h);
+void mcp_metric_hist_in(mcp_buf *b, const char *name, const char *labels, const mcp_hist *h,
+                        const double *bounds);
 /* key="value", the value escaped (\\, \", \n); a comma first when b's last
  * byte is not '{' and b is not empty of labels (comma: 1 to add one). */
 void mcp_metric_label(mcp_buf *b, int comma, const char *key, const char *value);
