@@ -225,12 +225,14 @@ function Conn:send_request(rq)
     params._meta.progressToken = rq.id
     self.by_token[rq.id] = rq
   end
-  self:meta(params)
-  local tp, ts = core.traceparent()      -- tracing on: the upstream request's span names itself
+  -- tracing on: the upstream request's span names itself (before meta(),
+  -- which sends a _meta-less request's shared, encoded-once _meta as it is)
+  local tp, ts = core.traceparent()
   if tp then
     params._meta = copy(params._meta)
     params._meta.traceparent, params._meta.tracestate = tp, ts
   end
+  self:meta(params)
   self.pending[rq.id] = rq
   local ok, err = self.transport.start(self, rq, { jsonrpc = "2.0", id = rq.id, method = rq.method, params = params })
   if not ok then
@@ -395,8 +397,9 @@ local function request(self, method, params, o)
   return nil, rq.what .. ": too many input-required rounds", "protocol"
 end
 
--- The CLIENT span of a request (tracing on): "tools/call NAME".
+-- The CLIENT span of a request (tracing on): "tools/call NAME"; nil when off.
 local function span_of(self, method, params)
+  if not core.traced() then return nil end
   local target = type(params) == "table" and (params.name or params.uri) or nil
   local url = self.client.opts.url
   local attrs = { ["mcp.method.name"] = method, ["network.transport"] = url and "tcp" or "pipe",

@@ -1,7 +1,7 @@
 /* The spans of what handlers do (tracing on, trace.h): the attributes of
  * an HTTP request's CLIENT span and the traceparent naming it; a plugin's
  * own spans (ctx:span) and the running call's trace context in Lua
- * (mcp.core's span_begin and traceparent). */
+ * (mcp.core's span_begin, traceparent and traced). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +220,13 @@ static int l_traceparent(lua_State *L) {
   return 2;
 }
 
+/* traced(): does the running call have a span (tracing on, sampled or not)? */
+static int l_traced(lua_State *L) {
+  mcp_call *c = current(L);
+  lua_pushboolean(L, mcp_trace_on && c != NULL && c->span != NULL);
+  return 1;
+}
+
 /* span:fail(type [, message]): the span ends in error (error.type). */
 static int l_span_fail(lua_State *L) {
   span_handle *h = luaL_checkudata(L, 1, SPAN_MT);
@@ -267,6 +274,8 @@ void mcp_spans_open(lua_State *L) {
   lua_setfield(L, -2, "span_begin");
   lua_pushcfunction(L, l_traceparent);
   lua_setfield(L, -2, "traceparent");
+  lua_pushcfunction(L, l_traced);
+  lua_setfield(L, -2, "traced");
   lua_pushcfunction(L, l_mono);
   lua_setfield(L, -2, "mono");
   lua_pushcfunction(L, l_client_duration);
