@@ -43,6 +43,14 @@ return mcp.plugin { name = "unlisted", tools = {
 } }
 ]]
 
+-- One pass-through middleware on tools/call.
+local PASS = [[
+local mcp = require "mcp"
+return mcp.plugin { name = "pass", middleware = {
+  mcp.middleware { name = "pass", methods = { "tools/call" }, handler = function(req, ctx, next) return next(req) end },
+} }
+]]
+
 local function plugin_dir(source)
   local dir = H.tmpdir()
   local f = assert(io.open(dir .. "/paths.lua", "w"))
@@ -158,6 +166,32 @@ describe("the two paths of a request", function()
     end
   end)
 
+  -- A pass-through middleware on tools/call changes no answer: its next
+  -- runs the call's own step in C (fastpath.c), or in Lua (tools.lua) with
+  -- LUAMCP_LUA_PATH=1.
+  it("gives the same answers through a pass-through middleware, on both paths", function()
+    local mw = H.tmpdir()
+    local f = assert(io.open(mw .. "/pass.lua", "w"))
+    f:write(PASS)
+    f:close()
+    local function with_mw(lua_path)
+      return H.session { plugins = { dir, mw }, args = { "--page-size", "4" },
+                         env = { LUAMCP_LUA_PATH = lua_path and "1" or "" } }
+    end
+    local plain, fast, slow = session(dir, false), with_mw(false), with_mw(true)
+    for i, r in ipairs(REQUESTS) do
+      local want = answer(plain, r[1], r[2], i)
+      local what = r[1] .. " " .. H.cjson.encode(r[2])
+      assert.are.same(want, answer(fast, r[1], r[2], i), what)
+      assert.are.same(want, answer(slow, r[1], r[2], i), what)
+    end
+    assert.is_truthy(H.text(fast:call("stack")):find("pass.lua", 1, true))
+    assert.is_nil(H.text(fast:call("stack")):find("mcp/server/tools.lua", 1, true))
+    assert.is_truthy(H.text(slow:call("stack")):find("mcp/server/tools.lua", 1, true))
+    os.remove(mw .. "/pass.lua")
+    os.remove(mw)
+  end)
+
   -- A middleware's chain is Lua: while one covers tools/call, C leaves the
   -- method to Lua (server.lua's fast_ok), and takes it back when it goes.
   it("leaves tools/call to Lua while a middleware covers it, hot reload included", function()
@@ -168,12 +202,7 @@ describe("the two paths of a request", function()
     end
     assert.is_false(on_lua())
     local f = assert(io.open(mw .. "/pass.lua", "w"))
-    f:write([[
-local mcp = require "mcp"
-return mcp.plugin { name = "pass", middleware = {
-  mcp.middleware { name = "pass", methods = { "tools/call" }, handler = function(req, ctx, next) return next(req) end },
-} }
-]])
+    f:write(PASS)
     f:close()
     assert.is_true(H.until_equal(on_lua, true))
     os.remove(mw .. "/pass.lua")

@@ -575,7 +575,7 @@ local function sync_fast()
     -- a mount's lists are fetched by the Lua dispatch (refresh_mounts)
     if not lua_path_only and fast_ok(m) and not (mounts > 0 and LISTS[m]) then fast[#fast + 1] = m end
   end
-  core.fast_methods(fast)
+  core.fast_methods(fast, not lua_path_only)    -- and a chain's next runs tools/call's step in C
 end
 
 function M.sync_methods()

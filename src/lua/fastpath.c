@@ -39,6 +39,7 @@ enum { UV_TOOL = 1, UV_HANDLER, UV_COMPILED };
 
 static struct {
   int on_call, on_list;      /* core.fast_methods: may C run tools/call, tools/list? */
+  int in_chain;              /* may a chain's next run tools/call's step here? */
   int tools_ref;             /* name -> entry */
   int ctx_mt_ref;            /* the ctx's metatable (init.lua's Ctx) */
   int shape_ref;             /* result.tool(tool, res, msg, code) */
@@ -50,7 +51,7 @@ static struct {
   int nentries;
   int unlisted;              /* an entry could not be encoded: tools/list is Lua's */
   mcp_buf out;               /* the result being answered (respond.c writes it at once) */
-} F = { 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, NULL, NULL, 0, 0,
+} F = { 0, 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, NULL, NULL, 0, 0,
         MCP_BUF_INIT };
 
 static void entries_free(void) {
@@ -268,13 +269,130 @@ static int returned(mcp_call *c, lua_State *co, int nres) {
   return 0;
 }
 
+/* The shapes of returned that make a new table, as result.lua makes it:
+ * {content = mcp.array{}} or {content = mcp.array{{type = "text", text = S}}}. */
+static void push_content(lua_State *co, const char *s, size_t n) {
+  lua_createtable(co, 0, 1);
+  lua_createtable(co, s != NULL, 0);
+  lua_rawgeti(co, LUA_REGISTRYINDEX, F.array_mt_ref);
+  lua_setmetatable(co, -2);
+  if (s != NULL) {
+    lua_createtable(co, 0, 2);
+    lua_pushliteral(co, "text");
+    lua_setfield(co, -2, "type");
+    lua_pushlstring(co, s, n);
+    lua_setfield(co, -2, "text");
+    lua_rawseti(co, -2, 1);
+  }
+  lua_setfield(co, -2, "content");
+}
+
+/* A chain's next, the step of tools/call itself (chain.c): what
+ * begin_call's checks take, on the Lua params a middleware passed, with the
+ * chain's ctx. On the main thread, protected, on behalf of c.
+ * stack: c params ctx -> entry handler args; or nothing (Lua's tools_call). */
+static int step_setup(lua_State *L) {
+  mcp_call *c = lua_touserdata(L, 1);
+  const fast_tool *t;
+  int rev2026 = c->session->rev2026;
+  lua_settop(L, 3);
+  if (lua_getfield(L, 2, "name") != LUA_TSTRING || lua_getfield(L, 2, "task") != LUA_TNIL ||
+      (rev2026 && (lua_getfield(L, 2, "inputResponses") != LUA_TNIL ||
+                   lua_getfield(L, 2, "requestState") != LUA_TNIL)))
+    return 0;
+  lua_settop(L, 4);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, F.tools_ref);
+  lua_insert(L, 4);
+  if (lua_rawget(L, 4) != LUA_TUSERDATA) return 0;              /* 5: entry */
+  t = lua_touserdata(L, 5);
+  if (t->lua_only || (t->scopes && c->session->auth != NULL) || (t->tasks && rev2026)) return 0;
+  lua_getiuservalue(L, 5, UV_HANDLER);                           /* 6 */
+  switch (lua_getfield(L, 2, "arguments")) {                     /* 7 */
+  case LUA_TNIL: lua_pop(L, 1); lua_newtable(L); break;
+  case LUA_TTABLE: if (lua_getmetatable(L, 7)) return 0; break;  /* mcp.array's is refused by Lua */
+  default: return 0;
+  }
+  if (lua_getiuservalue(L, 5, UV_COMPILED) != LUA_TNIL && !mcp_schema_check(L, 8, 7)) return 0;
+  lua_pop(L, 1);
+  if (rev2026) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, F.input_open_ref);
+    lua_pushvalue(L, 3);
+    lua_pushliteral(L, "tools/call");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, F.empty_ref);
+    lua_getiuservalue(L, 5, UV_TOOL);
+    lua_getfield(L, -1, "name");
+    lua_replace(L, -2);
+    lua_pushvalue(L, 7);
+    lua_call(L, 5, 1);
+    if (!lua_toboolean(L, -1)) return 0;
+    lua_pop(L, 1);
+  }
+  return 3;
+}
+
+int mcp_fastpath_step(mcp_call *c, lua_State *co, int params, int ctx) {
+  lua_State *L = mcp_sched_lua();
+  int top = lua_gettop(L), n;
+  if (!F.in_chain || c == NULL || c->session == NULL || co == L) return 0;
+  lua_pushcfunction(L, step_setup);
+  lua_pushlightuserdata(L, c);
+  lua_pushvalue(co, params);
+  lua_pushvalue(co, ctx);
+  lua_xmove(co, L, 2);
+  if (mcp_call_pcall(c, 3, LUA_MULTRET) != LUA_OK) {
+    mcp_warn("request %.64s: C path: %s", c->req.key, lua_tostring(L, -1));
+    lua_settop(L, top);
+    return 0;
+  }
+  n = lua_gettop(L) - top;
+  if (n != 3) {
+    lua_settop(L, top);
+    return 0;
+  }
+  lua_xmove(L, co, 3);
+  return 1;
+}
+
+void mcp_fastpath_step_result(lua_State *co, int base) {
+  const fast_tool *t = lua_touserdata(co, base);
+  int v = base + 1, type, shape = SHAPE_LUA;
+  lua_settop(co, base + 3);          /* entry res msg code */
+  type = lua_type(co, v);
+  if (!t->output && type == LUA_TNIL && lua_isnil(co, v + 1) && lua_isnil(co, v + 2)) {
+    push_content(co, NULL, 0);
+    lua_replace(co, v);
+  } else if (!t->output && (type == LUA_TSTRING || type == LUA_TNUMBER ||
+                            (type == LUA_TBOOLEAN && lua_toboolean(co, v)))) {
+    size_t len;
+    const char *s = luaL_tolstring(co, v, &len);
+    push_content(co, s, len);
+    lua_replace(co, v);
+  } else if (type == LUA_TTABLE && (shape = table_shape(co, t, v)) != SHAPE_LUA) {
+    (void)shape;                     /* as it is */
+  } else {
+    lua_rawgeti(co, LUA_REGISTRYINDEX, F.shape_ref);
+    lua_getiuservalue(co, base, UV_TOOL);
+    lua_rotate(co, v, 2);            /* entry shape tool res msg code */
+    lua_call(co, 4, LUA_MULTRET);
+    lua_remove(co, base);
+    lua_settop(co, base + 3);
+    return;
+  }
+  lua_settop(co, v);
+  lua_remove(co, base);
+  lua_settop(co, base + 3);
+}
+
 static const mcp_call_path path = { begin, returned };
 
-/* core.fast_methods{"tools/call", ...}: the methods C may run (server.lua's
- * sync_methods: every method C implements that no middleware covers). */
+/* core.fast_methods({"tools/call", ...}, in_chain): the methods C may run
+ * (server.lua's sync_methods: every method C implements that no middleware
+ * covers); in_chain: a middleware's next may run tools/call's own step here
+ * (not under LUAMCP_LUA_PATH=1). */
 static int l_fast_methods(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   F.on_call = F.on_list = 0;
+  F.in_chain = lua_toboolean(L, 2);
   for (lua_Integer i = 1; lua_rawgeti(L, 1, i) != LUA_TNIL; i++) {
     const char *m = luaL_checkstring(L, -1);
     if (strcmp(m, "tools/call") == 0) F.on_call = 1;
