@@ -40,6 +40,7 @@ enum { UV_TOOL = 1, UV_HANDLER, UV_COMPILED };
 static struct {
   int on_call, on_list;      /* core.fast_methods: may C run tools/call, tools/list? */
   int in_chain;              /* may a chain's next run tools/call's step here? */
+  int chains_ref;            /* {calls =, tool_calls =, run =}: a tools/call's chains, chain_run */
   int tools_ref;             /* name -> entry */
   int ctx_mt_ref;            /* the ctx's metatable (init.lua's Ctx) */
   int shape_ref;             /* result.tool(tool, res, msg, code) */
@@ -51,7 +52,7 @@ static struct {
   int nentries;
   int unlisted;              /* an entry could not be encoded: tools/list is Lua's */
   mcp_buf out;               /* the result being answered (respond.c writes it at once) */
-} F = { 0, 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, NULL, NULL, 0, 0,
+} F = { 0, 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, NULL, NULL, 0, 0,
         MCP_BUF_INIT };
 
 static void entries_free(void) {
@@ -174,8 +175,56 @@ static int begin_call(mcp_call *c, lua_State *co) {
   return 2;
 }
 
+/* On the main thread, protected, for c: the chain of its tool (a sandboxed
+ * plugin's tool has its own), as server.lua's dispatch finds it, and
+ * chain_run's arguments; nothing for an unknown tool (dispatch first
+ * refreshes the mounts).
+ * stack: c -> chain_run chain method params id session */
+static int chain_setup(lua_State *L) {
+  mcp_call *c = lua_touserdata(L, 1);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, F.tools_ref);
+  if (lua_getfield(L, 2, c->tool) != LUA_TUSERDATA) return 0;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, F.chains_ref);               /* 4 */
+  lua_getfield(L, 4, "run");                                     /* 5 */
+  lua_getfield(L, 4, "tool_calls");
+  if (lua_getfield(L, 6, c->tool) != LUA_TTABLE) {               /* 7 */
+    lua_getfield(L, 4, "calls");
+    if (lua_getfield(L, 8, "tools/call") != LUA_TTABLE) return 0;
+  }
+  lua_pushvalue(L, 5);
+  lua_insert(L, -2);                                             /* run chain */
+  lua_pushliteral(L, "tools/call");
+  mcp_json_push(L, c->params);
+  push_id(L, c);
+  lua_pushinteger(L, c->sid);
+  return 6;
+}
+
+/* tools/call under a middleware: chain_run(chain, method, params, id,
+ * session) straight from here, with no Lua frame of server.lua's under the
+ * first middleware; what it returns, returned encodes. */
+static int begin_chain(mcp_call *c, lua_State *co) {
+  lua_State *L = mcp_sched_lua();
+  int top = lua_gettop(L);
+  if (c->tool == NULL || c->tool_owned ||
+      json_string_length(json_object_get(c->params, "name")) != strlen(c->tool))
+    return MCP_PATH_LUA;
+  lua_pushcfunction(L, chain_setup);
+  lua_pushlightuserdata(L, c);
+  if (mcp_call_pcall(c, 1, LUA_MULTRET) != LUA_OK || lua_gettop(L) - top != 6) {
+    lua_settop(L, top);
+    return MCP_PATH_LUA;
+  }
+  lua_pushboolean(co, 0);            /* what the call keeps: no entry */
+  lua_xmove(L, co, 6);               /* co: false chain_run chain method params id session */
+  return 5;
+}
+
 static int begin(mcp_call *c, lua_State *co) {
-  if (strcmp(c->method, "tools/call") == 0) return F.on_call ? begin_call(c, co) : MCP_PATH_LUA;
+  if (strcmp(c->method, "tools/call") == 0) {
+    if (F.on_call) return begin_call(c, co);
+    return F.chains_ref != LUA_NOREF ? begin_chain(c, co) : MCP_PATH_LUA;
+  }
   if (strcmp(c->method, "tools/list") == 0 && F.on_list && !F.unlisted && list_page(c->params)) {
     lua_pushlightuserdata(co, &F.out);
     return MCP_PATH_ANSWERED;
@@ -234,10 +283,26 @@ static void text_result(const char *s, size_t n) {
   mcp_buf_adds(&F.out, "}]}");
 }
 
+/* What a chain returned (the method's protocol, shaped): as it is, or
+ * mcp.text's shape written here. stack: false res... */
+static int chain_returned(lua_State *co, int nres) {
+  static const fast_tool shaped = { 0, 0, 0, 0 };
+  lua_remove(co, 1);
+  if (nres == 2 && lua_type(co, 1) == LUA_TTABLE && table_shape(co, &shaped, 1) == SHAPE_TEXT) {
+    size_t n;
+    const char *s = lua_tolstring(co, -1, &n);
+    text_result(s, n);
+    lua_settop(co, 0);
+    lua_pushlightuserdata(co, &F.out);
+  }
+  return 0;
+}
+
 static int returned(mcp_call *c, lua_State *co, int nres) {
   const fast_tool *t = lua_touserdata(co, 1);   /* stack: entry res... (nres counts the entry) */
   int v = 2, type, shape = SHAPE_LUA;
-  (void)c, (void)nres;
+  (void)c;
+  if (t == NULL) return chain_returned(co, nres);
   lua_settop(co, v + 2);             /* entry res msg code (result.tool's arguments) */
   type = lua_type(co, v);
   if (!t->output && type == LUA_TNIL && lua_isnil(co, v + 1) && lua_isnil(co, v + 2)) {
@@ -385,14 +450,28 @@ void mcp_fastpath_step_result(lua_State *co, int base) {
 
 static const mcp_call_path path = { begin, returned };
 
-/* core.fast_methods({"tools/call", ...}, in_chain): the methods C may run
+static void set_ref(lua_State *L, int idx, int *ref) {
+  lua_pushvalue(L, idx);
+  luaL_unref(L, LUA_REGISTRYINDEX, *ref);
+  *ref = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+/* core.fast_methods({"tools/call", ...}, chains): the methods C may run
  * (server.lua's sync_methods: every method C implements that no middleware
- * covers); in_chain: a middleware's next may run tools/call's own step here
- * (not under LUAMCP_LUA_PATH=1). */
+ * covers); chains (nil under LUAMCP_LUA_PATH=1): {calls =, tool_calls =,
+ * run =}, middleware.lua's chains and chain_run: C starts a tools/call's
+ * chain, and a middleware's next runs the method's own step here. */
 static int l_fast_methods(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   F.on_call = F.on_list = 0;
-  F.in_chain = lua_toboolean(L, 2);
+  F.in_chain = !lua_isnoneornil(L, 2);
+  if (F.in_chain) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    set_ref(L, 2, &F.chains_ref);
+  } else {
+    luaL_unref(L, LUA_REGISTRYINDEX, F.chains_ref);
+    F.chains_ref = LUA_NOREF;
+  }
   for (lua_Integer i = 1; lua_rawgeti(L, 1, i) != LUA_TNIL; i++) {
     const char *m = luaL_checkstring(L, -1);
     if (strcmp(m, "tools/call") == 0) F.on_call = 1;
@@ -401,12 +480,6 @@ static int l_fast_methods(lua_State *L) {
     lua_pop(L, 1);
   }
   return 0;
-}
-
-static void set_ref(lua_State *L, int idx, int *ref) {
-  lua_pushvalue(L, idx);
-  luaL_unref(L, LUA_REGISTRYINDEX, *ref);
-  *ref = luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
 /* core.fast_tools(list, ctx_mt, shape, input_open): the registry's tools,
