@@ -25,7 +25,7 @@
 enum { U_CHAIN = 1, U_CTX, U_KEY, U_GAVE, U_STATE, NUPVALUES = U_STATE };
 
 /* What middleware.lua gives chain_setup (registry references). */
-static int ref_ctx = LUA_NOREF;       /* decl.ctx(id) */
+static int ref_ctx_mt = LUA_NOREF;    /* a ctx's metatable (init.lua's Ctx: decl.ctx makes {id =} with it) */
 static int ref_methods = LUA_NOREF;   /* the methods table */
 static int ref_on_error = LUA_NOREF;  /* the message handler under next */
 static int ref_raised = LUA_NOREF;    /* raised(method, err): what the client would get */
@@ -205,9 +205,11 @@ static int run_done(lua_State *L, int status, lua_KContext kctx) {
  * answers as for a handler). */
 static int l_chain_run(lua_State *L) {
   lua_settop(L, 4);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, ref_ctx);
+  lua_createtable(L, 0, 1);
   lua_pushvalue(L, 4);
-  lua_call(L, 1, 1);                                   /* chain method params id ctx */
+  lua_setfield(L, 5, "id");
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ref_ctx_mt);
+  lua_setmetatable(L, 5);                              /* chain method params id ctx */
   lua_pushvalue(L, 1);                                 /* U_CHAIN */
   lua_pushvalue(L, 5);                                 /* U_CTX */
   lua_getfield(L, 3, "name");                          /* U_KEY: params.name or params.uri */
@@ -234,10 +236,10 @@ static int l_chain_run(lua_State *L) {
   return run_done(L, LUA_OK, 0);
 }
 
-/* chain_setup{ctx =, methods =, on_error =, raised =, shape =}: the Lua side. */
+/* chain_setup{ctx_mt =, methods =, on_error =, raised =, shape =}: the Lua side. */
 static int l_chain_setup(lua_State *L) {
-  static const char *names[] = {"ctx", "methods", "on_error", "raised", "shape"};
-  int *refs[] = {&ref_ctx, &ref_methods, &ref_on_error, &ref_raised, &ref_shape};
+  static const char *names[] = {"ctx_mt", "methods", "on_error", "raised", "shape"};
+  int *refs[] = {&ref_ctx_mt, &ref_methods, &ref_on_error, &ref_raised, &ref_shape};
   luaL_checktype(L, 1, LUA_TTABLE);
   for (int i = 0; i < 5; i++) {
     lua_getfield(L, 1, names[i]);

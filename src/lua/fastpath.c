@@ -180,7 +180,7 @@ static int begin_call(mcp_call *c, lua_State *co) {
  * chain_run's arguments; nothing for an unknown tool (dispatch first
  * refreshes the mounts).
  * stack: c -> chain_run chain method params id session */
-static int chain_setup(lua_State *L) {
+static int chain_find(lua_State *L) {
   mcp_call *c = lua_touserdata(L, 1);
   lua_rawgeti(L, LUA_REGISTRYINDEX, F.tools_ref);
   if (lua_getfield(L, 2, c->tool) != LUA_TUSERDATA) return 0;
@@ -209,7 +209,7 @@ static int begin_chain(mcp_call *c, lua_State *co) {
   if (c->tool == NULL || c->tool_owned ||
       json_string_length(json_object_get(c->params, "name")) != strlen(c->tool))
     return MCP_PATH_LUA;
-  lua_pushcfunction(L, chain_setup);
+  lua_pushcfunction(L, chain_find);
   lua_pushlightuserdata(L, c);
   if (mcp_call_pcall(c, 1, LUA_MULTRET) != LUA_OK || lua_gettop(L) - top != 6) {
     lua_settop(L, top);
@@ -246,10 +246,11 @@ static int nkeys(lua_State *L, int t) {
  * its content is already an array, so result.lua would send it as it is (no
  * metatable, no structuredContent, no outputSchema to check unless isError
  * is true). SHAPE_TEXT: mcp.text's {content = [{type = "text", text = S}]}
- * and nothing more, with S pushed. SHAPE_LUA: result.lua's work. */
+ * and nothing more, with S pushed (looked for only when text is 1). SHAPE_LUA:
+ * result.lua's work. */
 enum { SHAPE_LUA, SHAPE_AS_IS, SHAPE_TEXT };
 
-static int table_shape(lua_State *co, const fast_tool *t, int v) {
+static int table_shape(lua_State *co, const fast_tool *t, int v, int text) {
   int top = lua_gettop(co), content = top + 1, item = top + 2, ok;
   if (lua_getmetatable(co, v)) goto lua;
   if (lua_getfield(co, v, "content") != LUA_TTABLE || !lua_getmetatable(co, content)) goto lua;
@@ -263,7 +264,7 @@ static int table_shape(lua_State *co, const fast_tool *t, int v) {
     lua_settop(co, top);
     return ok ? SHAPE_AS_IS : SHAPE_LUA;
   }
-  if (nkeys(co, v) == 1 && lua_rawlen(co, content) == 1 && lua_rawgeti(co, content, 1) == LUA_TTABLE &&
+  if (text && nkeys(co, v) == 1 && lua_rawlen(co, content) == 1 && lua_rawgeti(co, content, 1) == LUA_TTABLE &&
       !lua_getmetatable(co, item) && nkeys(co, item) == 2 &&
       lua_getfield(co, item, "type") == LUA_TSTRING && strcmp(lua_tostring(co, -1), "text") == 0 &&
       lua_getfield(co, item, "text") == LUA_TSTRING)
@@ -288,7 +289,7 @@ static void text_result(const char *s, size_t n) {
 static int chain_returned(lua_State *co, int nres) {
   static const fast_tool shaped = { 0, 0, 0, 0 };
   lua_remove(co, 1);
-  if (nres == 2 && lua_type(co, 1) == LUA_TTABLE && table_shape(co, &shaped, 1) == SHAPE_TEXT) {
+  if (nres == 2 && lua_type(co, 1) == LUA_TTABLE && table_shape(co, &shaped, 1, 1) == SHAPE_TEXT) {
     size_t n;
     const char *s = lua_tolstring(co, -1, &n);
     text_result(s, n);
@@ -313,7 +314,7 @@ static int returned(mcp_call *c, lua_State *co, int nres) {
     size_t n;
     const char *s = luaL_tolstring(co, v, &n);
     text_result(s, n);
-  } else if (type == LUA_TTABLE && (shape = table_shape(co, t, v)) == SHAPE_TEXT) {
+  } else if (type == LUA_TTABLE && (shape = table_shape(co, t, v, 1)) == SHAPE_TEXT) {
     size_t n;                        /* written here: encoding the table costs ten times more */
     const char *s = lua_tolstring(co, -1, &n);
     text_result(s, n);
@@ -432,7 +433,7 @@ void mcp_fastpath_step_result(lua_State *co, int base) {
     const char *s = luaL_tolstring(co, v, &len);
     push_content(co, s, len);
     lua_replace(co, v);
-  } else if (type == LUA_TTABLE && (shape = table_shape(co, t, v)) != SHAPE_LUA) {
+  } else if (type == LUA_TTABLE && (shape = table_shape(co, t, v, 0)) != SHAPE_LUA) {
     (void)shape;                     /* as it is */
   } else {
     lua_rawgeti(co, LUA_REGISTRYINDEX, F.shape_ref);
