@@ -51,6 +51,20 @@ return mcp.plugin { name = "pass", middleware = {
 } }
 ]]
 
+-- A middleware that rewrites: alias -> plain, and some arguments.
+local REWRITE = [[
+local mcp = require "mcp"
+return mcp.plugin { name = "rewrite", middleware = {
+  mcp.middleware { name = "rewrite", methods = { "tools/call" }, handler = function(req, ctx, next)
+    local p, text = req.params, (req.params.arguments or {}).text
+    if p.name == "alias" then p.name = text == "gone" and "none" or "plain" end
+    if text == "bad" then p.arguments.text = 7 end
+    if text == "list" then p.arguments = mcp.array { "x" } end
+    return next(req)
+  end },
+} }
+]]
+
 local function plugin_dir(source)
   local dir = H.tmpdir()
   local f = assert(io.open(dir .. "/paths.lua", "w"))
@@ -189,6 +203,34 @@ describe("the two paths of a request", function()
     assert.is_nil(H.text(fast:call("stack")):find("mcp/server/tools.lua", 1, true))
     assert.is_truthy(H.text(slow:call("stack")):find("mcp/server/tools.lua", 1, true))
     os.remove(mw .. "/pass.lua")
+    os.remove(mw)
+  end)
+
+  -- next runs the step the params name after the middleware's rewrite,
+  -- checked as they are then, on both paths.
+  it("runs tools/call's step on the params a middleware rewrote, as the Lua path does", function()
+    local mw = H.tmpdir()
+    local f = assert(io.open(mw .. "/rewrite.lua", "w"))
+    f:write(REWRITE)
+    f:close()
+    local function with_mw(lua_path)
+      return H.session { plugins = { dir, mw }, env = { LUAMCP_LUA_PATH = lua_path and "1" or "" } }
+    end
+    local fast, slow = with_mw(false), with_mw(true)
+    local cases = {
+      { name = "alias", arguments = { text = "a" } },   -- now plain
+      { name = "plain", arguments = { text = "bad" } }, -- now 7: refused by the schema
+      { name = "alias" },
+      { name = "plain", arguments = { text = "list" } }, -- now an array: not an object
+      { name = "alias", arguments = { text = "gone" } }, -- now no such tool
+    }
+    for i, params in ipairs(cases) do
+      assert.are.same(answer(slow, "tools/call", params, i), answer(fast, "tools/call", params, i),
+                      H.cjson.encode(params))
+    end
+    assert.are.equal("a", H.text(answer(fast, "tools/call", cases[1], 9)))
+    assert.is_true(answer(fast, "tools/call", cases[2], 10).result.isError)
+    os.remove(mw .. "/rewrite.lua")
     os.remove(mw)
   end)
 
