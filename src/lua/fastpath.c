@@ -10,6 +10,10 @@
  * answers, scopes under --auth-*, arguments the schema refuses, an unknown
  * tool, a bad cursor) goes to Lua's dispatch, which answers it.
  *
+ * Under a middleware, a tools/call's chain is started here (core.chain_run
+ * on the coroutine, no server.lua frame), and chain.c's next runs the
+ * method's own step with the same checks and shapes (mcp_fastpath_step).
+ *
  * The registry stays Lua's: server.lua hands its tools over at every load,
  * reload and mount refresh (core.fast_tools), and tools/list's entries are
  * encoded then, once. */
