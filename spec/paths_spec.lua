@@ -43,6 +43,28 @@ return mcp.plugin { name = "unlisted", tools = {
 } }
 ]]
 
+-- One pass-through middleware on tools/call.
+local PASS = [[
+local mcp = require "mcp"
+return mcp.plugin { name = "pass", middleware = {
+  mcp.middleware { name = "pass", methods = { "tools/call" }, handler = function(req, ctx, next) return next(req) end },
+} }
+]]
+
+-- A middleware that rewrites: alias -> plain, and some arguments.
+local REWRITE = [[
+local mcp = require "mcp"
+return mcp.plugin { name = "rewrite", middleware = {
+  mcp.middleware { name = "rewrite", methods = { "tools/call" }, handler = function(req, ctx, next)
+    local p, text = req.params, (req.params.arguments or {}).text
+    if p.name == "alias" then p.name = text == "gone" and "none" or "plain" end
+    if text == "bad" then p.arguments.text = 7 end
+    if text == "list" then p.arguments = mcp.array { "x" } end
+    return next(req)
+  end },
+} }
+]]
+
 local function plugin_dir(source)
   local dir = H.tmpdir()
   local f = assert(io.open(dir .. "/paths.lua", "w"))
@@ -158,26 +180,78 @@ describe("the two paths of a request", function()
     end
   end)
 
-  -- A middleware's chain is Lua: while one covers tools/call, C leaves the
-  -- method to Lua (server.lua's fast_ok), and takes it back when it goes.
-  it("leaves tools/call to Lua while a middleware covers it, hot reload included", function()
+  -- A pass-through middleware on tools/call changes no answer: its next
+  -- runs the call's own step in C (fastpath.c), or in Lua (tools.lua) with
+  -- LUAMCP_LUA_PATH=1.
+  it("gives the same answers through a pass-through middleware, on both paths", function()
+    local mw = H.tmpdir()
+    local f = assert(io.open(mw .. "/pass.lua", "w"))
+    f:write(PASS)
+    f:close()
+    local function with_mw(lua_path)
+      return H.session { plugins = { dir, mw }, args = { "--page-size", "4" },
+                         env = { LUAMCP_LUA_PATH = lua_path and "1" or "" } }
+    end
+    local plain, fast, slow = session(dir, false), with_mw(false), with_mw(true)
+    for i, r in ipairs(REQUESTS) do
+      local want = answer(plain, r[1], r[2], i)
+      local what = r[1] .. " " .. H.cjson.encode(r[2])
+      assert.are.same(want, answer(fast, r[1], r[2], i), what)
+      assert.are.same(want, answer(slow, r[1], r[2], i), what)
+    end
+    assert.is_truthy(H.text(fast:call("stack")):find("pass.lua", 1, true))
+    assert.is_nil(H.text(fast:call("stack")):find("mcp/server/tools.lua", 1, true))
+    assert.is_truthy(H.text(slow:call("stack")):find("mcp/server/tools.lua", 1, true))
+    os.remove(mw .. "/pass.lua")
+    os.remove(mw)
+  end)
+
+  -- next runs the step the params name after the middleware's rewrite,
+  -- checked as they are then, on both paths.
+  it("runs tools/call's step on the params a middleware rewrote, as the Lua path does", function()
+    local mw = H.tmpdir()
+    local f = assert(io.open(mw .. "/rewrite.lua", "w"))
+    f:write(REWRITE)
+    f:close()
+    local function with_mw(lua_path)
+      return H.session { plugins = { dir, mw }, env = { LUAMCP_LUA_PATH = lua_path and "1" or "" } }
+    end
+    local fast, slow = with_mw(false), with_mw(true)
+    local cases = {
+      { name = "alias", arguments = { text = "a" } },   -- now plain
+      { name = "plain", arguments = { text = "bad" } }, -- now 7: refused by the schema
+      { name = "alias" },
+      { name = "plain", arguments = { text = "list" } }, -- now an array: not an object
+      { name = "alias", arguments = { text = "gone" } }, -- now no such tool
+    }
+    for i, params in ipairs(cases) do
+      assert.are.same(answer(slow, "tools/call", params, i), answer(fast, "tools/call", params, i),
+                      H.cjson.encode(params))
+    end
+    assert.are.equal("a", H.text(answer(fast, "tools/call", cases[1], 9)))
+    assert.is_true(answer(fast, "tools/call", cases[2], 10).result.isError)
+    os.remove(mw .. "/rewrite.lua")
+    os.remove(mw)
+  end)
+
+  -- While a middleware covers tools/call, C starts the call's chain (the
+  -- middleware under the handler, and no server.lua frame), and the plain C
+  -- path comes back when it goes.
+  it("runs tools/call through a middleware while one covers it, hot reload included", function()
     local mw = H.tmpdir()
     local c = H.session { plugins = { dir, mw }, args = { "--watch" } }
-    local function on_lua()
-      return H.text(c:call("stack")):find("mcp/server", 1, true) ~= nil
+    local function through()
+      local trace = H.text(c:call("stack"))
+      assert.is_nil(trace:find("mcp/server", 1, true), trace)
+      return trace:find("pass.lua", 1, true) ~= nil
     end
-    assert.is_false(on_lua())
+    assert.is_false(through())
     local f = assert(io.open(mw .. "/pass.lua", "w"))
-    f:write([[
-local mcp = require "mcp"
-return mcp.plugin { name = "pass", middleware = {
-  mcp.middleware { name = "pass", methods = { "tools/call" }, handler = function(req, ctx, next) return next(req) end },
-} }
-]])
+    f:write(PASS)
     f:close()
-    assert.is_true(H.until_equal(on_lua, true))
+    assert.is_true(H.until_equal(through, true))
     os.remove(mw .. "/pass.lua")
-    assert.is_false(H.until_equal(on_lua, false))
+    assert.is_false(H.until_equal(through, false))
     os.remove(mw)
   end)
 end)

@@ -572,6 +572,10 @@ local function fast_ok(method)
   return not middleware.covers(method)
 end
 
+-- A tools/call under a middleware: C starts its chain, and the chain's
+-- next runs the method's own step in C (fastpath.c).
+local c_chains = { calls = middleware.chains, tool_calls = middleware.tool_chains, run = middleware.run }
+
 local function sync_fast()
   tools_family.sync_c()
   local fast = {}
@@ -579,7 +583,7 @@ local function sync_fast()
     -- a mount's lists are fetched by the Lua dispatch (refresh_mounts)
     if not lua_path_only and fast_ok(m) and not (mounts > 0 and LISTS[m]) then fast[#fast + 1] = m end
   end
-  core.fast_methods(fast)
+  core.fast_methods(fast, not lua_path_only and c_chains or nil)
 end
 
 function M.sync_methods()

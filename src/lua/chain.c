@@ -15,14 +15,17 @@
  * k - 1 called next, so k called next when called >= k). The session is
  * the call's (mcp_call.sid, as sched.c gives it to the dispatcher). */
 
+#include <string.h>
+
 #include <lauxlib.h>
 
+#include "fastpath.h"
 #include "lmcp_int.h"
 
 enum { U_CHAIN = 1, U_CTX, U_KEY, U_GAVE, U_STATE, NUPVALUES = U_STATE };
 
 /* What middleware.lua gives chain_setup (registry references). */
-static int ref_ctx = LUA_NOREF;       /* decl.ctx(id) */
+static int ref_ctx_mt = LUA_NOREF;    /* a ctx's metatable (init.lua's Ctx: decl.ctx makes {id =} with it) */
 static int ref_methods = LUA_NOREF;   /* the methods table */
 static int ref_on_error = LUA_NOREF;  /* the message handler under next */
 static int ref_raised = LUA_NOREF;    /* raised(method, err): what the client would get */
@@ -80,11 +83,14 @@ static void shape(lua_State *L, int chain, lua_Integer k, int key, int gave, int
 }
 
 /* After the step at depth k + 1 (what raises there escapes no inner next,
- * so the state still names that step): back to middleware k.
- * stack: req on_error results... (or the error) */
+ * so the state still names that step): back to middleware k. kctx: k << 1,
+ * | 1 for tools/call's step in C (its entry under the results).
+ * stack: req on_error [entry] results... (or the error) */
 static int next_done(lua_State *L, int status, lua_KContext kctx) {
-  lua_Integer k = (lua_Integer)kctx;
+  lua_Integer k = (lua_Integer)(kctx >> 1);
+  int step = (int)(kctx & 1);          /* tools/call's own step, run as fastpath.c runs it */
   set_state(L, k, k);
+  if (step && status != LUA_OK && status != LUA_YIELD) lua_remove(L, 3);
   if (status != LUA_OK && status != LUA_YIELD) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, ref_raised);   /* req on_error err raised */
     lua_getfield(L, UP(U_CHAIN), "method");
@@ -92,6 +98,7 @@ static int next_done(lua_State *L, int status, lua_KContext kctx) {
     lua_call(L, 2, 4);
     return 4;
   }
+  if (step) mcp_fastpath_step_result(L, 3);          /* req on_error entry res... */
   lua_settop(L, 6);                                  /* req on_error res msg code err */
   if ((lua_Unsigned)k != lua_rawlen(L, UP(U_CHAIN))) {
     shape(L, UP(U_CHAIN), k + 1, UP(U_KEY), UP(U_GAVE), 3);
@@ -122,6 +129,7 @@ static void push_self(lua_State *L) {
 static int l_next(lua_State *L) {
   lua_Integer s = state(L), k = s & 0xffff, called = s >> 16;
   mcp_call *c;
+  int step = 0;
   lua_settop(L, 1);
   if (k == 0 || called >= k || lua_isnil(L, 1)) return misuse(L, k, called);
   lua_rawgeti(L, LUA_REGISTRYINDEX, ref_on_error);
@@ -129,6 +137,7 @@ static int l_next(lua_State *L) {
     lua_pop(L, 1);
     lua_rawgeti(L, LUA_REGISTRYINDEX, ref_methods);
     lua_getfield(L, UP(U_CHAIN), "method");
+    step = strcmp(lua_tostring(L, -1), "tools/call") == 0;
     lua_rawget(L, -2);
     lua_remove(L, -2);                                 /* req on_error fn|nil */
     if (lua_getfield(L, 1, "params") == LUA_TNIL) return misuse(L, k, called);
@@ -160,11 +169,18 @@ static int l_next(lua_State *L) {
     lua_pushinteger(L, -32601);
     lua_pushliteral(L, "Method not found");
     lua_pushnil(L);
-    return next_done(L, LUA_OK, (lua_KContext)k);
+    return next_done(L, LUA_OK, (lua_KContext)(k << 1));
+  }
+  step = step && mcp_fastpath_step(c, L, 4, UP(U_CTX));
+  if (step) {              /* req on_error fn params id session ctx entry handler args */
+    lua_pushvalue(L, UP(U_CTX));
+    lua_rotate(L, 3, -5);
+    lua_settop(L, 6);                                  /* req on_error entry handler args ctx */
   }
   set_state(L, k + 1, k);
-  return next_done(L, lua_pcallk(L, lua_gettop(L) - 3, LUA_MULTRET, 2, (lua_KContext)k, next_done),
-                   (lua_KContext)k);
+  return next_done(L, lua_pcallk(L, lua_gettop(L) - 3 - step, LUA_MULTRET, 2, (lua_KContext)(k << 1 | step),
+                                 next_done),
+                   (lua_KContext)(k << 1 | step));
 }
 
 /* The first middleware has returned: the call is over for next.
@@ -189,9 +205,11 @@ static int run_done(lua_State *L, int status, lua_KContext kctx) {
  * answers as for a handler). */
 static int l_chain_run(lua_State *L) {
   lua_settop(L, 4);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, ref_ctx);
+  lua_createtable(L, 0, 1);
   lua_pushvalue(L, 4);
-  lua_call(L, 1, 1);                                   /* chain method params id ctx */
+  lua_setfield(L, 5, "id");
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ref_ctx_mt);
+  lua_setmetatable(L, 5);                              /* chain method params id ctx */
   lua_pushvalue(L, 1);                                 /* U_CHAIN */
   lua_pushvalue(L, 5);                                 /* U_CTX */
   lua_getfield(L, 3, "name");                          /* U_KEY: params.name or params.uri */
@@ -218,10 +236,10 @@ static int l_chain_run(lua_State *L) {
   return run_done(L, LUA_OK, 0);
 }
 
-/* chain_setup{ctx =, methods =, on_error =, raised =, shape =}: the Lua side. */
+/* chain_setup{ctx_mt =, methods =, on_error =, raised =, shape =}: the Lua side. */
 static int l_chain_setup(lua_State *L) {
-  static const char *names[] = {"ctx", "methods", "on_error", "raised", "shape"};
-  int *refs[] = {&ref_ctx, &ref_methods, &ref_on_error, &ref_raised, &ref_shape};
+  static const char *names[] = {"ctx_mt", "methods", "on_error", "raised", "shape"};
+  int *refs[] = {&ref_ctx_mt, &ref_methods, &ref_on_error, &ref_raised, &ref_shape};
   luaL_checktype(L, 1, LUA_TTABLE);
   for (int i = 0; i < 5; i++) {
     lua_getfield(L, 1, names[i]);

@@ -10,6 +10,10 @@
  * answers, scopes under --auth-*, arguments the schema refuses, an unknown
  * tool, a bad cursor) goes to Lua's dispatch, which answers it.
  *
+ * Under a middleware, a tools/call's chain is started here (core.chain_run
+ * on the coroutine, no server.lua frame), and chain.c's next runs the
+ * method's own step with the same checks and shapes (mcp_fastpath_step).
+ *
  * The registry stays Lua's: server.lua hands its tools over at every load,
  * reload and mount refresh (core.fast_tools), and tools/list's entries are
  * encoded then, once. */
@@ -39,6 +43,8 @@ enum { UV_TOOL = 1, UV_HANDLER, UV_COMPILED };
 
 static struct {
   int on_call, on_list;      /* core.fast_methods: may C run tools/call, tools/list? */
+  int in_chain;              /* may a chain's next run tools/call's step here? */
+  int chains_ref;            /* {calls =, tool_calls =, run =}: a tools/call's chains, chain_run */
   int tools_ref;             /* name -> entry */
   int ctx_mt_ref;            /* the ctx's metatable (init.lua's Ctx) */
   int shape_ref;             /* result.tool(tool, res, msg, code) */
@@ -50,7 +56,7 @@ static struct {
   int nentries;
   int unlisted;              /* an entry could not be encoded: tools/list is Lua's */
   mcp_buf out;               /* the result being answered (respond.c writes it at once) */
-} F = { 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, NULL, NULL, 0, 0,
+} F = { 0, 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, NULL, NULL, 0, 0,
         MCP_BUF_INIT };
 
 static void entries_free(void) {
@@ -173,8 +179,56 @@ static int begin_call(mcp_call *c, lua_State *co) {
   return 2;
 }
 
+/* On the main thread, protected, for c: the chain of its tool (a sandboxed
+ * plugin's tool has its own), as server.lua's dispatch finds it, and
+ * chain_run's arguments; nothing for an unknown tool (dispatch first
+ * refreshes the mounts).
+ * stack: c -> chain_run chain method params id session */
+static int chain_find(lua_State *L) {
+  mcp_call *c = lua_touserdata(L, 1);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, F.tools_ref);
+  if (lua_getfield(L, 2, c->tool) != LUA_TUSERDATA) return 0;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, F.chains_ref);               /* 4 */
+  lua_getfield(L, 4, "run");                                     /* 5 */
+  lua_getfield(L, 4, "tool_calls");
+  if (lua_getfield(L, 6, c->tool) != LUA_TTABLE) {               /* 7 */
+    lua_getfield(L, 4, "calls");
+    if (lua_getfield(L, 8, "tools/call") != LUA_TTABLE) return 0;
+  }
+  lua_pushvalue(L, 5);
+  lua_insert(L, -2);                                             /* run chain */
+  lua_pushliteral(L, "tools/call");
+  mcp_json_push(L, c->params);
+  push_id(L, c);
+  lua_pushinteger(L, c->sid);
+  return 6;
+}
+
+/* tools/call under a middleware: chain_run(chain, method, params, id,
+ * session) straight from here, with no Lua frame of server.lua's under the
+ * first middleware; what it returns, returned encodes. */
+static int begin_chain(mcp_call *c, lua_State *co) {
+  lua_State *L = mcp_sched_lua();
+  int top = lua_gettop(L);
+  if (c->tool == NULL || c->tool_owned ||
+      json_string_length(json_object_get(c->params, "name")) != strlen(c->tool))
+    return MCP_PATH_LUA;
+  lua_pushcfunction(L, chain_find);
+  lua_pushlightuserdata(L, c);
+  if (mcp_call_pcall(c, 1, LUA_MULTRET) != LUA_OK || lua_gettop(L) - top != 6) {
+    lua_settop(L, top);
+    return MCP_PATH_LUA;
+  }
+  lua_pushboolean(co, 0);            /* what the call keeps: no entry */
+  lua_xmove(L, co, 6);               /* co: false chain_run chain method params id session */
+  return 5;
+}
+
 static int begin(mcp_call *c, lua_State *co) {
-  if (strcmp(c->method, "tools/call") == 0) return F.on_call ? begin_call(c, co) : MCP_PATH_LUA;
+  if (strcmp(c->method, "tools/call") == 0) {
+    if (F.on_call) return begin_call(c, co);
+    return F.chains_ref != LUA_NOREF ? begin_chain(c, co) : MCP_PATH_LUA;
+  }
   if (strcmp(c->method, "tools/list") == 0 && F.on_list && !F.unlisted && list_page(c->params)) {
     lua_pushlightuserdata(co, &F.out);
     return MCP_PATH_ANSWERED;
@@ -196,10 +250,11 @@ static int nkeys(lua_State *L, int t) {
  * its content is already an array, so result.lua would send it as it is (no
  * metatable, no structuredContent, no outputSchema to check unless isError
  * is true). SHAPE_TEXT: mcp.text's {content = [{type = "text", text = S}]}
- * and nothing more, with S pushed. SHAPE_LUA: result.lua's work. */
+ * and nothing more, with S pushed (looked for only when text is 1). SHAPE_LUA:
+ * result.lua's work. */
 enum { SHAPE_LUA, SHAPE_AS_IS, SHAPE_TEXT };
 
-static int table_shape(lua_State *co, const fast_tool *t, int v) {
+static int table_shape(lua_State *co, const fast_tool *t, int v, int text) {
   int top = lua_gettop(co), content = top + 1, item = top + 2, ok;
   if (lua_getmetatable(co, v)) goto lua;
   if (lua_getfield(co, v, "content") != LUA_TTABLE || !lua_getmetatable(co, content)) goto lua;
@@ -213,7 +268,7 @@ static int table_shape(lua_State *co, const fast_tool *t, int v) {
     lua_settop(co, top);
     return ok ? SHAPE_AS_IS : SHAPE_LUA;
   }
-  if (nkeys(co, v) == 1 && lua_rawlen(co, content) == 1 && lua_rawgeti(co, content, 1) == LUA_TTABLE &&
+  if (text && nkeys(co, v) == 1 && lua_rawlen(co, content) == 1 && lua_rawgeti(co, content, 1) == LUA_TTABLE &&
       !lua_getmetatable(co, item) && nkeys(co, item) == 2 &&
       lua_getfield(co, item, "type") == LUA_TSTRING && strcmp(lua_tostring(co, -1), "text") == 0 &&
       lua_getfield(co, item, "text") == LUA_TSTRING)
@@ -233,10 +288,26 @@ static void text_result(const char *s, size_t n) {
   mcp_buf_adds(&F.out, "}]}");
 }
 
+/* What a chain returned (the method's protocol, shaped): as it is, or
+ * mcp.text's shape written here. stack: false res... */
+static int chain_returned(lua_State *co, int nres) {
+  static const fast_tool shaped = { 0, 0, 0, 0 };
+  lua_remove(co, 1);
+  if (nres == 2 && lua_type(co, 1) == LUA_TTABLE && table_shape(co, &shaped, 1, 1) == SHAPE_TEXT) {
+    size_t n;
+    const char *s = lua_tolstring(co, -1, &n);
+    text_result(s, n);
+    lua_settop(co, 0);
+    lua_pushlightuserdata(co, &F.out);
+  }
+  return 0;
+}
+
 static int returned(mcp_call *c, lua_State *co, int nres) {
   const fast_tool *t = lua_touserdata(co, 1);   /* stack: entry res... (nres counts the entry) */
   int v = 2, type, shape = SHAPE_LUA;
-  (void)c, (void)nres;
+  (void)c;
+  if (t == NULL) return chain_returned(co, nres);
   lua_settop(co, v + 2);             /* entry res msg code (result.tool's arguments) */
   type = lua_type(co, v);
   if (!t->output && type == LUA_TNIL && lua_isnil(co, v + 1) && lua_isnil(co, v + 2)) {
@@ -247,7 +318,7 @@ static int returned(mcp_call *c, lua_State *co, int nres) {
     size_t n;
     const char *s = luaL_tolstring(co, v, &n);
     text_result(s, n);
-  } else if (type == LUA_TTABLE && (shape = table_shape(co, t, v)) == SHAPE_TEXT) {
+  } else if (type == LUA_TTABLE && (shape = table_shape(co, t, v, 1)) == SHAPE_TEXT) {
     size_t n;                        /* written here: encoding the table costs ten times more */
     const char *s = lua_tolstring(co, -1, &n);
     text_result(s, n);
@@ -268,13 +339,144 @@ static int returned(mcp_call *c, lua_State *co, int nres) {
   return 0;
 }
 
+/* The shapes of returned that make a new table, as result.lua makes it:
+ * {content = mcp.array{}} or {content = mcp.array{{type = "text", text = S}}}. */
+static void push_content(lua_State *co, const char *s, size_t n) {
+  lua_createtable(co, 0, 1);
+  lua_createtable(co, s != NULL, 0);
+  lua_rawgeti(co, LUA_REGISTRYINDEX, F.array_mt_ref);
+  lua_setmetatable(co, -2);
+  if (s != NULL) {
+    lua_createtable(co, 0, 2);
+    lua_pushliteral(co, "text");
+    lua_setfield(co, -2, "type");
+    lua_pushlstring(co, s, n);
+    lua_setfield(co, -2, "text");
+    lua_rawseti(co, -2, 1);
+  }
+  lua_setfield(co, -2, "content");
+}
+
+/* A chain's next, the step of tools/call itself (chain.c): what
+ * begin_call's checks take, on the Lua params a middleware passed, with the
+ * chain's ctx. On the main thread, protected, on behalf of c.
+ * stack: c params ctx -> entry handler args; or nothing (Lua's tools_call). */
+static int step_setup(lua_State *L) {
+  mcp_call *c = lua_touserdata(L, 1);
+  const fast_tool *t;
+  int rev2026 = c->session->rev2026;
+  lua_settop(L, 3);
+  if (lua_getfield(L, 2, "name") != LUA_TSTRING || lua_getfield(L, 2, "task") != LUA_TNIL ||
+      (rev2026 && (lua_getfield(L, 2, "inputResponses") != LUA_TNIL ||
+                   lua_getfield(L, 2, "requestState") != LUA_TNIL)))
+    return 0;
+  lua_settop(L, 4);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, F.tools_ref);
+  lua_insert(L, 4);
+  if (lua_rawget(L, 4) != LUA_TUSERDATA) return 0;              /* 5: entry */
+  t = lua_touserdata(L, 5);
+  if (t->lua_only || (t->scopes && c->session->auth != NULL) || (t->tasks && rev2026)) return 0;
+  lua_getiuservalue(L, 5, UV_HANDLER);                           /* 6 */
+  switch (lua_getfield(L, 2, "arguments")) {                     /* 7 */
+  case LUA_TNIL: lua_pop(L, 1); lua_newtable(L); break;
+  case LUA_TTABLE: if (lua_getmetatable(L, 7)) return 0; break;  /* mcp.array's is refused by Lua */
+  default: return 0;
+  }
+  if (lua_getiuservalue(L, 5, UV_COMPILED) != LUA_TNIL && !mcp_schema_check(L, 8, 7)) return 0;
+  lua_pop(L, 1);
+  if (rev2026) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, F.input_open_ref);
+    lua_pushvalue(L, 3);
+    lua_pushliteral(L, "tools/call");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, F.empty_ref);
+    lua_getiuservalue(L, 5, UV_TOOL);
+    lua_getfield(L, -1, "name");
+    lua_replace(L, -2);
+    lua_pushvalue(L, 7);
+    lua_call(L, 5, 1);
+    if (!lua_toboolean(L, -1)) return 0;
+    lua_pop(L, 1);
+  }
+  return 3;
+}
+
+int mcp_fastpath_step(mcp_call *c, lua_State *co, int params, int ctx) {
+  lua_State *L = mcp_sched_lua();
+  int top = lua_gettop(L), n;
+  if (!F.in_chain || c == NULL || c->session == NULL || co == L) return 0;
+  lua_pushcfunction(L, step_setup);
+  lua_pushlightuserdata(L, c);
+  lua_pushvalue(co, params);
+  lua_pushvalue(co, ctx);
+  lua_xmove(co, L, 2);
+  if (mcp_call_pcall(c, 3, LUA_MULTRET) != LUA_OK) {
+    mcp_warn("request %.64s: C path: %s", c->req.key, lua_tostring(L, -1));
+    lua_settop(L, top);
+    return 0;
+  }
+  n = lua_gettop(L) - top;
+  if (n != 3) {
+    lua_settop(L, top);
+    return 0;
+  }
+  lua_xmove(L, co, 3);
+  return 1;
+}
+
+void mcp_fastpath_step_result(lua_State *co, int base) {
+  const fast_tool *t = lua_touserdata(co, base);
+  int v = base + 1, type, shape = SHAPE_LUA;
+  lua_settop(co, base + 3);          /* entry res msg code */
+  type = lua_type(co, v);
+  if (!t->output && type == LUA_TNIL && lua_isnil(co, v + 1) && lua_isnil(co, v + 2)) {
+    push_content(co, NULL, 0);
+    lua_replace(co, v);
+  } else if (!t->output && (type == LUA_TSTRING || type == LUA_TNUMBER ||
+                            (type == LUA_TBOOLEAN && lua_toboolean(co, v)))) {
+    size_t len;
+    const char *s = luaL_tolstring(co, v, &len);
+    push_content(co, s, len);
+    lua_replace(co, v);
+  } else if (type == LUA_TTABLE && (shape = table_shape(co, t, v, 0)) != SHAPE_LUA) {
+    (void)shape;                     /* as it is */
+  } else {
+    lua_rawgeti(co, LUA_REGISTRYINDEX, F.shape_ref);
+    lua_getiuservalue(co, base, UV_TOOL);
+    lua_rotate(co, v, 2);            /* entry shape tool res msg code */
+    lua_call(co, 4, LUA_MULTRET);
+    lua_remove(co, base);
+    lua_settop(co, base + 3);
+    return;
+  }
+  lua_settop(co, v);
+  lua_remove(co, base);
+  lua_settop(co, base + 3);
+}
+
 static const mcp_call_path path = { begin, returned };
 
-/* core.fast_methods{"tools/call", ...}: the methods C may run (server.lua's
- * sync_methods: every method C implements that no middleware covers). */
+static void set_ref(lua_State *L, int idx, int *ref) {
+  lua_pushvalue(L, idx);
+  luaL_unref(L, LUA_REGISTRYINDEX, *ref);
+  *ref = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+/* core.fast_methods({"tools/call", ...}, chains): the methods C may run
+ * (server.lua's sync_methods: every method C implements that no middleware
+ * covers); chains (nil under LUAMCP_LUA_PATH=1): {calls =, tool_calls =,
+ * run =}, middleware.lua's chains and chain_run: C starts a tools/call's
+ * chain, and a middleware's next runs the method's own step here. */
 static int l_fast_methods(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   F.on_call = F.on_list = 0;
+  F.in_chain = !lua_isnoneornil(L, 2);
+  if (F.in_chain) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    set_ref(L, 2, &F.chains_ref);
+  } else {
+    luaL_unref(L, LUA_REGISTRYINDEX, F.chains_ref);
+    F.chains_ref = LUA_NOREF;
+  }
   for (lua_Integer i = 1; lua_rawgeti(L, 1, i) != LUA_TNIL; i++) {
     const char *m = luaL_checkstring(L, -1);
     if (strcmp(m, "tools/call") == 0) F.on_call = 1;
@@ -283,12 +485,6 @@ static int l_fast_methods(lua_State *L) {
     lua_pop(L, 1);
   }
   return 0;
-}
-
-static void set_ref(lua_State *L, int idx, int *ref) {
-  lua_pushvalue(L, idx);
-  luaL_unref(L, LUA_REGISTRYINDEX, *ref);
-  *ref = luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
 /* core.fast_tools(list, ctx_mt, shape, input_open): the registry's tools,

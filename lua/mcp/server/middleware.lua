@@ -152,7 +152,7 @@ local function raised(method, err)
   return rpc(-32603, "Internal error: " .. msg)
 end
 
-core.chain_setup { ctx = decl.ctx, methods = methods, on_error = on_error, raised = raised, shape = shape }
+core.chain_setup { ctx_mt = getmetatable(decl.ctx(0)), methods = methods, on_error = on_error, raised = raised, shape = shape }
 
 -- run(chain, method, params, id, session): a request of a method chain
 -- covers. The first middleware runs unprotected, as a handler does (what it
