@@ -435,6 +435,80 @@ describe("sandbox", function()
     end)
   end)
 
+  -- memory_mb = 8 for evil: what it keeps across calls is measured each 2 MB
+  -- it grows (src/lua/sandbox_mem.c); over 8 MB it is loaded afresh.
+  describe("memory kept across calls", function()
+    local function heap() return tonumber(H.text(c:call("heap"))) end
+
+    -- call(i) -> the call's result; 100 calls that each keep 1 MB: every
+    -- count below what 8 MB holds, some calls ended naming the limit, the
+    -- plugin's state reset after them, the server's heap bounded.
+    local function bounded(call)
+      local before, ended, top, after_reset = heap(), 0, 0, nil
+      for i = 1, 100 do
+        local res = call(i)
+        if res.isError then
+          assert.matches("^sandbox: plugin evil holds [%d.]+ MB, over its memory limit %(memory_mb = 8%)$",
+                         res.content[1].text)
+          ended = ended + 1
+          after_reset = true
+        else
+          local n = tonumber(res.content[1].text:match("%d+$"))
+          top = math.max(top, n)
+          if after_reset then
+            assert.is_true(n <= 2, "not reset: " .. n)
+            after_reset = false
+          end
+        end
+      end
+      assert.is_true(ended >= 5, "ended " .. ended)
+      assert.is_true(top <= 12, "kept " .. top .. " MB")
+      assert.is_true(heap() - before < 24 * 1024, "heap grew by " .. (heap() - before) .. " KB")
+      unharmed()
+      assert.truthy(c:request("ping").result)
+    end
+
+    it("a plugin keeping 1 MB a call in a global is stopped and loaded afresh", function()
+      bounded(function()
+        return raw "keep = keep or {}; keep[#keep + 1] = ('%08d'):format(#keep):rep(1 << 17); return #keep"
+      end)
+    end)
+    it("likewise through an upvalue of its handler", function()
+      bounded(function() return c:call("keep_upvalue", { kb = 1024 }).result end)
+    end)
+    it("likewise through its lib module's state", function()
+      bounded(function() return c:call("keep_lib", { kb = 1024 }).result end)
+    end)
+    it("likewise through a coroutine's locals and a chunk it loaded", function()
+      bounded(function()
+        return raw [[
+          cos = cos or {}
+          local s = ('%08d'):format(#cos):rep(1 << 17)
+          local co = coroutine.create(function() local mine = s; coroutine.yield() return mine end)
+          coroutine.resume(co)
+          cos[#cos + 1] = co
+          return #cos]]
+      end)
+    end)
+    it("a plugin keeping a little per call under its limit is never reset", function()
+      for i = 1, 300 do
+        assert.equal(tostring(i), H.text(c:call("keep_upvalue", { kb = 16 })))
+      end
+      unharmed()
+    end)
+    it("is counted in luamcp_sandbox_denied_total{capability=\"memory_mb\"}", function()
+      metrics_port = H.free_port()
+      c:close()
+      start { "--metrics", "127.0.0.1:" .. metrics_port }
+      for _ = 1, 20 do c:call("keep_upvalue", { kb = 1024 }) end
+      c:expect_stderr("over its memory limit: loaded afresh", 10, { plain = true })
+      local p = io.popen("curl -s --max-time 5 http://127.0.0.1:" .. metrics_port .. "/metrics")
+      local text = p:read("a")
+      p:close()
+      assert.matches('luamcp_sandbox_denied_total{plugin="evil",capability="memory_mb"} [1-9]', text)
+    end)
+  end)
+
   describe("CPU", function()
     it("a loop ends at cpu_ms while the server answers pings", function()
       c:send({ jsonrpc = "2.0", id = "loop", method = "tools/call",

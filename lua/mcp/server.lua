@@ -208,7 +208,7 @@ local function load_file(path, dir, source)
     return nil, plugin
   end
   clients_of[plugin] = clients
-  if sandboxed[dir] then require("mcp.sandbox").adopt(plugin, config.name_of(path)) end
+  if sandboxed[dir] then require("mcp.sandbox").adopt(plugin, config.name_of(path), env) end
   return plugin
 end
 
@@ -418,9 +418,10 @@ end
 -- changed one (or one whose DIR/lib or settings changed) reloaded, a deleted one's
 -- tools, resources and prompts removed. A broken edit keeps the last good
 -- version serving; its error (file:line) goes to the log and to clients.
--- lib_changed: set of dirs whose lib/ changed.
-function M.rescan(lib_changed)
-  lib_changed = lib_changed or {}
+-- lib_changed: set of dirs whose lib/ changed; afresh: set of paths loaded
+-- again even so (M.reset_due).
+function M.rescan(lib_changed, afresh)
+  lib_changed, afresh = lib_changed or {}, afresh or {}
   reread_config()
   local before = units
   local by_path = {}
@@ -433,7 +434,7 @@ function M.rescan(lib_changed)
       by_path[path] = nil
       if source == nil then
         if old then list[#list + 1] = old end
-      elseif old and old.source == source and not lib_changed[dir] and
+      elseif old and old.source == source and not lib_changed[dir] and not afresh[path] and
              old.settings == config.fingerprint(cfg, path) then
         list[#list + 1] = old
       else
@@ -473,6 +474,7 @@ function M.rescan(lib_changed)
     end
   end
   units = kept
+  for _, u in ipairs(units) do u.old = nil end      -- the replaced versions go: nothing keeps them
   local live = {}
   for _, u in ipairs(units) do live[u.plugin] = true end
   for _, l in ipairs { before, list } do
@@ -493,6 +495,24 @@ function M.rescan(lib_changed)
   if changed.resources then core.notify(nil, "notifications/resources/list_changed") end
   if changed.prompts then core.notify(nil, "notifications/prompts/list_changed") end
   return #errors == 0
+end
+
+-- Sandboxed plugins over their memory_mb (lua/mcp/sandbox.lua), loaded
+-- afresh as hot reload does: a new environment, their file run again; what
+-- the old one held becomes garbage, collected now. Run by the core once a
+-- loop turn's calls have run (mcp_sched_reset_due).
+function M.reset_due()
+  local names, afresh = require("mcp.sandbox").take_due(), {}
+  for _, u in ipairs(units) do
+    if u.plugin.sandboxed and names[u.plugin.name] then
+      afresh[u.path] = true
+      log("warning", "sandbox: plugin %s over its memory limit: loaded afresh from %s", u.plugin.name, u.path)
+    end
+  end
+  if next(afresh) then
+    M.rescan(nil, afresh)
+    collectgarbage()
+  end
 end
 
 local methods = reg.methods

@@ -121,6 +121,22 @@ void mcp_sched_session_closed(long long sid) {
   }
 }
 
+static int call_server_fn(lua_State *L) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, C.server_ref);
+  lua_getfield(L, -1, lua_tostring(L, 1));
+  lua_call(L, 0, 0);
+  return 0;
+}
+
+void mcp__server_call(const char *fn) {
+  lua_pushcfunction(C.L, call_server_fn);
+  lua_pushstring(C.L, fn);
+  if (lua_pcall(C.L, 1, 0, 0) != LUA_OK) {
+    mcp_error("%s: %s", fn, lua_tostring(C.L, -1));
+    lua_pop(C.L, 1);
+  }
+}
+
 /* server.rescan{[dir] = true, ...}: hot reload, protected. */
 static int call_rescan(lua_State *L) {
   const char **dirs = lua_touserdata(L, 1);

@@ -30,6 +30,7 @@ static struct {
   mcp_call *qhead, *qtail;
   mcp_call *all;
   mcp_call *graveyard;              /* finished calls, freed after this loop turn (bury) */
+  int reset_due;                    /* server.reset_due() after this turn's calls */
   mcp_call *main_as;                /* the call the main thread acts for (mcp_call_pcall) */
   uint64_t slice_end_ns;            /* preemption point of the resume running now */
   uint64_t resume_ns;               /* when the resume running now began */
@@ -735,8 +736,17 @@ static void run_queue(uv_check_t *h) {
     if (c->req.state == MCP_REQ_QUEUED) call_admit(c);
     else if (c->co && !c->waiting && lua_status(c->co) == LUA_YIELD) call_resume(c, 0);
   }
-  if (S.qhead == NULL) uv_idle_stop(&S.idle);
+  if (S.reset_due) {
+    S.reset_due = 0;
+    mcp__server_call("reset_due");
+  }
+  if (S.qhead == NULL && !S.reset_due) uv_idle_stop(&S.idle);
   bury();
+}
+
+void mcp_sched_reset_due(void) {
+  S.reset_due = 1;
+  if (!uv_is_active((uv_handle_t *)&S.idle)) uv_idle_start(&S.idle, idle_noop);
 }
 
 static void over_memory(mcp_call *c) { call_over(c, MCP_OVER_MEMORY); }
