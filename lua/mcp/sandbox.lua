@@ -239,8 +239,10 @@ end
 -- passed a step (src/lua/sandbox_mem.c): over its memory_mb, the call ends
 -- with an error naming the limit and the plugin is loaded afresh once this
 -- loop turn's calls have run (server.reset_due), its memory released.
+local sandbox_due = core.sandbox_due
+
 local function check_kept(st)
-  if not st.over and core.sandbox_due(st.name) then
+  if not st.over then
     local bytes = core.sandbox_measure(st.name, st.roots, st.own_mt, st.loads, {}, LIB)
     if bytes > st.limit then
       st.over = ("sandbox: plugin %s holds %.1f MB, over its memory limit (memory_mb = %g)")
@@ -267,7 +269,7 @@ local function guard(fn, st)
   if st then st.roots[#st.roots + 1] = fn end
   return function(...)
     local r = table.pack(pcall(fn, ...))
-    if st then check_kept(st) end
+    if st and (st.over or sandbox_due(st.name)) then check_kept(st) end
     if r[1] then return table.unpack(r, 2, r.n) end
     local e = r[2]
     if type(e) ~= "string" and e ~= mcp.CANCELLED and not require("mcp.result").is_rpc_error(e) then
