@@ -498,6 +498,19 @@ describe("sandbox", function()
           return keeper(('%%08d'):format(math.random(1e8)):rep(1 << 17))]]):format("@" .. host_file))
       end)
     end)
+    it("likewise in tables with the host's metatable (mcp.array, a ctx it keeps)", function()
+      bounded(function()
+        return raw "keep = keep or mcp.array {}; keep[#keep + 1] = ('%08d'):format(#keep):rep(1 << 17); return #keep"
+      end)
+      c:close()
+      start()
+      bounded(function()
+        return raw [[
+          held = held or ...
+          rawset(held, #held + 1, ('%08d'):format(#held):rep(1 << 17))
+          return #held]]
+      end)
+    end)
     it("a plugin keeping a little per call under its limit is never reset", function()
       for i = 1, 300 do
         assert.equal(tostring(i), H.text(c:call("keep_upvalue", { kb = 16 })))

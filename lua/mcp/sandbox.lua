@@ -243,7 +243,7 @@ local sandbox_due = core.sandbox_due
 
 local function check_kept(st)
   if not st.over then
-    local bytes = core.sandbox_measure(st.name, st.roots, st.own_mt, st.loads, {}, LIB)
+    local bytes = core.sandbox_measure(st.name, st.roots, st.own_mt, st.loads, LIB)
     if bytes > st.limit then
       st.over = ("sandbox: plugin %s holds %.1f MB, over its memory limit (memory_mb = %g)")
                 :format(st.name, bytes / (1 << 20), st.limit / (1 << 20))

@@ -5,10 +5,10 @@
  * lib modules, its declarations' functions), each object counted once.
  *
  * The walk does not follow into what is shared: the host's Lua functions
- * (their source is in the host's library directory), tables whose
- * metatable the plugin did not set (mcp.CANCELLED, a ctx, a client),
- * userdata's metatables, the frames of host functions in a coroutine, and
- * what the caller lists in its stop set. Sizes are those of Lua 5.4's own
+ * (their source is in the host's library directory), metatables the plugin
+ * did not set (a ctx's, mcp.array's, a userdata's), and the frames of host
+ * functions in a coroutine. A table with the host's metatable is walked (what the plugin put in it is
+ * its own), its metatable not. Sizes are those of Lua 5.4's own
  * layouts on a 64-bit machine, roughly (docs/guide/12-untrusted-plugins.md):
  * a table 56 bytes, 16 a slot of its array part, 32 a node of its hash part
  * (a power of two); a string 24 + its length + 1; a Lua function 32 + 8 an
@@ -33,7 +33,7 @@ typedef struct walk {
   const void **set;                /* visited objects and upvalue cells */
   size_t cap, n;
   size_t bytes, cutoff;            /* the count; past cutoff the walk stops */
-  int own_mt, loads, stop;         /* stack indices of the caller's tables */
+  int own_mt, loads;               /* stack indices of the caller's tables */
   const char *lib;                 /* "@" .. the host's library directory */
   size_t lib_len;
   int full;                        /* the worklist could not grow */
@@ -99,7 +99,7 @@ static void keep(walk *w, int *at) {
     lua_tolstring(L, -1, &len);
     if (first_time(w, lua_topointer(L, -1))) w->bytes += 24 + len + 1;
   } else if ((t == LUA_TTABLE || t == LUA_TFUNCTION || t == LUA_TTHREAD || t == LUA_TUSERDATA) &&
-             !in_table(L, w->stop, -1) && first_time(w, lua_topointer(L, -1))) {
+             first_time(w, lua_topointer(L, -1))) {
     if (w->full || !lua_checkstack(L, 8)) {
       w->full = 1;
       lua_pop(L, 1);
@@ -121,12 +121,9 @@ static size_t pow2(size_t n) {
 static void walk_table(walk *w, int *t) {
   lua_State *L = w->L;
   size_t len = lua_rawlen(L, *t), slots = 0, nodes = 0;
-  if (lua_getmetatable(L, *t)) {
-    if (!in_table(L, w->own_mt, -1)) {        /* the host's object: not the plugin's */
-      lua_pop(L, 1);
-      return;
-    }
-    keep(w, t);
+  if (lua_getmetatable(L, *t)) {               /* the host's (ctx's, mcp.array's): not followed */
+    if (in_table(L, w->own_mt, -1)) keep(w, t);
+    else lua_pop(L, 1);
   }
   lua_pushnil(L);
   while (lua_next(L, *t)) {
@@ -215,22 +212,21 @@ static void walk_run(walk *w, int base) {
   }
 }
 
-/* sandbox_measure(plugin, roots, own_mt, loads, stop, lib): the bytes the
- * plugin holds from roots (a list); the measure becomes its last (the net
- * count's new base). own_mt: metatables it set; loads: function -> source
- * length of the chunks it loaded; stop: objects not to follow; lib: the
- * host's library directory. Stops counting past twice its memory_mb. */
+/* sandbox_measure(plugin, roots, own_mt, loads, lib): the bytes the plugin
+ * holds from roots (a list); the measure becomes its last (the net count's
+ * new base). own_mt: metatables it set; loads: function -> source length of
+ * the chunks it loaded; lib: the host's library directory. Stops counting
+ * past twice its memory_mb. */
 static int l_sandbox_measure(lua_State *L) {
   mcp_budget *b = mcp_budget_of(luaL_checkstring(L, 1), 0), *was;
-  walk w = { L, NULL, 0, 0, 0, 0, 3, 4, 5, NULL, 0, 0 };
+  walk w = { L, NULL, 0, 0, 0, 0, 3, 4, NULL, 0, 0 };
   int base;
   luaL_checktype(L, 2, LUA_TTABLE);
   luaL_checktype(L, 3, LUA_TTABLE);
   luaL_checktype(L, 4, LUA_TTABLE);
-  luaL_checktype(L, 5, LUA_TTABLE);
-  lua_settop(L, 6);
-  lua_pushfstring(L, "@%s", luaL_checkstring(L, 6));
-  w.lib = lua_tolstring(L, 7, &w.lib_len);
+  lua_settop(L, 5);
+  lua_pushfstring(L, "@%s", luaL_checkstring(L, 5));
+  w.lib = lua_tolstring(L, 6, &w.lib_len);
   w.cutoff = b && b->mem_limit ? 2 * b->mem_limit : SIZE_MAX / 2;
   was = mcp_sched_budget_swap(NULL);           /* the walk's stack is the host's */
   base = lua_gettop(L);
