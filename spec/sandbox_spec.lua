@@ -498,6 +498,16 @@ describe("sandbox", function()
           return keeper(('%%08d'):format(math.random(1e8)):rep(1 << 17))]]):format("@" .. host_file))
       end)
     end)
+    it("likewise in a coroutine.wrap function's locals", function()
+      bounded(function()
+        return raw [[
+          wraps = wraps or {}
+          local f = coroutine.wrap(function(s) local mine = s; coroutine.yield() return mine end)
+          f(('%08d'):format(#wraps):rep(1 << 17))
+          wraps[#wraps + 1] = f
+          return #wraps]]
+      end)
+    end)
     it("likewise in tables with the host's metatable (mcp.array, a ctx it keeps)", function()
       bounded(function()
         return raw "keep = keep or mcp.array {}; keep[#keep + 1] = ('%08d'):format(#keep):rep(1 << 17); return #keep"

@@ -5,7 +5,8 @@
  * lib modules, its declarations' functions), each object counted once.
  *
  * The walk does not follow into what is shared: the host's Lua functions
- * (their source is in the host's library directory), metatables the plugin
+ * (their source is in the host's library directory: only the coroutines and
+ * the plugin's functions they hold are followed), metatables the plugin
  * did not set (a ctx's, mcp.array's, a userdata's), and the frames of host
  * functions in a coroutine. A table with the host's metatable is walked (what the plugin put in it is
  * its own), its metatable not. Sizes are those of Lua 5.4's own
@@ -136,10 +137,26 @@ static void walk_table(walk *w, int *t) {
   w->bytes += 56 + 16 * slots + 32 * pow2(nodes);
 }
 
+/* A host function made for the plugin (coroutine.wrap's, a callback's
+ * wrapper): the coroutines and the plugin's functions it holds are the
+ * plugin's; its other upvalues may be the host's modules, not followed. */
+static void walk_host_function(walk *w, int *f) {
+  lua_State *L = w->L;
+  for (int i = 1; lua_getupvalue(L, *f, i) != NULL; i++) {
+    if (lua_type(L, -1) == LUA_TTHREAD || (lua_type(L, -1) == LUA_TFUNCTION && !lua_iscfunction(L, -1) &&
+                                           !host_fn(w, -1)))
+      keep(w, f);
+    else lua_pop(L, 1);
+  }
+}
+
 static void walk_function(walk *w, int *f) {
   lua_State *L = w->L;
   int c = lua_iscfunction(L, *f), i;
-  if (!c && host_fn(w, *f)) return;
+  if (!c && host_fn(w, *f)) {
+    walk_host_function(w, f);
+    return;
+  }
   for (i = 1; lua_getupvalue(L, *f, i) != NULL; i++) {
     if (!c && !first_time(w, lua_upvalueid(L, *f, i))) {
       lua_pop(L, 1);
