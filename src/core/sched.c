@@ -60,6 +60,7 @@ void mcp__sched_register(const mcp_call_type *t) {
 void mcp_sched_set_path(const mcp_call_path *path) { S.path = path; }
 
 void (*mcp_sched_idle_cb)(void);
+void (*mcp__reset_due_cb)(void);
 void (*mcp_sched_heartbeat_cb)(mcp_call *c);
 
 /* The clock of deadlines, waits and mcp.now(): real time, plus what a test
@@ -738,7 +739,7 @@ static void run_queue(uv_check_t *h) {
   }
   if (S.reset_due) {
     S.reset_due = 0;
-    mcp__server_call("reset_due");
+    if (mcp__reset_due_cb) mcp__reset_due_cb();
   }
   if (S.qhead == NULL && !S.reset_due) uv_idle_stop(&S.idle);
   bury();

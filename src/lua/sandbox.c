@@ -265,7 +265,6 @@ void mcp_sandbox_open(lua_State *L) {
   };
   luaL_setfuncs(L, fns, 0);
   mcp_sandbox_lib_open(L);
-  mcp_sandbox_mem_open(L);
   mcp_counter_family(DENIED, "Operations of sandboxed plugins refused, by plugin and capability not granted.");
 }
 

@@ -30,7 +30,7 @@ const mcp_allow *mcp_sandbox_http(const mcp_call *c);
 void mcp_sandbox_denied(const char *plugin, mcp_cap cap, const char *msg);
 /* The same for a limit (capability "memory_mb": what it keeps, sandbox_mem.c). */
 void mcp_sandbox_denied_as(const char *plugin, const char *capability, const char *msg);
-/* stack: core -> core. sandbox_set, sandbox_check, sandbox_loading. */
+/* stack: core -> core. sandbox_set, sandbox_check, sandbox_loading, sandbox_memory. */
 void mcp_sandbox_open(lua_State *L);
 void mcp_sandbox_close(void);
 /* The string and table functions bounded for sandboxed code (sandbox_lib.c),
