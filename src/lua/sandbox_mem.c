@@ -229,11 +229,22 @@ static void walk_run(walk *w, int base) {
   }
 }
 
+/* The growth past the last measure that asks for a new one: a quarter of
+ * memory_mb, at least 1 MB. */
+static size_t step(const mcp_budget *b) { return b->mem_limit / 4 > MB ? b->mem_limit / 4 : MB; }
+
+/* A measure is due: the net count passed a step, or 4 x memory_mb was
+ * allocated whatever was freed (the net count drifts low when others'
+ * garbage is freed in its code). */
+static int due(const mcp_budget *b) {
+  return b->on && b->mem_limit && (b->net - b->net_base > (int64_t)step(b) || b->grown > 4 * b->mem_limit);
+}
+
 /* sandbox_measure(plugin, roots, own_mt, loads, lib): the bytes the plugin
  * holds from roots (a list); the measure becomes its last (the net count's
  * new base). own_mt: metatables it set; loads: function -> source length of
  * the chunks it loaded; lib: the host's library directory. Stops counting
- * past twice its memory_mb. */
+ * past its memory_mb and a step. */
 static int l_sandbox_measure(lua_State *L) {
   mcp_budget *b = mcp_budget_of(luaL_checkstring(L, 1), 0), *was;
   walk w = { L, NULL, 0, 0, 0, 0, 3, 4, NULL, 0, 0 };
@@ -244,7 +255,7 @@ static int l_sandbox_measure(lua_State *L) {
   lua_settop(L, 5);
   lua_pushfstring(L, "@%s", luaL_checkstring(L, 5));
   w.lib = lua_tolstring(L, 6, &w.lib_len);
-  w.cutoff = b && b->mem_limit ? 2 * b->mem_limit : SIZE_MAX / 2;
+  w.cutoff = b && b->mem_limit ? b->mem_limit + step(b) : SIZE_MAX / 2;
   was = mcp_sched_budget_swap(NULL);           /* the walk's stack is the host's */
   base = lua_gettop(L);
   luaL_checkstack(L, 16, "sandbox_measure");
@@ -267,13 +278,6 @@ static int l_sandbox_measure(lua_State *L) {
   return 1;
 }
 
-/* The step past the last measure that asks for a new one: a quarter of
- * memory_mb, at least 1 MB; and 4 x memory_mb allocated whatever was freed,
- * for when the net count drifts low (others' garbage freed in its code). */
-static int due(const mcp_budget *b) {
-  int64_t step = (int64_t)(b->mem_limit / 4 > MB ? b->mem_limit / 4 : MB);
-  return b->on && b->mem_limit && (b->net - b->net_base > step || b->grown > 4 * b->mem_limit);
-}
 
 /* sandbox_due(plugin): is a measure of what it keeps due? */
 static int l_sandbox_due(lua_State *L) {
