@@ -521,6 +521,18 @@ describe("sandbox", function()
           return #held]]
       end)
     end)
+    it("a reset loads that plugin again and nothing else (no edit on disk is taken up without --watch)", function()
+      write(tmp .. "/untrusted/later.lua", [[
+        local mcp = require "mcp"
+        return mcp.plugin { name = "later", tools = { mcp.tool { name = "later_tool", description = "x",
+          handler = function() return "x" end } } }]])
+      for _ = 1, 20 do c:call("keep_upvalue", { kb = 1024 }) end
+      c:expect_stderr("over its memory limit: loaded afresh", 10, { plain = true })
+      assert.is_true(tonumber(H.text(c:call("keep_upvalue", { kb = 1 }))) <= 8)
+      local r = c:call("later_tool")
+      assert.truthy(r.error or (r.result and r.result.isError))
+      unharmed()
+    end)
     it("a plugin keeping a little per call under its limit is never reset", function()
       for i = 1, 300 do
         assert.equal(tostring(i), H.text(c:call("keep_upvalue", { kb = 16 })))

@@ -418,44 +418,54 @@ end
 -- changed one (or one whose DIR/lib or settings changed) reloaded, a deleted one's
 -- tools, resources and prompts removed. A broken edit keeps the last good
 -- version serving; its error (file:line) goes to the log and to clients.
--- lib_changed: set of dirs whose lib/ changed; afresh: set of paths loaded
--- again even so (M.reset_due).
+-- lib_changed: set of dirs whose lib/ changed. afresh (M.reset_due): set of
+-- paths whose plugins are loaded again from the source they were loaded
+-- from, nothing else looked at (no configuration read, no file scanned).
 function M.rescan(lib_changed, afresh)
-  lib_changed, afresh = lib_changed or {}, afresh or {}
-  reread_config()
+  lib_changed = lib_changed or {}
   local before = units
-  local by_path = {}
-  for _, u in ipairs(units) do by_path[u.path] = u end
   local list, fresh, changed, errors = {}, {}, {}, {}
-  for _, dir in ipairs(dirs_loaded) do
-    for _, name in ipairs(scan(dir)) do
-      local path = dir .. "/" .. name
-      local old, source = by_path[path], read_source(path)
-      by_path[path] = nil
-      if source == nil then
-        if old then list[#list + 1] = old end
-      elseif old and old.source == source and not lib_changed[dir] and not afresh[path] and
-             old.settings == config.fingerprint(cfg, path) then
-        list[#list + 1] = old
-      else
-        local plugin, err = load_file(path, dir, source)
-        if plugin then
-          local u = { path = path, dir = dir, plugin = plugin, source = source, old = old,
-                      settings = config.fingerprint(cfg, path) }
-          list[#list + 1] = u
-          fresh[u] = true
-          kinds(plugin, changed)
-          kinds(old and old.plugin, changed)
+  local function load_unit(path, dir, source, old)
+    local plugin, err = load_file(path, dir, source)
+    if plugin then
+      local u = { path = path, dir = dir, plugin = plugin, source = source, old = old,
+                  settings = config.fingerprint(cfg, path) }
+      list[#list + 1] = u
+      fresh[u] = true
+      kinds(plugin, changed)
+      kinds(old and old.plugin, changed)
+    else
+      errors[#errors + 1] = err
+      if old then list[#list + 1] = old end      -- the last good version goes on
+    end
+  end
+  if afresh then
+    for _, u in ipairs(units) do
+      if afresh[u.path] then load_unit(u.path, u.dir, u.source, u) else list[#list + 1] = u end
+    end
+  else
+    reread_config()
+    local by_path = {}
+    for _, u in ipairs(units) do by_path[u.path] = u end
+    for _, dir in ipairs(dirs_loaded) do
+      for _, name in ipairs(scan(dir)) do
+        local path = dir .. "/" .. name
+        local old, source = by_path[path], read_source(path)
+        by_path[path] = nil
+        if source == nil then
+          if old then list[#list + 1] = old end
+        elseif old and old.source == source and not lib_changed[dir] and
+               old.settings == config.fingerprint(cfg, path) then
+          list[#list + 1] = old
         else
-          errors[#errors + 1] = err
-          if old then list[#list + 1] = old end      -- the last good version goes on
+          load_unit(path, dir, source, old)
         end
       end
     end
-  end
-  for path, old in pairs(by_path) do                -- deleted files
-    log("info", "plugin %s removed (%s deleted)", old.plugin.name, path)
-    kinds(old.plugin, changed)
+    for path, old in pairs(by_path) do              -- deleted files
+      log("info", "plugin %s removed (%s deleted)", old.plugin.name, path)
+      kinds(old.plugin, changed)
+    end
   end
   local kept = rebuild(list, fresh)
   for _, u in ipairs(list) do
