@@ -7,6 +7,7 @@
 #   per call = (instructions(N2) - instructions(N1)) / (N2 - N1)
 # BENCH_PLUGINS: more plugin directories of the tree, served beside
 # bench/plugins (BENCH_PLUGINS=bench/plugins-mw: one pass-through middleware).
+# BENCH_SANDBOX=1: the plugin directories served sandboxed (--sandbox DIR).
 # Usage: sh bench/instructions.sh [BIN ...]    (BENCH_N1, BENCH_N2: 2000, 20000)
 set -u
 N1=${BENCH_N1:-2000}
@@ -33,10 +34,12 @@ calls "$N2" >"$TMP/n2"
 # instructions BIN INPUT: callgrind's total, after checking every call was answered
 instructions() {
   tree=$(cd "$(dirname "$1")/.." && pwd)
+  flag=--plugins
+  [ -z "${BENCH_SANDBOX:-}" ] || flag=--sandbox
   extra=
-  for d in ${BENCH_PLUGINS:-}; do extra="$extra --plugins $tree/$d"; done
+  for d in ${BENCH_PLUGINS:-}; do extra="$extra $flag $tree/$d"; done
   # shellcheck disable=SC2086  # $extra: one word per flag and directory
-  valgrind --tool=callgrind --callgrind-out-file="$TMP/cg" "$1" --plugins "$tree/bench/plugins" $extra \
+  valgrind --tool=callgrind --callgrind-out-file="$TMP/cg" "$1" $flag "$tree/bench/plugins" $extra \
     --log-level warning <"$2" >"$TMP/out" 2>"$TMP/err"
   want=$(wc -l <"$2")
   got=$(grep -c '"result"' "$TMP/out")

@@ -435,6 +435,124 @@ describe("sandbox", function()
     end)
   end)
 
+  -- memory_mb = 8 for evil: what it keeps across calls is measured each 2 MB
+  -- it grows (src/lua/sandbox_mem.c); over 8 MB it is loaded afresh.
+  describe("memory kept across calls", function()
+    local function heap() return tonumber(H.text(c:call("heap"))) end
+
+    -- call(i) -> the call's result; 100 calls that each keep 1 MB: every
+    -- count below what 8 MB holds, some calls ended naming the limit, the
+    -- plugin's state reset after them, the server's heap bounded.
+    local function bounded(call)
+      local before, ended, top, after_reset = heap(), 0, 0, nil
+      for i = 1, 100 do
+        local res = call(i)
+        if res.isError then
+          assert.matches("^sandbox: plugin evil holds [%d.]+ MB, over its memory limit %(memory_mb = 8%)$",
+                         res.content[1].text)
+          ended = ended + 1
+          after_reset = true
+        else
+          local n = tonumber(res.content[1].text:match("%d+$"))
+          top = math.max(top, n)
+          if after_reset then
+            assert.is_true(n <= 2, "not reset: " .. n)
+            after_reset = false
+          end
+        end
+      end
+      assert.is_true(ended >= 5, "ended " .. ended)
+      assert.is_true(top <= 10, "kept " .. top .. " MB")     -- memory_mb and a step at most
+      local grew = heap() - before
+      assert.is_true(grew < 16 * 1024, "heap grew by " .. grew .. " KB")
+      unharmed()
+      assert.truthy(c:request("ping").result)
+    end
+
+    it("a plugin keeping 1 MB a call in a global is stopped and loaded afresh", function()
+      bounded(function()
+        return raw "keep = keep or {}; keep[#keep + 1] = ('%08d'):format(#keep):rep(1 << 17); return #keep"
+      end)
+    end)
+    it("likewise through an upvalue of its handler", function()
+      bounded(function() return c:call("keep_upvalue", { kb = 1024 }).result end)
+    end)
+    it("likewise through its lib module's state", function()
+      bounded(function() return c:call("keep_lib", { kb = 1024 }).result end)
+    end)
+    it("likewise through a coroutine's locals and a chunk it loaded", function()
+      bounded(function()
+        return raw [[
+          cos = cos or {}
+          local s = ('%08d'):format(#cos):rep(1 << 17)
+          local co = coroutine.create(function() local mine = s; coroutine.yield() return mine end)
+          coroutine.resume(co)
+          cos[#cos + 1] = co
+          return #cos]]
+      end)
+    end)
+    it("likewise through a chunk it loaded named as one of the host's files", function()
+      local host_file = H.root .. "/lua/mcp/sandbox.lua"
+      bounded(function()
+        return raw(([[
+          keeper = keeper or load("local t = {} return function(s) t[#t + 1] = s return #t end", %q)()
+          return keeper(('%%08d'):format(math.random(1e8)):rep(1 << 17))]]):format("@" .. host_file))
+      end)
+    end)
+    it("likewise in a coroutine.wrap function's locals", function()
+      bounded(function()
+        return raw [[
+          wraps = wraps or {}
+          local f = coroutine.wrap(function(s) local mine = s; coroutine.yield() return mine end)
+          f(('%08d'):format(#wraps):rep(1 << 17))
+          wraps[#wraps + 1] = f
+          return #wraps]]
+      end)
+    end)
+    it("likewise in tables with the host's metatable (mcp.array, a ctx it keeps)", function()
+      bounded(function()
+        return raw "keep = keep or mcp.array {}; keep[#keep + 1] = ('%08d'):format(#keep):rep(1 << 17); return #keep"
+      end)
+      c:close()
+      start()
+      bounded(function()
+        return raw [[
+          held = held or ...
+          rawset(held, #held + 1, ('%08d'):format(#held):rep(1 << 17))
+          return #held]]
+      end)
+    end)
+    it("a reset loads that plugin again and nothing else (no edit on disk is taken up without --watch)", function()
+      write(tmp .. "/untrusted/later.lua", [[
+        local mcp = require "mcp"
+        return mcp.plugin { name = "later", tools = { mcp.tool { name = "later_tool", description = "x",
+          handler = function() return "x" end } } }]])
+      for _ = 1, 20 do c:call("keep_upvalue", { kb = 1024 }) end
+      c:expect_stderr("over its memory limit: loaded afresh", 10, { plain = true })
+      assert.is_true(tonumber(H.text(c:call("keep_upvalue", { kb = 1 }))) <= 8)
+      local r = c:call("later_tool")
+      assert.truthy(r.error or (r.result and r.result.isError))
+      unharmed()
+    end)
+    it("a plugin keeping a little per call under its limit is never reset", function()
+      for i = 1, 300 do
+        assert.equal(tostring(i), H.text(c:call("keep_upvalue", { kb = 16 })))
+      end
+      unharmed()
+    end)
+    it("is counted in luamcp_sandbox_denied_total{capability=\"memory_mb\"}", function()
+      metrics_port = H.free_port()
+      c:close()
+      start { "--metrics", "127.0.0.1:" .. metrics_port }
+      for _ = 1, 20 do c:call("keep_upvalue", { kb = 1024 }) end
+      c:expect_stderr("over its memory limit: loaded afresh", 10, { plain = true })
+      local p = io.popen("curl -s --max-time 5 http://127.0.0.1:" .. metrics_port .. "/metrics")
+      local text = p:read("a")
+      p:close()
+      assert.matches('luamcp_sandbox_denied_total{plugin="evil",capability="memory_mb"} [1-9]', text)
+    end)
+  end)
+
   describe("CPU", function()
     it("a loop ends at cpu_ms while the server answers pings", function()
       c:send({ jsonrpc = "2.0", id = "loop", method = "tools/call",
@@ -507,6 +625,13 @@ describe("sandbox", function()
   describe("loading", function()
     it("a plugin file that loops at load is stopped; the others load", function()
       write(tmp .. "/untrusted/spin.lua", "while true do end")
+      c:close()
+      start()
+      c:expect_stderr("sandbox: plugin spin passed its CPU limit while loading", 10, { plain = true })
+      unharmed()
+    end)
+    it("a plugin file that loops in a chunk named as one of the host's files is stopped too", function()
+      write(tmp .. "/untrusted/spin.lua", ("load('while true do end', %q)()"):format("@" .. H.root .. "/lua/mcp/decl.lua"))
       c:close()
       start()
       c:expect_stderr("sandbox: plugin spin passed its CPU limit while loading", 10, { plain = true })

@@ -18,6 +18,12 @@ local OS = { "clock", "time", "date", "difftime" }
 local NOT_IN_STRING = { dump = true }
 local NOT_IN_MATH = { randomseed = true }           -- the generator is the host's and others'
 local MAX_LOAD = 1 << 20
+-- The host's own Lua files (lua/mcp/): the load-time hook never raises in
+-- them, and a measure of what a plugin keeps does not follow their functions.
+local LIB = debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "\0"
+
+local kept = setmetatable({}, { __mode = "k" })   -- env -> what a measure of its plugin starts from
+local due = {}                                    -- name -> true: to be loaded afresh (M.take_due)
 
 local function refuse(what, hint)
   error("sandbox: " .. what .. " is not available to a sandboxed plugin" .. (hint and " (" .. hint .. ")" or ""), 3)
@@ -145,7 +151,7 @@ local function sandbox_require(dir, env)
     end
     error(("sandbox: require %q refused: no %s/lib/%s.lua (a sandboxed plugin may require only its own modules)")
           :format(name, dir, rel), 2)
-  end
+  end, cache
 end
 
 -- The environment of the sandboxed plugin file at path, named name, in dir,
@@ -181,14 +187,16 @@ function M.env(name, dir, view, grants)
     if type(mt) ~= "table" or own_mt[mt] then return mt end
     return nil                                      -- the host's: not its to see or change
   end
+  local loads = setmetatable({}, { __mode = "k" })   -- function it loaded -> its source's length
   function env.load(chunk, chunkname, mode, ...)
     if mode ~= nil and mode ~= "t" then
       return nil, "sandbox: load of binary chunks is refused (mode \"t\" only)"
     end
     local too_big = ("sandbox: load of a chunk over %d bytes is refused"):format(MAX_LOAD)
     if type(chunk) == "string" and #chunk > MAX_LOAD then return nil, too_big end   -- the parser cannot be preempted
+    local total = type(chunk) == "string" and #chunk or 0
     if type(chunk) == "function" then
-      local read, total = chunk, 0
+      local read = chunk
       chunk = function()
         local piece = read()
         if type(piece) == "string" then
@@ -198,8 +206,13 @@ function M.env(name, dir, view, grants)
         return piece
       end
     end
-    if select("#", ...) > 0 then return load(chunk, chunkname, "t", ...) end
-    return load(chunk, chunkname, "t", env)
+    -- its chunks are never named as the host's files (whose code the CPU hook and the measure pass by)
+    if type(chunkname) == "string" and chunkname:sub(1, #LIB + 1) == "@" .. LIB then chunkname = "=" .. chunkname end
+    local fn, err
+    if select("#", ...) > 0 then fn, err = load(chunk, chunkname, "t", ...)
+    else fn, err = load(chunk, chunkname, "t", env) end
+    if fn then loads[fn] = total end
+    return fn, err
   end
   function env.collectgarbage(opt)
     if opt == "count" then return collectgarbage("count") end
@@ -215,17 +228,48 @@ function M.env(name, dir, view, grants)
   end
   env.mcp = own_mcp(view, name, grants or {})
   env._G = env
-  env.require = sandbox_require(dir, env)
+  local modules
+  env.require, modules = sandbox_require(dir, env)
+  kept[env] = { name = name, roots = { env, env.mcp, modules }, own_mt = own_mt, loads = loads,
+                limit = (grants and grants.memory_mb or 16) * (1 << 20) }
   return env
+end
+
+-- What the plugin of st keeps across calls, measured when its net count
+-- passed a step (src/lua/sandbox_mem.c): over its memory_mb, the call ends
+-- with an error naming the limit and the plugin is loaded afresh once this
+-- loop turn's calls have run (server.reset_due), its memory released.
+local sandbox_due = core.sandbox_due
+
+local function check_kept(st)
+  if not st.over then
+    local bytes = core.sandbox_measure(st.name, st.roots, st.own_mt, st.loads, LIB)
+    if bytes > st.limit then
+      st.over = ("sandbox: plugin %s holds %.1f MB, over its memory limit (memory_mb = %g)")
+                :format(st.name, bytes / (1 << 20), st.limit / (1 << 20))
+      due[st.name] = true
+      core.sandbox_over_memory(st.name, st.over .. ": it is loaded afresh")
+    end
+  end
+  if st.over then error(st.over, 0) end
+end
+
+-- The names of the plugins to load afresh (their memory over their limit).
+function M.take_due()
+  local names = due
+  due = {}
+  return names
 end
 
 -- fn as a sandboxed declaration's function: an error that is not a string
 -- (nor an mcp.rpc_error, nor ctx:check()'s) becomes one here, in the call,
 -- so that no __tostring of its runs later on the host's main thread.
-local function guard(fn)
+local function guard(fn, st)
   if type(fn) ~= "function" then return fn end
+  if st then st.roots[#st.roots + 1] = fn end
   return function(...)
     local r = table.pack(pcall(fn, ...))
+    if st and (st.over or sandbox_due(st.name)) then check_kept(st) end
     if r[1] then return table.unpack(r, 2, r.n) end
     local e = r[2]
     if type(e) ~= "string" and e ~= mcp.CANCELLED and not require("mcp.result").is_rpc_error(e) then
@@ -235,37 +279,39 @@ local function guard(fn)
   end
 end
 
-function M.guard_complete(c)
+function M.guard_complete(c, st)
   if type(c) == "table" then
-    for k, f in pairs(c) do c[k] = guard(f) end
+    for k, f in pairs(c) do c[k] = guard(f, st) end
     return c
   end
-  return guard(c)
+  return guard(c, st)
 end
 
 -- The functions of a sandboxed plugin's declarations, guarded; its name is
--- its file's (the name its grants and its calls are known by in C).
-function M.adopt(plugin, name)
+-- its file's (the name its grants and its calls are known by in C). env:
+-- the environment its file ran in (what it keeps is measured from there).
+function M.adopt(plugin, name, env)
+  local st = kept[env]
   if plugin.name ~= name then
     core.log_stderr("warning", ("sandbox: plugin %q (file %s.lua) is named %s: a sandboxed plugin's name is its file's")
                     :format(tostring(plugin.name), name, name))
     plugin.name = name
   end
-  for _, t in ipairs(plugin.tools) do t.handler = guard(t.handler) end
+  for _, t in ipairs(plugin.tools) do t.handler = guard(t.handler, st) end
   for _, r in ipairs(plugin.resources) do
-    r.read = guard(r.read)
-    r.complete = M.guard_complete(r.complete)
+    r.read = guard(r.read, st)
+    r.complete = M.guard_complete(r.complete, st)
   end
   for _, p in ipairs(plugin.prompts) do
-    p.get = guard(p.get)
-    p.complete = M.guard_complete(p.complete)
+    p.get = guard(p.get, st)
+    p.complete = M.guard_complete(p.complete, st)
+  end
+  for _, mw in ipairs(plugin.middleware) do
+    if st and type(mw.handler) == "function" then st.roots[#st.roots + 1] = mw.handler end
   end
   plugin.sandboxed = true
   return plugin
 end
-
--- The host's own Lua files (lua/mcp/): the load-time hook never raises in them.
-local LIB = debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "\0"
 
 -- Run the plugin file's chunk for plugin name under its grants: its
 -- checks and its memory are its own while it runs (core.sandbox_loading),

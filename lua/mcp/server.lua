@@ -208,7 +208,7 @@ local function load_file(path, dir, source)
     return nil, plugin
   end
   clients_of[plugin] = clients
-  if sandboxed[dir] then require("mcp.sandbox").adopt(plugin, config.name_of(path)) end
+  if sandboxed[dir] then require("mcp.sandbox").adopt(plugin, config.name_of(path), env) end
   return plugin
 end
 
@@ -418,43 +418,54 @@ end
 -- changed one (or one whose DIR/lib or settings changed) reloaded, a deleted one's
 -- tools, resources and prompts removed. A broken edit keeps the last good
 -- version serving; its error (file:line) goes to the log and to clients.
--- lib_changed: set of dirs whose lib/ changed.
-function M.rescan(lib_changed)
+-- lib_changed: set of dirs whose lib/ changed. afresh (M.reset_due): set of
+-- paths whose plugins are loaded again from the source they were loaded
+-- from, nothing else looked at (no configuration read, no file scanned).
+function M.rescan(lib_changed, afresh)
   lib_changed = lib_changed or {}
-  reread_config()
   local before = units
-  local by_path = {}
-  for _, u in ipairs(units) do by_path[u.path] = u end
   local list, fresh, changed, errors = {}, {}, {}, {}
-  for _, dir in ipairs(dirs_loaded) do
-    for _, name in ipairs(scan(dir)) do
-      local path = dir .. "/" .. name
-      local old, source = by_path[path], read_source(path)
-      by_path[path] = nil
-      if source == nil then
-        if old then list[#list + 1] = old end
-      elseif old and old.source == source and not lib_changed[dir] and
-             old.settings == config.fingerprint(cfg, path) then
-        list[#list + 1] = old
-      else
-        local plugin, err = load_file(path, dir, source)
-        if plugin then
-          local u = { path = path, dir = dir, plugin = plugin, source = source, old = old,
-                      settings = config.fingerprint(cfg, path) }
-          list[#list + 1] = u
-          fresh[u] = true
-          kinds(plugin, changed)
-          kinds(old and old.plugin, changed)
+  local function load_unit(path, dir, source, old)
+    local plugin, err = load_file(path, dir, source)
+    if plugin then
+      local u = { path = path, dir = dir, plugin = plugin, source = source, old = old,
+                  settings = config.fingerprint(cfg, path) }
+      list[#list + 1] = u
+      fresh[u] = true
+      kinds(plugin, changed)
+      kinds(old and old.plugin, changed)
+    else
+      errors[#errors + 1] = err
+      if old then list[#list + 1] = old end      -- the last good version goes on
+    end
+  end
+  if afresh then
+    for _, u in ipairs(units) do
+      if afresh[u.path] then load_unit(u.path, u.dir, u.source, u) else list[#list + 1] = u end
+    end
+  else
+    reread_config()
+    local by_path = {}
+    for _, u in ipairs(units) do by_path[u.path] = u end
+    for _, dir in ipairs(dirs_loaded) do
+      for _, name in ipairs(scan(dir)) do
+        local path = dir .. "/" .. name
+        local old, source = by_path[path], read_source(path)
+        by_path[path] = nil
+        if source == nil then
+          if old then list[#list + 1] = old end
+        elseif old and old.source == source and not lib_changed[dir] and
+               old.settings == config.fingerprint(cfg, path) then
+          list[#list + 1] = old
         else
-          errors[#errors + 1] = err
-          if old then list[#list + 1] = old end      -- the last good version goes on
+          load_unit(path, dir, source, old)
         end
       end
     end
-  end
-  for path, old in pairs(by_path) do                -- deleted files
-    log("info", "plugin %s removed (%s deleted)", old.plugin.name, path)
-    kinds(old.plugin, changed)
+    for path, old in pairs(by_path) do              -- deleted files
+      log("info", "plugin %s removed (%s deleted)", old.plugin.name, path)
+      kinds(old.plugin, changed)
+    end
   end
   local kept = rebuild(list, fresh)
   for _, u in ipairs(list) do
@@ -473,6 +484,7 @@ function M.rescan(lib_changed)
     end
   end
   units = kept
+  for _, u in ipairs(units) do u.old = nil end      -- the replaced versions go: nothing keeps them
   local live = {}
   for _, u in ipairs(units) do live[u.plugin] = true end
   for _, l in ipairs { before, list } do
@@ -493,6 +505,24 @@ function M.rescan(lib_changed)
   if changed.resources then core.notify(nil, "notifications/resources/list_changed") end
   if changed.prompts then core.notify(nil, "notifications/prompts/list_changed") end
   return #errors == 0
+end
+
+-- Sandboxed plugins over their memory_mb (lua/mcp/sandbox.lua), loaded
+-- afresh as hot reload does: a new environment, their file run again; what
+-- the old one held becomes garbage, collected now. Run by the core once a
+-- loop turn's calls have run (mcp_sched_reset_due).
+function M.reset_due()
+  local names, afresh = require("mcp.sandbox").take_due(), {}
+  for _, u in ipairs(units) do
+    if u.plugin.sandboxed and names[u.plugin.name] then
+      afresh[u.path] = true
+      log("warning", "sandbox: plugin %s over its memory limit: loaded afresh from %s", u.plugin.name, u.path)
+    end
+  end
+  if next(afresh) then
+    M.rescan(nil, afresh)
+    collectgarbage()
+  end
 end
 
 local methods = reg.methods

@@ -3,7 +3,10 @@
  * allocations on the main thread never fail on it), the fail_alloc test
  * hook, and the memory budgets of sandboxed plugins (policy.h). sched.c
  * tells it which call's code runs (mcp__alloc_running) and is told, through
- * the callback it registered, when a call passes its budget. */
+ * the callback it registered, when a call passes its budget. A budget's net
+ * count (what the plugin's code allocated minus what was freed while it
+ * ran) goes on across calls: src/lua/sandbox_mem.c measures what the plugin
+ * keeps when it passes a step. */
 #include <stdlib.h>
 
 #include "config.h"
@@ -41,7 +44,9 @@ static int budget_refuses(mcp_budget *b, size_t grow) {
 
 static void budget_take(mcp_budget *b, size_t old, size_t nsize) {
   size_t *held = A.running ? &A.running->mem_held : &A.account_held;
+  b->net += (int64_t)nsize - (int64_t)old;
   if (nsize >= old) {
+    b->grown += nsize - old;
     b->mem_used += nsize - old;
     *held += nsize - old;
   } else {
@@ -75,6 +80,12 @@ void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 size_t mcp_sched_memory(void) { return A.used; }
 
 mcp_budget *mcp_sched_budget(void) { return A.budget; }
+
+mcp_budget *mcp_sched_budget_swap(mcp_budget *b) {
+  mcp_budget *was = A.budget;
+  A.budget = b;
+  return was;
+}
 
 void mcp__alloc_running(mcp_call *c, int resume) {
   A.running = c;

@@ -21,6 +21,8 @@ static struct {
   int server_ref, methods_ref;
 } C;
 
+static void reset_due(void);
+
 int mcp_sched_init(uv_loop_t *loop, lua_State *L, int server_ref) {
   C.L = L;
   C.server_ref = server_ref;
@@ -29,6 +31,7 @@ int mcp_sched_init(uv_loop_t *loop, lua_State *L, int server_ref) {
   C.methods_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);
   mcp__sched_start(loop, L, server_ref);
+  mcp__reset_due_cb = reset_due;
   mcp_stats_init();
   mcp_limit_init();
   mcp_ops_init();
@@ -125,6 +128,23 @@ void mcp_sched_session_closed(long long sid) {
   lua_pushinteger(C.L, sid);
   if (lua_pcall(C.L, 1, 0, 0) != LUA_OK) {
     mcp_error("session_closed: %s", lua_tostring(C.L, -1));
+    lua_pop(C.L, 1);
+  }
+}
+
+static int call_reset_due(lua_State *L) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, C.server_ref);
+  lua_getfield(L, -1, "reset_due");
+  lua_call(L, 0, 0);
+  return 0;
+}
+
+/* server.reset_due(), protected: sandboxed plugins over their memory
+ * loaded afresh (sched.c calls it once a loop turn's calls have run). */
+static void reset_due(void) {
+  lua_pushcfunction(C.L, call_reset_due);
+  if (lua_pcall(C.L, 0, 0, 0) != LUA_OK) {
+    mcp_error("reset_due: %s", lua_tostring(C.L, -1));
     lua_pop(C.L, 1);
   }
 }

@@ -32,6 +32,14 @@ typedef struct mcp_budget {
   const char *plugin;        /* interned */
   size_t mem_limit;          /* bytes its calls in flight may hold; 0 = none */
   size_t mem_used;           /* what they hold: sched.c's */
+  /* What it keeps across calls (sandbox_mem.c): net is what its code
+   * allocated minus what was freed while it ran, calls ended or not. It
+   * drifts (the shared collector frees anyone's garbage in anyone's code):
+   * only a trigger for a measure of what it really holds (retained). */
+  int64_t net;               /* running count: alloc.c's */
+  int64_t net_base;          /* net at the last measure */
+  size_t grown;              /* bytes allocated since the last measure */
+  size_t retained;           /* the last measure */
   uint64_t cpu_ns;           /* CPU time a call may use; 0 = none */
   int on;
 } mcp_budget;

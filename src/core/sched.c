@@ -30,6 +30,7 @@ static struct {
   mcp_call *qhead, *qtail;
   mcp_call *all;
   mcp_call *graveyard;              /* finished calls, freed after this loop turn (bury) */
+  int reset_due;                    /* server.reset_due() after this turn's calls */
   mcp_call *main_as;                /* the call the main thread acts for (mcp_call_pcall) */
   uint64_t slice_end_ns;            /* preemption point of the resume running now */
   uint64_t resume_ns;               /* when the resume running now began */
@@ -59,6 +60,7 @@ void mcp__sched_register(const mcp_call_type *t) {
 void mcp_sched_set_path(const mcp_call_path *path) { S.path = path; }
 
 void (*mcp_sched_idle_cb)(void);
+void (*mcp__reset_due_cb)(void);
 void (*mcp_sched_heartbeat_cb)(mcp_call *c);
 
 /* The clock of deadlines, waits and mcp.now(): real time, plus what a test
@@ -738,8 +740,17 @@ static void run_queue(uv_check_t *h) {
     if (c->req.state == MCP_REQ_QUEUED) call_admit(c);
     else if (c->co && !c->waiting && lua_status(c->co) == LUA_YIELD) call_resume(c, 0);
   }
-  if (S.qhead == NULL) uv_idle_stop(&S.idle);
+  if (S.reset_due) {
+    S.reset_due = 0;
+    if (mcp__reset_due_cb) mcp__reset_due_cb();
+  }
+  if (S.qhead == NULL && !S.reset_due) uv_idle_stop(&S.idle);
   bury();
+}
+
+void mcp_sched_reset_due(void) {
+  S.reset_due = 1;
+  if (!uv_is_active((uv_handle_t *)&S.idle)) uv_idle_start(&S.idle, idle_noop);
 }
 
 static void over_memory(mcp_call *c) { call_over(c, MCP_OVER_MEMORY); }

@@ -105,6 +105,12 @@ enum { MCP_OVER_NONE, MCP_OVER_MEMORY, MCP_OVER_CPU, MCP_OVER_STUCK };
 /* The budget that code running now is accounted to (a sandboxed call's, or
  * the plugin's while its file loads: mcp_sched_account), or NULL. */
 struct mcp_budget *mcp_sched_budget(void);
+/* Count allocations to b (NULL: to none) from now; the one counted to
+ * before, to put back (a measure's own stack is not the plugin's). */
+struct mcp_budget *mcp_sched_budget_swap(struct mcp_budget *b);
+/* server.reset_due() runs once this loop turn's calls have run (a
+ * sandboxed plugin over its memory is loaded afresh: never inside a call). */
+void mcp_sched_reset_due(void);
 /* Account allocations outside calls to b (a sandboxed plugin's file
  * running at load), or stop (NULL). */
 void mcp_sched_account(struct mcp_budget *b);

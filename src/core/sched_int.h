@@ -38,6 +38,8 @@ enum { MCP_ADMIT_RUN, MCP_ADMIT_WAIT, MCP_ADMIT_REFUSE };
  * through which it ends a call that passed its sandbox budget (sched.c's). */
 void mcp__alloc_running(mcp_call *c, int resume);
 extern void (*mcp__alloc_over_cb)(mcp_call *c);
+/* core.c's: server.reset_due(), protected (mcp_sched_reset_due). */
+extern void (*mcp__reset_due_cb)(void);
 
 /* Add a row (once; the same row again is ignored). */
 void mcp__sched_register(const mcp_call_type *t);

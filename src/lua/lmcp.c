@@ -314,6 +314,7 @@ int luaopen_mcp_core(lua_State *L) {
   mcp_httpc_open_lib(L);
   mcp_schema_open_lib(L);
   mcp_sandbox_open(L);
+  mcp_sandbox_mem_open(L);
   mcp_fastpath_open_lib(L);
   luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
   lua_setfield(L, -2, "array_mt");

@@ -102,9 +102,13 @@ static int granted(const grant *g, mcp_cap cap, const char *what) {
 }
 
 void mcp_sandbox_denied(const char *plugin, mcp_cap cap, const char *msg) {
+  mcp_sandbox_denied_as(plugin, cap_names[cap], msg);
+}
+
+void mcp_sandbox_denied_as(const char *plugin, const char *capability, const char *msg) {
   mcp_buf labels = MCP_BUF_INIT;
   mcp_metric_label(&labels, 0, "plugin", plugin);
-  mcp_metric_label(&labels, 1, "capability", cap_names[cap]);
+  mcp_metric_label(&labels, 1, "capability", capability);
   mcp_buf_addc(&labels, '\0');
   mcp_counter_add(DENIED, labels.data, 1);
   mcp_buf_free(&labels);

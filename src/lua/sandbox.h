@@ -28,11 +28,16 @@ int mcp_sandbox_check(lua_State *L, const mcp_call *c, mcp_cap cap, const char *
 const mcp_allow *mcp_sandbox_http(const mcp_call *c);
 /* Count and log a denial decided elsewhere (httpc.c's, after DNS). */
 void mcp_sandbox_denied(const char *plugin, mcp_cap cap, const char *msg);
-/* stack: core -> core. sandbox_set, sandbox_check, sandbox_loading. */
+/* The same for a limit (capability "memory_mb": what it keeps, sandbox_mem.c). */
+void mcp_sandbox_denied_as(const char *plugin, const char *capability, const char *msg);
+/* stack: core -> core. sandbox_set, sandbox_check, sandbox_loading, sandbox_memory. */
 void mcp_sandbox_open(lua_State *L);
 void mcp_sandbox_close(void);
 /* The string and table functions bounded for sandboxed code (sandbox_lib.c),
  * wrapped into the global string and table tables. */
 void mcp_sandbox_lib_open(lua_State *L);
+/* What a sandboxed plugin keeps across calls (sandbox_mem.c): sandbox_due,
+ * sandbox_measure, sandbox_over_memory. */
+void mcp_sandbox_mem_open(lua_State *L);
 
 #endif
