@@ -25,6 +25,7 @@
 
 #include "allow.h"
 #include "buf.h"
+#include "curl_loop.h"
 #include "fail.h"
 #include "httpc.h"
 #include "json.h"
@@ -68,17 +69,9 @@ typedef struct transfer {
   struct transfer *next_dead;    /* cancelled inside curl: removed after it returns */
 } transfer;
 
-typedef struct {
-  uv_poll_t poll;
-  curl_socket_t fd;
-} sock_ctx;
-
 static struct {
-  CURLM *multi;
-  uv_timer_t timer;
-  int in_curl;                   /* depth inside curl_multi_socket_action */
+  mcp_curl_loop cl;              /* the multi handle on the loop (curl_loop.c) */
   transfer *dead;                /* to remove once curl returns */
-  int running;
 } C;
 
 /* The host and port of the URL being connected to (after redirects). */
@@ -256,7 +249,7 @@ static void transfer_end(transfer *t) {
     free(t->url);
     t->url = url;
   }
-  if (t->in_multi) curl_multi_remove_handle(C.multi, t->easy);
+  if (t->in_multi) curl_multi_remove_handle(C.cl.multi, t->easy);
   t->in_multi = 0;
   curl_easy_cleanup(t->easy);
   t->easy = NULL;
@@ -275,10 +268,11 @@ static void reap_dead(void) {
   }
 }
 
-static void read_done(void) {
+/* After curl acted: what finished ends, then what was cancelled inside it. */
+static void on_curl_done(mcp_curl_loop *cl) {
   CURLMsg *m;
   int left;
-  while ((m = curl_multi_info_read(C.multi, &left)) != NULL) {
+  while ((m = curl_multi_info_read(cl->multi, &left)) != NULL) {
     transfer *t = NULL;
     if (m->msg != CURLMSG_DONE) continue;
     curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&t);
@@ -287,82 +281,14 @@ static void read_done(void) {
       snprintf(t->errbuf, sizeof t->errbuf, "%s", curl_easy_strerror(t->rc));
     transfer_end(t);
   }
-}
-
-static void socket_action(curl_socket_t fd, int flags) {
-  C.in_curl++;
-  curl_multi_socket_action(C.multi, fd, flags, &C.running);
-  C.in_curl--;
-  if (C.in_curl == 0) {
-    read_done();
-    reap_dead();
-  }
-}
-
-/* libuv <-> curl. */
-
-static void on_poll(uv_poll_t *h, int status, int events) {
-  sock_ctx *s = h->data;
-  int flags = 0;
-  if (status < 0) flags = CURL_CSELECT_ERR;
-  if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
-  if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
-  socket_action(s->fd, flags);
-}
-
-static void on_timeout(uv_timer_t *h) {
-  (void)h;
-  socket_action(CURL_SOCKET_TIMEOUT, 0);
-}
-
-static int on_curl_timer(CURLM *m, long ms, void *ud) {
-  (void)m; (void)ud;
-  if (ms < 0) uv_timer_stop(&C.timer);
-  else uv_timer_start(&C.timer, on_timeout, (uint64_t)ms, 0);
-  return 0;
-}
-
-static void sock_closed(uv_handle_t *h) { free(h->data); }
-
-static int on_curl_socket(CURL *e, curl_socket_t fd, int what, void *ud, void *sockp) {
-  sock_ctx *s = sockp;
-  int events = 0;
-  (void)e; (void)ud;
-  if (what == CURL_POLL_REMOVE) {
-    if (s) {
-      uv_poll_stop(&s->poll);
-      uv_close((uv_handle_t *)&s->poll, sock_closed);
-      curl_multi_assign(C.multi, fd, NULL);
-    }
-    return 0;
-  }
-  if (s == NULL) {
-    s = calloc(1, sizeof *s);
-    if (s == NULL) abort();
-    s->fd = fd;
-    if (uv_poll_init_socket(mcp_sched_loop(), &s->poll, fd) != 0) {
-      free(s);
-      return -1;
-    }
-    s->poll.data = s;
-    curl_multi_assign(C.multi, fd, s);
-  }
-  if (what & CURL_POLL_IN) events |= UV_READABLE;
-  if (what & CURL_POLL_OUT) events |= UV_WRITABLE;
-  uv_poll_start(&s->poll, events, on_poll);
-  return 0;
+  reap_dead();
 }
 
 static void multi_init(void) {
-  if (C.multi) return;
-  curl_global_init(CURL_GLOBAL_DEFAULT);
-  C.multi = curl_multi_init();
-  if (C.multi == NULL) abort();
-  curl_multi_setopt(C.multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
-  curl_multi_setopt(C.multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
-  curl_multi_setopt(C.multi, CURLMOPT_MAX_HOST_CONNECTIONS, 64L);
-  curl_multi_setopt(C.multi, CURLMOPT_MAXCONNECTS, 128L);  /* idle connections kept */
-  uv_timer_init(mcp_sched_loop(), &C.timer);
+  if (C.cl.multi) return;
+  mcp_curl_loop_init(&C.cl, mcp_sched_loop(), on_curl_done);
+  curl_multi_setopt(C.cl.multi, CURLMOPT_MAX_HOST_CONNECTIONS, 64L);
+  curl_multi_setopt(C.cl.multi, CURLMOPT_MAXCONNECTS, 128L);  /* idle connections kept */
 }
 
 /* The op. */
@@ -371,7 +297,7 @@ static void t_cancel(mcp_op *op) {
   transfer *t = (transfer *)op;
   if (t->easy == NULL) return;
   unref_fns(t);                                      /* no callback of it runs again */
-  if (C.in_curl > 0) {                               /* inside curl: right after it returns */
+  if (C.cl.depth > 0) {                              /* inside curl: right after it returns */
     t->next_dead = C.dead;
     C.dead = t;
     return;
@@ -799,7 +725,7 @@ static int l_http(lua_State *L) {
     t->headers = mcp_span_http_begin(t->op.span, t->url, t->headers);
   setup(t, method, timeout, connect_timeout, follow, has_body);
   t->in_multi = 1;
-  curl_multi_add_handle(C.multi, t->easy);           /* starts at curl's next timer */
+  curl_multi_add_handle(C.cl.multi, t->easy);           /* starts at curl's next timer */
   return 1;
 }
 
@@ -815,10 +741,7 @@ void mcp_httpc_open_lib(lua_State *L) {
 void mcp_httpc_close(void) {
   mcp_allow_close_all();
   mcp_sandbox_close();
-  if (C.multi == NULL) return;
+  if (C.cl.multi == NULL) return;
   /* ops are cancelled before this, so no transfer is left in the handle */
-  curl_multi_cleanup(C.multi);
-  C.multi = NULL;
-  uv_close((uv_handle_t *)&C.timer, NULL);
-  curl_global_cleanup();
+  mcp_curl_loop_close(&C.cl);
 }

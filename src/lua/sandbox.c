@@ -19,7 +19,7 @@
 
 #define DENIED "luamcp_sandbox_denied_total"
 
-static const char *const cap_names[MCP_CAP_N] = { "http", "read", "write", "exec", "sqlite", "connect", "env" };
+static const char *const cap_names[MCP_CAP_N + 1] = { "http", "read", "write", "exec", "sqlite", "connect", "env", NULL };
 
 /* A sandboxed plugin's grants. Owned by the list below, kept for the
  * process's life (a reload empties and refills it in place): an HTTP

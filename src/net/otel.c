@@ -19,6 +19,7 @@
 #include <curl/curl.h>
 
 #include "buf.h"
+#include "curl_loop.h"
 #include "log.h"
 #include "metrics.h"
 #include "otel.h"
@@ -28,16 +29,10 @@
 
 #define MAX_BATCH 512                      /* OTEL_BSP_MAX_EXPORT_BATCH_SIZE's default */
 
-typedef struct sock_ctx {
-  uv_poll_t poll;
-  curl_socket_t fd;
-} sock_ctx;
-
 static struct {
   uv_loop_t *loop;
-  CURLM *multi;
-  uv_timer_t curl_timer, flush_timer;
-  int running;
+  mcp_curl_loop cl;                       /* the exports' multi handle on the loop */
+  uv_timer_t flush_timer;
   char *url;
   int json;                               /* http/json, else http/protobuf */
   struct curl_slist *headers;
@@ -195,72 +190,14 @@ static int configure(const mcp_otel_opts *o, mcp_sampler *sampler) {
   return 0;
 }
 
-/* libuv <-> curl, as in httpc.c. */
-
 static void export_done(CURLcode rc);
 
-static void read_done(void) {
+/* After curl acted: the export, if it finished. */
+static void on_curl_done(mcp_curl_loop *cl) {
   CURLMsg *m;
   int left;
-  while ((m = curl_multi_info_read(O.multi, &left)) != NULL)
+  while ((m = curl_multi_info_read(cl->multi, &left)) != NULL)
     if (m->msg == CURLMSG_DONE && m->easy_handle == O.easy) export_done(m->data.result);
-}
-
-static void socket_action(curl_socket_t fd, int flags) {
-  curl_multi_socket_action(O.multi, fd, flags, &O.running);
-  read_done();
-}
-
-static void on_poll(uv_poll_t *h, int status, int events) {
-  sock_ctx *s = h->data;
-  int flags = 0;
-  if (status < 0) flags = CURL_CSELECT_ERR;
-  if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
-  if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
-  socket_action(s->fd, flags);
-}
-
-static void on_curl_timeout(uv_timer_t *h) {
-  (void)h;
-  socket_action(CURL_SOCKET_TIMEOUT, 0);
-}
-
-static int on_curl_timer(CURLM *m, long ms, void *ud) {
-  (void)m; (void)ud;
-  if (ms < 0) uv_timer_stop(&O.curl_timer);
-  else uv_timer_start(&O.curl_timer, on_curl_timeout, (uint64_t)ms, 0);
-  return 0;
-}
-
-static void sock_closed(uv_handle_t *h) { free(h->data); }
-
-static int on_curl_socket(CURL *e, curl_socket_t fd, int what, void *ud, void *sockp) {
-  sock_ctx *s = sockp;
-  int events = 0;
-  (void)e; (void)ud;
-  if (what == CURL_POLL_REMOVE) {
-    if (s) {
-      uv_poll_stop(&s->poll);
-      uv_close((uv_handle_t *)&s->poll, sock_closed);
-      curl_multi_assign(O.multi, fd, NULL);
-    }
-    return 0;
-  }
-  if (s == NULL) {
-    if ((s = calloc(1, sizeof *s)) == NULL) abort();
-    s->fd = fd;
-    if (uv_poll_init_socket(O.loop, &s->poll, fd) != 0) {
-      free(s);
-      return -1;
-    }
-    s->poll.data = s;
-    uv_unref((uv_handle_t *)&s->poll);     /* an export never keeps the process up */
-    curl_multi_assign(O.multi, fd, s);
-  }
-  if (what & CURL_POLL_IN) events |= UV_READABLE;
-  if (what & CURL_POLL_OUT) events |= UV_WRITABLE;
-  uv_poll_start(&s->poll, events, on_poll);
-  return 0;
 }
 
 /* The queue and the exports. */
@@ -303,7 +240,7 @@ static void export_start(void) {
     O.exports_failed++;
     return;
   }
-  curl_multi_add_handle(O.multi, O.easy);          /* starts at curl's next timer */
+  curl_multi_add_handle(O.cl.multi, O.easy);          /* starts at curl's next timer */
 }
 
 static void export_done(CURLcode rc) {
@@ -318,7 +255,7 @@ static void export_done(CURLcode rc) {
       mcp_warn("otel: export to %s failed: %s", O.url,
                rc != CURLE_OK ? curl_easy_strerror(rc) : status ? "HTTP error status" : "no answer");
   }
-  curl_multi_remove_handle(O.multi, e);
+  curl_multi_remove_handle(O.cl.multi, e);
   curl_easy_cleanup(e);
   O.easy = NULL;
   O.in_flight = 0;
@@ -361,12 +298,8 @@ int mcp_otel_init(uv_loop_t *loop, const mcp_otel_opts *o) {
   if (r <= 0) return r;
   if (configure(o, &sampler) != 0) return -1;
   O.loop = loop;
-  curl_global_init(CURL_GLOBAL_DEFAULT);
-  if ((O.multi = curl_multi_init()) == NULL) abort();
-  curl_multi_setopt(O.multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
-  curl_multi_setopt(O.multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
-  uv_timer_init(loop, &O.curl_timer);
-  uv_unref((uv_handle_t *)&O.curl_timer);
+  mcp_curl_loop_init(&O.cl, loop, on_curl_done);
+  uv_unref((uv_handle_t *)&O.cl.timer);
   uv_timer_init(loop, &O.flush_timer);
   uv_unref((uv_handle_t *)&O.flush_timer);
   uv_timer_start(&O.flush_timer, on_flush, (uint64_t)O.delay_ms, (uint64_t)O.delay_ms);
@@ -398,7 +331,7 @@ void mcp_otel_close(void) {
   O.on = 0;
   mcp_trace_on = 0;
   if (O.easy) {
-    curl_multi_remove_handle(O.multi, O.easy);
+    curl_multi_remove_handle(O.cl.multi, O.easy);
     curl_easy_cleanup(O.easy);
     O.easy = NULL;
   }
@@ -410,12 +343,10 @@ void mcp_otel_close(void) {
   }
   O.tail = NULL;
   O.queued = 0;
-  curl_multi_cleanup(O.multi);
-  uv_close((uv_handle_t *)&O.curl_timer, NULL);
   uv_close((uv_handle_t *)&O.flush_timer, NULL);
   curl_slist_free_all(O.headers);
   mcp_attrs_free(&O.resource);
   mcp_buf_free(&O.body);
   free(O.url);
-  curl_global_cleanup();
+  mcp_curl_loop_close(&O.cl);
 }
