@@ -16,25 +16,29 @@
 # Needs npm and the npm registry on first use: Node 22 and the suite are
 # cached in ${XDG_CACHE_HOME:-~/.cache}/luamcp-conformance (LUAMCP_NODE_CACHE).
 # LUAMCP_SKIP_NODE=1 in ctest's environment skips them.
-set(LUAMCP_CONFORMANCE_ENV
-  "LUAMCP_BIN=$<TARGET_FILE:luamcp>"
-  "LUAMCP_CONFORMANCE_OUT=${CMAKE_BINARY_DIR}/conformance")
-
-function(luamcp_conformance_test name timeout)
-  add_test(NAME conformance.${name}
+# conformance.lua_path.* runs the same sets against a second server on the
+# Lua path (LUAMCP_LUA_PATH=1: every method through server.lua, as when a
+# middleware covers them all), its state in build/conformance-lua/.
+function(luamcp_conformance_test prefix out env name timeout)
+  add_test(NAME ${prefix}.${name}
     COMMAND sh ${CMAKE_SOURCE_DIR}/test/conformance/run.sh ${ARGN}
     WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
-  set_tests_properties(conformance.${name} PROPERTIES
-    ENVIRONMENT "${LUAMCP_CONFORMANCE_ENV}"
+  set_tests_properties(${prefix}.${name} PROPERTIES
+    ENVIRONMENT "LUAMCP_BIN=$<TARGET_FILE:luamcp>;LUAMCP_CONFORMANCE_OUT=${CMAKE_BINARY_DIR}/${out};${env}"
     SKIP_REGULAR_EXPRESSION "conformance: SKIPPED"
     TIMEOUT ${timeout})
 endfunction()
 
-luamcp_conformance_test(start 300 start)
-set_tests_properties(conformance.start PROPERTIES FIXTURES_SETUP luamcp_conformance_server)
-foreach(set 2025-11-25 2026-07-28 tasks)
-  luamcp_conformance_test(${set} 600 --shared ${set})
-  set_tests_properties(conformance.${set} PROPERTIES FIXTURES_REQUIRED luamcp_conformance_server)
-endforeach()
-luamcp_conformance_test(stop 60 stop)
-set_tests_properties(conformance.stop PROPERTIES FIXTURES_CLEANUP luamcp_conformance_server)
+function(luamcp_conformance prefix out env)
+  luamcp_conformance_test(${prefix} ${out} "${env}" start 300 start)
+  set_tests_properties(${prefix}.start PROPERTIES FIXTURES_SETUP ${prefix}_server)
+  foreach(set 2025-11-25 2026-07-28 tasks)
+    luamcp_conformance_test(${prefix} ${out} "${env}" ${set} 600 --shared ${set})
+    set_tests_properties(${prefix}.${set} PROPERTIES FIXTURES_REQUIRED ${prefix}_server)
+  endforeach()
+  luamcp_conformance_test(${prefix} ${out} "${env}" stop 60 stop)
+  set_tests_properties(${prefix}.stop PROPERTIES FIXTURES_CLEANUP ${prefix}_server)
+endfunction()
+
+luamcp_conformance(conformance conformance "LUAMCP_LUA_PATH=")
+luamcp_conformance(conformance.lua_path conformance-lua "LUAMCP_LUA_PATH=1")
