@@ -69,4 +69,11 @@ function M.find(spans, name)
   for _, s in ipairs(spans) do if s.name == name then return s end end
 end
 
+-- The span's event of that name: other events (queued, preempted under a
+-- slow build) may come before it.
+function M.event(span, name)
+  for _, e in ipairs(span.events or {}) do if e.name == name then return e end end
+  error("span " .. span.name .. " has no event " .. name)
+end
+
 return M
