@@ -4,6 +4,7 @@ BUILD_TYPE ?= RelWithDebInfo
 PLUGINS ?= plugins
 HOST ?= 127.0.0.1
 PORT ?= 8931
+TEST_JOBS ?= 2
 PREFIX ?= /usr/local
 
 .PHONY: all deps configure build build-server test run run-stdio bench fuzz chaos flake memcheck soak install deb clean
@@ -24,7 +25,7 @@ build-server: configure
 	@cmake --build $(BUILD) -j2 --target luamcp >$(BUILD)/build.log 2>&1 || { cat $(BUILD)/build.log; exit 1; }
 
 test: build
-	@cd $(BUILD) && ctest --output-on-failure
+	@cd $(BUILD) && ctest --output-on-failure -j$(TEST_JOBS)
 
 run: build-server
 	@echo "luamcp: serving $(PLUGINS)/ on http://$(HOST):$(PORT)/mcp, reloading on edits (Ctrl-C stops it)"

@@ -31,7 +31,7 @@ endfunction()
 
 function(luamcp_conformance prefix out env)
   luamcp_conformance_test(${prefix} ${out} "${env}" start 300 start)
-  set_tests_properties(${prefix}.start PROPERTIES FIXTURES_SETUP ${prefix}_server)
+  set_tests_properties(${prefix}.start PROPERTIES FIXTURES_SETUP ${prefix}_server FIXTURES_REQUIRED node_cache)
   foreach(set 2025-11-25 2026-07-28 tasks)
     luamcp_conformance_test(${prefix} ${out} "${env}" ${set} 600 --shared ${set})
     set_tests_properties(${prefix}.${set} PROPERTIES FIXTURES_REQUIRED ${prefix}_server)
