@@ -84,11 +84,22 @@ void mcp_op_release(mcp_op *op) {
   maybe_free(op);
 }
 
+/* op->reason: "cancelled: <why>", cut to fit (no printf: 10,000 cancels
+ * at once each come here). */
+static void reason_set(mcp_op *op, const char *why) {
+  static const char head[] = "cancelled: ";
+  size_t n = strlen(why), room = sizeof op->reason - sizeof head;
+  memcpy(op->reason, head, sizeof head - 1);
+  if (n > room) n = room;
+  memcpy(op->reason + sizeof head - 1, why, n);
+  op->reason[sizeof head - 1 + n] = '\0';
+}
+
 /* Done first, then the engine stops (and may let go, freeing the op). */
 void mcp_op_cancel(mcp_op *op, const char *why) {
   if (op->done) return;
   op->cancelled = 1;
-  snprintf(op->reason, sizeof op->reason, "cancelled: %s", why ? why : "request stopped");
+  reason_set(op, why ? why : "request stopped");
   mcp_op_done(op);
   op->type->cancel(op);
 }
@@ -168,7 +179,12 @@ static int op_done_l(lua_State *L) {
 /* op:result(): the outcome of a done op; a cancelled one's is nil,
  * "cancelled: <reason>", "cancelled". */
 static int push_outcome(lua_State *L, mcp_op *op) {
-  if (op->cancelled) return mcp_push_fail(L, "cancelled", "%s", op->reason);
+  if (op->cancelled) {                   /* mcp_push_fail's shape, with no format */
+    lua_pushnil(L);
+    lua_pushstring(L, op->reason);
+    lua_pushliteral(L, "cancelled");
+    return 3;
+  }
   return op->type->push(L, op);
 }
 
