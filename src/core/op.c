@@ -136,8 +136,23 @@ void mcp_ops_shutdown(void) {
 
 /* Handles. */
 
+/* The metatable of handles, by address: a handle is known by it without
+ * the registry lookup of luaL_checkudata (every wait and every handle's
+ * __gc check one), which stays the answer for anything else. */
+static const void *op_mt;
+
+static mcp_op **handle_at(lua_State *L, int idx) {
+  mcp_op **p = lua_touserdata(L, idx);
+  if (p != NULL && lua_getmetatable(L, idx)) {
+    int same = lua_topointer(L, -1) == op_mt;
+    lua_pop(L, 1);
+    if (same) return p;
+  }
+  return luaL_checkudata(L, idx, OP_MT);
+}
+
 mcp_op *mcp_op_check(lua_State *L, int idx) {
-  mcp_op **p = luaL_checkudata(L, idx, OP_MT);
+  mcp_op **p = handle_at(L, idx);
   if (*p == NULL) luaL_argerror(L, idx, "a released operation");
   return *p;
 }
@@ -159,7 +174,7 @@ void mcp_op_attach(mcp_op **p, mcp_op *op) {
 }
 
 static int op_gc(lua_State *L) {
-  mcp_op **p = luaL_checkudata(L, 1, OP_MT);
+  mcp_op **p = handle_at(L, 1);
   mcp_op *op = *p;
   if (op == NULL) return 0;
   *p = NULL;
@@ -505,6 +520,7 @@ void mcp_op_open(lua_State *L) {
   lua_pushcfunction(L, l_wait);
   lua_setfield(L, -2, "wait");
   luaL_newmetatable(L, OP_MT);
+  op_mt = lua_topointer(L, -1);
   luaL_newlib(L, op_methods);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, op_gc);
