@@ -508,7 +508,7 @@ static int names_cancel(const char *data, size_t len) {
   const char *end = data + len, *p = data;
   const size_t before = sizeof "\"notifications" - 1, after = sizeof "cancelled\"" - 1;
   while ((p = memchr(p, '/', (size_t)(end - p))) != NULL) {
-    if ((size_t)(p - data) >= before && (size_t)(end - p - 1) >= after &&
+    if ((size_t)(p - data) >= before && (size_t)(end - p - 1) >= after && p[-2] == 'n' &&
         memcmp(p - before, CANCEL_TEXT, before) == 0 && memcmp(p + 1, "cancelled\"", after) == 0)
       return 1;
     p++;
