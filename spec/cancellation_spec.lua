@@ -300,6 +300,33 @@ describe("cancellation", function()
     end)
   end)
 
+  -- A plain cancel is read from its text (session.c's quick_cancel), the
+  -- others (escapes, a repeated member, -0) are parsed whole: the same effect.
+  describe("a cancel read from its text or parsed whole has the same effect", function()
+    local cases = {
+      { "an escaped reason", "21", "stop! now",
+        '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":21,"reason":"stop\\u0021 now"}}' },
+      { "an escaped string id", '"abc"', "esc",
+        '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"\\u0061bc","reason":"esc"}}' },
+      { "requestId given twice (the last counts)", "23", "twice",
+        '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99,"requestId":23,"reason":"twice"}}' },
+      { "requestId -0", "0", "zero",
+        '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":-0,"reason":"zero"}}' },
+      { "members in another order, spaced, with _meta", "24", "spaced",
+        '{ "params" : { "_meta" : {"k":[1,2]}, "reason" : "spaced", "requestId" : 24 }, ' ..
+        '"method" : "notifications/cancelled", "jsonrpc" : "2.0" }' },
+    }
+    for _, case in ipairs(cases) do
+      it("with " .. case[1], function()
+        local c = debug_session()
+        start(c, case[2], "sleep", { seconds = 30 })
+        c:send(case[4] .. "\n")
+        assert(c:wait_log("^stopped " .. esc(case[2]) .. " reason=" .. esc(case[3]) .. "$"), c:stderr_text())
+        assert_never_answered(c, case[2])
+      end)
+    end
+  end)
+
   describe("Invalid cancellation notifications SHOULD be ignored: malformed notifications", function()
     local malformed = {
       { "without params", '{"jsonrpc":"2.0","method":"notifications/cancelled"}' },

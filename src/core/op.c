@@ -84,11 +84,22 @@ void mcp_op_release(mcp_op *op) {
   maybe_free(op);
 }
 
+/* op->reason: "cancelled: <why>", cut to fit (no printf: 10,000 cancels
+ * at once each come here). */
+static void reason_set(mcp_op *op, const char *why) {
+  static const char head[] = "cancelled: ";
+  size_t n = strlen(why), room = sizeof op->reason - sizeof head;
+  memcpy(op->reason, head, sizeof head - 1);
+  if (n > room) n = room;
+  memcpy(op->reason + sizeof head - 1, why, n);
+  op->reason[sizeof head - 1 + n] = '\0';
+}
+
 /* Done first, then the engine stops (and may let go, freeing the op). */
 void mcp_op_cancel(mcp_op *op, const char *why) {
   if (op->done) return;
   op->cancelled = 1;
-  snprintf(op->reason, sizeof op->reason, "cancelled: %s", why ? why : "request stopped");
+  reason_set(op, why ? why : "request stopped");
   mcp_op_done(op);
   op->type->cancel(op);
 }
@@ -125,8 +136,23 @@ void mcp_ops_shutdown(void) {
 
 /* Handles. */
 
+/* The metatable of handles, by address: a handle is known by it without
+ * the registry lookup of luaL_checkudata (every wait and every handle's
+ * __gc check one), which stays the answer for anything else. */
+static const void *op_mt;
+
+static mcp_op **handle_at(lua_State *L, int idx) {
+  mcp_op **p = lua_touserdata(L, idx);
+  if (p != NULL && lua_getmetatable(L, idx)) {
+    int same = lua_topointer(L, -1) == op_mt;
+    lua_pop(L, 1);
+    if (same) return p;
+  }
+  return luaL_checkudata(L, idx, OP_MT);
+}
+
 mcp_op *mcp_op_check(lua_State *L, int idx) {
-  mcp_op **p = luaL_checkudata(L, idx, OP_MT);
+  mcp_op **p = handle_at(L, idx);
   if (*p == NULL) luaL_argerror(L, idx, "a released operation");
   return *p;
 }
@@ -148,7 +174,7 @@ void mcp_op_attach(mcp_op **p, mcp_op *op) {
 }
 
 static int op_gc(lua_State *L) {
-  mcp_op **p = luaL_checkudata(L, 1, OP_MT);
+  mcp_op **p = handle_at(L, 1);
   mcp_op *op = *p;
   if (op == NULL) return 0;
   *p = NULL;
@@ -168,7 +194,12 @@ static int op_done_l(lua_State *L) {
 /* op:result(): the outcome of a done op; a cancelled one's is nil,
  * "cancelled: <reason>", "cancelled". */
 static int push_outcome(lua_State *L, mcp_op *op) {
-  if (op->cancelled) return mcp_push_fail(L, "cancelled", "%s", op->reason);
+  if (op->cancelled) {                   /* mcp_push_fail's shape, with no format */
+    lua_pushnil(L);
+    lua_pushstring(L, op->reason);
+    lua_pushliteral(L, "cancelled");
+    return 3;
+  }
   return op->type->push(L, op);
 }
 
@@ -489,6 +520,7 @@ void mcp_op_open(lua_State *L) {
   lua_pushcfunction(L, l_wait);
   lua_setfield(L, -2, "wait");
   luaL_newmetatable(L, OP_MT);
+  op_mt = lua_topointer(L, -1);
   luaL_newlib(L, op_methods);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, op_gc);

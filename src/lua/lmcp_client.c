@@ -181,41 +181,45 @@ static void heartbeat(mcp_call *c) {
 /* log(level, data): notifications/message to the request's session (the
  * logger is the tool's plugin), or to every initialized session outside a
  * request. */
+/* The log line being built: kept between lines (no allocation per line),
+ * trimmed when a big one grew it. The transports copy what they are sent. */
+static mcp_buf log_line;
+
 static int l_log(lua_State *L) {
   int base = mcp_self(L);                  /* ctx:log(level, data) too */
-  const char *name = luaL_checkstring(L, base);
+  size_t nlen;
+  const char *name = luaL_checklstring(L, base, &nlen);
   int level = mcp_log_level_parse(name);
   mcp_call *c = current(L);
   char err[128];
-  mcp_buf b = MCP_BUF_INIT;
+  mcp_buf *b = &log_line;
   if (level < 0) return luaL_argerror(L, base, "unknown log level");
   luaL_checkany(L, base + 1);
   /* Nothing after a request's response, nor after its terminal state; the
    * <close> variables of an abort run before the terminal answer and may log. */
   if (c != NULL && ((c->responded && !c->tasked) || (mcp_req_state_terminal(c->req.state) && !c->closing))) return 0;
-  mcp_rpc_notification_open(&b, "notifications/message");
-  mcp_buf_printf(&b, "{\"level\":\"%s\",", name);
+  b->len = 0;
+  mcp_buf_adds(b, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"");
+  mcp_buf_add(b, name, nlen);              /* a level's name: plain ASCII */
+  mcp_buf_adds(b, "\",");
   if (c != NULL && c->logger != NULL) {
-    mcp_buf_adds(&b, "\"logger\":");
-    mcp_json_add_string(&b, c->logger, strlen(c->logger));
-    mcp_buf_addc(&b, ',');
+    mcp_buf_adds(b, "\"logger\":");
+    mcp_json_add_string(b, c->logger, strlen(c->logger));
+    mcp_buf_addc(b, ',');
   }
-  mcp_buf_adds(&b, "\"data\":");
-  if (mcp_json_encode(L, base + 1, &b, err, sizeof err) != 0) {
-    mcp_buf_free(&b);
-    return luaL_argerror(L, base + 1, err);
-  }
-  mcp_task_add_meta(&b, c);
-  mcp_buf_adds(&b, "}}");
+  mcp_buf_adds(b, "\"data\":");
+  if (mcp_json_encode(L, base + 1, b, err, sizeof err) != 0) return luaL_argerror(L, base + 1, err);
+  mcp_task_add_meta(b, c);
+  mcp_buf_adds(b, "}}");
   if (c != NULL) {
     if (level >= (int)c->session->log_level)
-      mcp_session_send(c->session, NULL, c->stream, b.data, b.len, 0);
+      mcp_session_send(c->session, NULL, c->stream, b->data, b->len, 0);
   } else {
     for (mcp_session *s = mcp_sessions; s; s = s->next)
       if (s->revision >= 0 && level >= (int)s->log_level)
-        mcp_session_send(s, NULL, NULL, b.data, b.len, 0);
+        mcp_session_send(s, NULL, NULL, b->data, b->len, 0);
   }
-  mcp_buf_free(&b);
+  if (b->cap > 65536) mcp_buf_free(b);
   return 0;
 }
 

@@ -302,26 +302,11 @@ static void on_request(mcp_session *s, mcp_batch *b, const char *key, const char
   if (b != NULL) b->pending++;
 }
 
-/* notifications/cancelled. Invalid ones are ignored, as the spec says, but
- * never silently: each reason is logged at debug. */
-static void on_cancelled(mcp_session *s, json_t *params) {
-  json_t *rid = json_object_get(params, "requestId");
-  const char *reason = json_string_value(json_object_get(params, "reason"));
-  char key[KEY_MAX];
+/* The request a notifications/cancelled names (key: its id's exact text;
+ * reason: NULL when none was given). */
+static void cancel_request(mcp_session *s, const char *key, const char *reason) {
   mcp_req *req;
   int state;
-  if (!json_is_object(params)) {
-    mcp_debug("cancel ignored: malformed notification: params missing");
-    return;
-  }
-  if (rid == NULL) {
-    mcp_debug("cancel ignored: malformed notification: requestId missing");
-    return;
-  }
-  if (!id_key(rid, key, sizeof key)) {
-    mcp_debug("cancel ignored: malformed notification: requestId must be a string or an integer");
-    return;
-  }
   req = mcp_reqtab_find(&s->reqs, key, strlen(key));
   for (int i = 0; req == NULL && i < ntypes; i++)          /* subscriptions/listen (stdio) */
     if (types[i]->cancel && types[i]->cancel(s, key, reason ? reason : "cancelled by the client"))
@@ -341,6 +326,27 @@ static void on_cancelled(mcp_session *s, json_t *params) {
     mcp_debug("cancel ignored: request %.64s already %s", key, mcp_req_state_name(state));
   else
     mcp_debug("cancel ignored: unknown request %.64s", key);
+}
+
+/* notifications/cancelled. Invalid ones are ignored, as the spec says, but
+ * never silently: each reason is logged at debug. */
+static void on_cancelled(mcp_session *s, json_t *params) {
+  json_t *rid = json_object_get(params, "requestId");
+  const char *reason = json_string_value(json_object_get(params, "reason"));
+  char key[KEY_MAX];
+  if (!json_is_object(params)) {
+    mcp_debug("cancel ignored: malformed notification: params missing");
+    return;
+  }
+  if (rid == NULL) {
+    mcp_debug("cancel ignored: malformed notification: requestId missing");
+    return;
+  }
+  if (!id_key(rid, key, sizeof key)) {
+    mcp_debug("cancel ignored: malformed notification: requestId must be a string or an integer");
+    return;
+  }
+  cancel_request(s, key, reason);
 }
 
 static int progress(mcp_session *s, json_t *token) {
@@ -468,11 +474,96 @@ static void on_batch(mcp_session *s, json_t *arr) {
   if (b->pending == 0) batch_answer(b);
 }
 
+/* A plain notifications/cancelled is read from its text, with no tree:
+ * cancelling 10,000 calls costs about what waking them does. Plain: no
+ * backslash anywhere (no escape, so no \u0000 in a key and every string is
+ * its text), none of jsonrpc, method, params, requestId and reason given
+ * twice, no id, requestId a string or an integer other than -0, and at most
+ * 8 members in each object. Anything else is parsed as every message is,
+ * with the same outcome. */
+#define CANCEL_TEXT "\"notifications/cancelled\""
+#define QUICK_MAX 1024             /* longer texts are parsed */
+
+static int member_is(const mcp_json_member *m, const char *key) { return strcmp(m->key, key) == 0; }
+
+static int value_is(const mcp_json_member *m, const char *text, size_t n) {
+  return m->vn == n && memcmp(m->v, text, n) == 0;
+}
+
+/* The key id_key makes of a string or integer id, from the id's text (a
+ * string with no escape is its own encoding); 0 for any other value. */
+static int text_key(const mcp_json_member *id, char *key) {
+  if (id->v[0] != '"') {
+    for (size_t i = 0; i < id->vn; i++)
+      if ((id->v[i] < '0' || id->v[i] > '9') && !(i == 0 && id->v[i] == '-')) return 0;
+    if (id->vn == 2 && id->v[0] == '-' && id->v[1] == '0') return 0;
+  }
+  memcpy(key, id->v, id->vn);
+  key[id->vn] = '\0';
+  return 1;
+}
+
+/* Does the text hold CANCEL_TEXT? (its '/' found first: few texts have one) */
+static int names_cancel(const char *data, size_t len) {
+  const char *end = data + len, *p = data;
+  const size_t before = sizeof "\"notifications" - 1, after = sizeof "cancelled\"" - 1;
+  while ((p = memchr(p, '/', (size_t)(end - p))) != NULL) {
+    if ((size_t)(p - data) >= before && (size_t)(end - p - 1) >= after && p[-2] == 'n' &&
+        memcmp(p - before, CANCEL_TEXT, before) == 0 && memcmp(p + 1, "cancelled\"", after) == 0)
+      return 1;
+    p++;
+  }
+  return 0;
+}
+
+static int quick_cancel(mcp_session *s, const char *data, size_t len) {
+  mcp_json_member m[8], p[8];
+  const mcp_json_member *params = NULL, *rid = NULL, *why = NULL;
+  char key[QUICK_MAX], reason[QUICK_MAX];
+  int n, version = 0, method = 0;
+  if (len > QUICK_MAX || !names_cancel(data, len) ||
+      memchr(data, '\\', len) != NULL || (n = mcp_json_members(data, len, m, 8)) < 0)
+    return 0;
+  for (int i = 0; i < n; i++) {
+    if (member_is(&m[i], "jsonrpc")) {
+      if (version++ || !value_is(&m[i], "\"2.0\"", 5)) return 0;
+    } else if (member_is(&m[i], "method")) {
+      if (method++ || !value_is(&m[i], CANCEL_TEXT, sizeof CANCEL_TEXT - 1)) return 0;
+    } else if (member_is(&m[i], "params")) {
+      if (params != NULL || m[i].v[0] != '{') return 0;
+      params = &m[i];
+    } else if (member_is(&m[i], "id")) {
+      return 0;
+    }
+  }
+  if (!version || !method || params == NULL || (n = mcp_json_members(params->v, params->vn, p, 8)) < 0)
+    return 0;
+  for (int i = 0; i < n; i++) {
+    if (member_is(&p[i], "requestId")) {
+      if (rid != NULL) return 0;
+      rid = &p[i];
+    } else if (member_is(&p[i], "reason")) {
+      if (why != NULL) return 0;
+      why = &p[i];
+    }
+  }
+  if (rid == NULL || rid->vn >= KEY_MAX || !text_key(rid, key)) return 0;
+  if (why != NULL && why->v[0] == '"') {
+    memcpy(reason, why->v + 1, why->vn - 2);
+    reason[why->vn - 2] = '\0';
+  }
+  cancel_request(s, key, why != NULL && why->v[0] == '"' ? reason : NULL);
+  s->write(s, in_stream, NULL, 0, 1);
+  return 1;
+}
+
 void mcp_session_input(mcp_session *s, const char *data, size_t len, void *stream) {
   char err[256], msg[300];
-  json_t *v = mcp_json_parse(data, len, err, sizeof err);
+  json_t *v;
   in_stream = stream;
   in_len = len;
+  if (quick_cancel(s, data, len)) return;
+  v = mcp_json_parse(data, len, err, sizeof err);
   if (v == NULL) {
     snprintf(msg, sizeof msg, "Parse error: %s", err);
     send_error(s, NULL, NULL, MCP_RPC_PARSE, msg);

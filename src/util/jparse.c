@@ -408,11 +408,7 @@ int mcp_json_decode(lua_State *L, const char *s, size_t n, char *err, size_t err
 
 /* Responses passed on (mcp_json_decode_response). */
 
-typedef struct {
-  char key[16];                        /* the key unescaped; "" when longer (none of ours) */
-  const char *k, *v;                   /* the key's text (quoted), the value's text */
-  size_t kn, vn;
-} member;
+typedef mcp_json_member member;
 
 #define MAX_MEMBERS 8
 
@@ -455,6 +451,15 @@ static int members(jparse *j, member *m, int max) {
     if (j->p < j->end && *j->p == '}') return j->p++, n;
     return -1;
   }
+}
+
+int mcp_json_members(const char *s, size_t n, mcp_json_member *m, int max) {
+  jparse j = { (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + n,
+               NULL, 1, 0, &scratch, NULL };
+  int count = members(&j, m, max);
+  if (count < 0) return -1;
+  skip_ws(&j);
+  return j.p == j.end ? count : -1;
 }
 
 static int is_key(const member *m, const char *k) { return strcmp(m->key, k) == 0; }

@@ -34,6 +34,16 @@ int mcp_json_decode(lua_State *L, const char *s, size_t n, char *err, size_t err
  * JSON included) pushes nothing and returns -1: decode it the usual way.
  * Raises a Lua error on out of memory. */
 int mcp_json_decode_response(lua_State *L, const char *s, size_t n);
+/* An object's member, read as text (mcp_json_members). */
+typedef struct {
+  char key[16];                        /* the key unescaped; "" when longer */
+  const char *k, *v;                   /* the key's text (quoted), the value's text */
+  size_t kn, vn;
+} mcp_json_member;
+/* The members of the object that is the whole text [s, s+n), checked as
+ * mcp_json_parse checks them (but for \u0000 in a key) and nothing built:
+ * how many, or -1 when the text is not a valid object or has more than max. */
+int mcp_json_members(const char *s, size_t n, mcp_json_member *m, int max);
 /* Append the compact JSON text of v. */
 void mcp_json_dump(const json_t *v, mcp_buf *b);
 /* Push v as a Lua value. Raises a Lua error on out of memory: call it protected. */

@@ -1,0 +1,35 @@
+#!/bin/sh
+# Instructions per cancelled call, counted by callgrind: the cancel phase of
+# the driver's `inflight` scenario alone (the row `cancel 10,000 in flight`).
+# The server runs under callgrind; once its N sleeping calls have started,
+# the driver zeroes the counts (DRIVER_CALLGRIND_ZERO) and cancels them all,
+# so the total is the cancels', their handlers' "stopped" lines and the
+# exit. Two runs per binary, of N1 and N2 calls:
+#   per cancel = (instructions(N2) - instructions(N1)) / (N2 - N1)
+# Usage: sh bench/cancel-instructions.sh [BIN ...]   (BENCH_N1, BENCH_N2: 2000, 6000)
+set -u
+N1=${BENCH_N1:-2000}
+N2=${BENCH_N2:-6000}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+[ $# -gt 0 ] || set -- "$ROOT/build/luamcp"
+command -v valgrind >/dev/null || { echo "cancel-instructions.sh: valgrind is not installed" >&2; exit 1; }
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+${CC:-cc} -O2 -Wall -o "$TMP/driver" "$ROOT/bench/driver.c" -lm || exit 1
+
+# instructions BIN N: callgrind's total after the zeroing
+instructions() {
+  tree=$(cd "$(dirname "$1")/.." && pwd)
+  DRIVER_CALLGRIND_ZERO=$(($2 / 1000 + 2)) "$TMP/driver" --scenario inflight --count "$2" --timeout 120 -- \
+    valgrind --tool=callgrind --callgrind-out-file="$TMP/cg" "$1" --plugins "$tree/bench/plugins" \
+    --log-level warning >"$TMP/out" 2>"$TMP/err"
+  grep -q cancel_all_ms "$TMP/out" || { echo "cancel-instructions.sh: $1: not every call stopped" >&2; exit 1; }
+  sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$TMP/err"
+}
+
+printf '%-50s %14s\n' binary "per cancel"
+for bin in "$@"; do
+  a=$(instructions "$bin" "$N1")
+  b=$(instructions "$bin" "$N2")
+  printf '%-50s %14d\n' "$bin" $(( (b - a) / (N2 - N1) ))
+done
