@@ -478,6 +478,24 @@ static void pass_result(const member *res, int nr, const member **type) {
   mcp_buf_addc(&passed, '}');
 }
 
+/* A member's value (checked already): a short integer or a string without
+ * escapes (an id, "2.0") pushed from its text, anything else decoded. */
+static void push_value(lua_State *L, const member *m) {
+  const char *v = m->v;
+  size_t i = v[0] == '-', n = m->vn;
+  char err[8];
+  if (v[0] == '"' && memchr(v + 1, '\\', n - 2) == NULL) {
+    lua_pushlstring(L, v + 1, n - 2);
+    return;
+  }
+  while (i < n && v[i] >= '0' && v[i] <= '9') i++;
+  if (i == n && n > (size_t)(v[0] == '-') && n < 19) {
+    lua_pushinteger(L, (lua_Integer)strtoll(v, NULL, 10));
+    return;
+  }
+  if (mcp_json_decode(L, v, n, err, sizeof err) != 0) lua_pushnil(L);
+}
+
 int mcp_json_decode_response(lua_State *L, const char *s, size_t n) {
   jparse j = { (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + n,
                NULL, 0, 0, &scratch, NULL };
@@ -502,8 +520,9 @@ int mcp_json_decode_response(lua_State *L, const char *s, size_t n) {
   lua_createtable(L, 0, nt + 1);                     /* stack: msg */
   for (int i = 0; i < nt; i++) {
     if (i == r) continue;
-    if (mcp_json_decode(L, top[i].k, top[i].kn, err, sizeof err) != 0) continue;   /* checked above */
-    if (mcp_json_decode(L, top[i].v, top[i].vn, err, sizeof err) != 0) lua_pushnil(L);
+    if (top[i].key[0] != '\0' && memchr(top[i].k, '\\', top[i].kn) == NULL) lua_pushstring(L, top[i].key);
+    else if (mcp_json_decode(L, top[i].k, top[i].kn, err, sizeof err) != 0) continue;   /* checked above */
+    push_value(L, &top[i]);
     lua_rawset(L, -3);
   }
   if (type != NULL && mcp_json_decode(L, type->v, type->vn, err, sizeof err) == 0)
