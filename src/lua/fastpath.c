@@ -38,6 +38,7 @@ typedef struct fast_tool {
   unsigned scopes : 1;       /* it declares scopes (Lua checks them under --auth-*) */
   unsigned output : 1;       /* an outputSchema its results are checked against */
   unsigned tasks : 1;        /* task support: a 2026-07-28 call may become a task (Lua's) */
+  unsigned forward : 1;      /* a mounted tool without wrap: its arguments go on as JSON text */
 } fast_tool;
 enum { UV_TOOL = 1, UV_HANDLER, UV_COMPILED };
 
@@ -112,6 +113,18 @@ static void push_id(lua_State *L, const mcp_call *c) {
   else if (mcp_json_decode(L, c->req.key, c->req.keylen, NULL, 0) != 0) lua_pushnil(L);
 }
 
+/* A forwarded tool's arguments as the JSON text they came as (a json_raw:
+ * encode() writes it as is), not a Lua table to be encoded again. */
+static void push_raw(lua_State *L, const json_t *args) {
+  static mcp_buf text = MCP_BUF_INIT;
+  text.len = 0;
+  mcp_json_dump(args, &text);
+  lua_createtable(L, 1, 0);
+  lua_pushlstring(L, text.data, text.len);
+  lua_rawseti(L, -2, 1);
+  luaL_setmetatable(L, MCP_JSON_RAW_MT);
+}
+
 /* On the main thread, protected, on behalf of c (core.rev2026 and core.auth
  * see it): entry, handler, args, ctx; or nothing when Lua must take the call.
  * stack: call arguments -> entry handler args ctx */
@@ -119,14 +132,19 @@ static int call_setup(lua_State *L) {
   mcp_call *c = lua_touserdata(L, 1);
   const json_t *args = lua_touserdata(L, 2);
   const fast_tool *t;
+  int raw;
   lua_settop(L, 0);
   lua_rawgeti(L, LUA_REGISTRYINDEX, F.tools_ref);
   if (lua_getfield(L, 1, c->tool) != LUA_TUSERDATA) return 0;   /* 2: entry */
   t = lua_touserdata(L, 2);
   if (t->lua_only || (t->scopes && c->session->auth != NULL) || (t->tasks && c->session->rev2026)) return 0;
   lua_getiuservalue(L, 2, UV_HANDLER);                           /* 3 */
-  if (args != NULL) mcp_json_push(L, args); else lua_newtable(L);   /* 4 */
-  if (lua_getiuservalue(L, 2, UV_COMPILED) != LUA_TNIL && !mcp_schema_check(L, 5, 4)) return 0;
+  /* a 2026-07-28 call's arguments are input.lua's too (the state's binding) */
+  raw = t->forward && args != NULL && !c->session->rev2026;
+  if (raw) push_raw(L, args);                                    /* 4 */
+  else if (args != NULL) mcp_json_push(L, args);
+  else lua_newtable(L);
+  if (lua_getiuservalue(L, 2, UV_COMPILED) != LUA_TNIL && (raw || !mcp_schema_check(L, 5, 4))) return 0;
   lua_pop(L, 1);
   lua_createtable(L, 0, 1);                                      /* 5: ctx */
   push_id(L, c);
@@ -489,7 +507,7 @@ static int l_fast_methods(lua_State *L) {
 
 /* core.fast_tools(list, ctx_mt, shape, input_open): the registry's tools,
  * in list order, each {name=, tool=, handler=, schema=, output=, lua_only=,
- * scopes=, tasks=, entry= (its tools/list entry as JSON text)}. */
+ * scopes=, tasks=, forward=, entry= (its tools/list entry as JSON text)}. */
 static int l_fast_tools(lua_State *L) {
   int n;
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -510,6 +528,7 @@ static int l_fast_tools(lua_State *L) {
     t->scopes = field_true(L, 5, "scopes");
     t->output = field_true(L, 5, "output");
     t->tasks = field_true(L, 5, "tasks");
+    t->forward = field_true(L, 5, "forward");
     lua_getfield(L, 5, "tool");
     lua_setiuservalue(L, 6, UV_TOOL);
     lua_getfield(L, 5, "handler");
