@@ -108,6 +108,8 @@ static int field_true(lua_State *L, int idx, const char *k) {
 }
 
 /* The id of c as Lua sees it (an integer, or the string a key decodes to). */
+static int raw_mt_ref = LUA_NOREF; /* core.json_raw's metatable */
+
 static void push_id(lua_State *L, const mcp_call *c) {
   if (c->req.key[0] != '"') lua_pushinteger(L, (lua_Integer)strtoll(c->req.key, NULL, 10));
   else if (mcp_json_decode(L, c->req.key, c->req.keylen, NULL, 0) != 0) lua_pushnil(L);
@@ -267,14 +269,20 @@ static int nkeys(lua_State *L, int t) {
 /* What to do with the table at v that a handler returned. SHAPE_AS_IS:
  * its content is already an array, so result.lua would send it as it is (no
  * metatable, no structuredContent, no outputSchema to check unless isError
- * is true). SHAPE_TEXT: mcp.text's {content = [{type = "text", text = S}]}
+ * is true), or a forwarded tool's json_raw (mount.lua's result as the upstream
+ * wrote it). SHAPE_TEXT: mcp.text's {content = [{type = "text", text = S}]}
  * and nothing more, with S pushed (looked for only when text is 1). SHAPE_LUA:
  * result.lua's work. */
 enum { SHAPE_LUA, SHAPE_AS_IS, SHAPE_TEXT };
 
 static int table_shape(lua_State *co, const fast_tool *t, int v, int text) {
   int top = lua_gettop(co), content = top + 1, item = top + 2, ok;
-  if (lua_getmetatable(co, v)) goto lua;
+  if (lua_getmetatable(co, v)) {     /* the upstream's result as it wrote it: as result.lua passes it */
+    lua_rawgeti(co, LUA_REGISTRYINDEX, raw_mt_ref);
+    ok = t->forward && lua_rawequal(co, -1, -2);
+    lua_settop(co, top);
+    return ok ? SHAPE_AS_IS : SHAPE_LUA;
+  }
   if (lua_getfield(co, v, "content") != LUA_TTABLE || !lua_getmetatable(co, content)) goto lua;
   lua_rawgeti(co, LUA_REGISTRYINDEX, F.array_mt_ref);
   ok = lua_rawequal(co, -1, -2);
@@ -577,6 +585,8 @@ void mcp_fastpath_open_lib(lua_State *L) {
   lua_setfield(L, -2, "fast_tools");
   luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
   F.array_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  luaL_getmetatable(L, MCP_JSON_RAW_MT);
+  raw_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_newtable(L);
   F.empty_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   mcp_sched_set_path(&path);
