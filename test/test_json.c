@@ -193,6 +193,25 @@ int main(void) {
   RESP_ID("{\"jsonrpc\":\"2.0\",\"id\":9223372036854775807,\"result\":{}}", "9223372036854775807");
   RESP_ID("{\"jsonrpc\":\"2.0\",\"\\u0069d\":5,\"result\":{}}", "5");
   RESP_ID("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}", "NONE");
+  {                                                /* the result's text as passed on, read in one walk */
+    static const struct { const char *in, *want; } cases[] = {
+      { "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":[1,{\"b\":2}],\"resultType\":\"complete\"}}", "{\"a\":[1,{\"b\":2}]}" },
+      { "{\"r\\u0065sult\":{\"x\":1},\"id\":1,\"jsonrpc\":\"2.0\"}", "{\"x\":1}" },
+      { "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":1},\"result\":{\"y\":2}}", "{\"y\":2}" },
+      { "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":1},\"result\":5}", "NONE" },
+      { "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":}}", "NONE" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      char o[128] = "NONE";
+      lua_settop(L, 0);
+      if (mcp_json_decode_response(L, cases[i].in, strlen(cases[i].in)) == 0) {
+        lua_getfield(L, 1, "result");
+        lua_rawgeti(L, -1, 1);
+        snprintf(o, sizeof o, "%s", lua_tostring(L, -1));
+      }
+      CHECK(strcmp(o, cases[i].want) == 0, "response %s: result %s, want %s", cases[i].in, o, cases[i].want);
+    }
+  }
   {
     char o[64];
     lua_settop(L, 0);
