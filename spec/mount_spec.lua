@@ -187,6 +187,26 @@ return mcp.plugin { name = "own", tools = { mcp.tool { name = "echo", handler = 
     assert.is_nil(text:find("PATH=unset", 1, true), text)
   end)
 
+  it("forwards arguments as they came, and a middleware still rewrites them", function()
+    local c = serve(gateway_dir(upstream_cmd()))
+    -- without wrap the arguments go on as the JSON text they came as (fastpath.c)
+    local text = "a \"quoted\" \\ caf\u{e9} \u{1F600} \n end"
+    assert.are.equal("echo: " .. text, H.text(c:call("up_echo", { text = text })))
+    c:close()
+    local d = gateway_dir(upstream_cmd())
+    write(d .. "/mw.lua", [[
+local mcp = require "mcp"
+return mcp.plugin { name = "mw", middleware = { mcp.middleware {
+  name = "upper", methods = { "tools/call" },
+  handler = function(req, ctx, next)
+    if req.params.name == "up_echo" then req.params.arguments.text = req.params.arguments.text:upper() end
+    return next(req)
+  end } } }
+]])
+    c = serve(d)
+    assert.are.equal("echo: HELLO", H.text(c:call("up_echo", { text = "hello" })))
+  end)
+
   it("lets wrap check and rewrite arguments and results", function()
     local c = serve(gateway_dir(upstream_cmd(), [[prefix = "w_",
       wrap = function(name, args, ctx, call)

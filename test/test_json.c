@@ -62,6 +62,24 @@ static const char *decode(const char *json, size_t n, char *out, size_t cap) {
   return out;
 }
 
+/* A response's members but its result, as mcp_json_decode_response leaves
+ * them in Lua (the result is kept as text), encoded again. */
+static const char *response_rest(const char *json, char *out, size_t cap) {
+  char err[128];
+  mcp_buf b = MCP_BUF_INIT;
+  lua_settop(L, 0);
+  if (mcp_json_decode_response(L, json, strlen(json)) != 0) return snprintf(out, cap, "NONE"), out;
+  lua_pushnil(L);
+  lua_setfield(L, 1, "result");
+  lua_getfield(L, 1, "id");                        /* the id alone: a table's keys come in any order */
+  if (mcp_json_encode(L, 2, &b, err, sizeof err) != 0) snprintf(out, cap, "ERR %s", err);
+  else snprintf(out, cap, "%.*s", (int)b.len, b.data);
+  mcp_buf_free(&b);
+  return out;
+}
+#define RESP_ID(json, want) do { char o[256]; response_rest(json, o, sizeof o); \
+  CHECK(strcmp(o, want) == 0, "response %s: id %s, want %s", json, o, want); } while (0)
+
 #define ENC(expr, want) do { char o[256]; enc(expr, o, sizeof o); \
   CHECK(strcmp(o, want) == 0, "%s -> %s, want %s", expr, o, want); } while (0)
 #define RT(json, want) do { char o[256], d[256]; roundtrip(json, o, sizeof o); \
@@ -163,6 +181,44 @@ int main(void) {
     CHECK(strstr(o, "in an object key") != NULL, "a NUL in a jansson key: %s", o);
     decode("\"a\0b\"", 5, o, sizeof o);
     CHECK(strstr(o, "control character") != NULL, "a raw NUL in a string: %s", o);
+  }
+
+  /* the members of a response pushed from their text are what decode makes of them */
+  RESP_ID("{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}", "7");
+  RESP_ID("{\"id\":-3,\"jsonrpc\":\"2.0\",\"result\":{\"a\":[1]}}", "-3");
+  RESP_ID("{\"jsonrpc\":\"2.0\",\"id\":\"a\\\"b\\u00e9\",\"result\":{}}", "\"a\\\"b\xc3\xa9\"");
+  RESP_ID("{\"jsonrpc\":\"2.0\",\"id\":\"\",\"result\":{}}", "\"\"");
+  RESP_ID("{\"jsonrpc\":\"2.0\",\"id\":1.5,\"result\":{}}", "1.5");
+  RESP_ID("{\"jsonrpc\":\"2.0\",\"id\":1e2,\"result\":{}}", "100");
+  RESP_ID("{\"jsonrpc\":\"2.0\",\"id\":9223372036854775807,\"result\":{}}", "9223372036854775807");
+  RESP_ID("{\"jsonrpc\":\"2.0\",\"\\u0069d\":5,\"result\":{}}", "5");
+  RESP_ID("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}", "NONE");
+  {                                                /* the result's text as passed on, read in one walk */
+    static const struct { const char *in, *want; } cases[] = {
+      { "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":[1,{\"b\":2}],\"resultType\":\"complete\"}}", "{\"a\":[1,{\"b\":2}]}" },
+      { "{\"r\\u0065sult\":{\"x\":1},\"id\":1,\"jsonrpc\":\"2.0\"}", "{\"x\":1}" },
+      { "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":1},\"result\":{\"y\":2}}", "{\"y\":2}" },
+      { "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":1},\"result\":5}", "NONE" },
+      { "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":}}", "NONE" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      char o[128] = "NONE";
+      lua_settop(L, 0);
+      if (mcp_json_decode_response(L, cases[i].in, strlen(cases[i].in)) == 0) {
+        lua_getfield(L, 1, "result");
+        lua_rawgeti(L, -1, 1);
+        snprintf(o, sizeof o, "%s", lua_tostring(L, -1));
+      }
+      CHECK(strcmp(o, cases[i].want) == 0, "response %s: result %s, want %s", cases[i].in, o, cases[i].want);
+    }
+  }
+  {
+    char o[64];
+    lua_settop(L, 0);
+    CHECK(mcp_json_decode_response(L, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", 36) == 0, "a response");
+    lua_getfield(L, 1, "jsonrpc");
+    snprintf(o, sizeof o, "%s", lua_tostring(L, -1));
+    CHECK(strcmp(o, "2.0") == 0 && lua_type(L, -1) == LUA_TSTRING, "jsonrpc %s", o);
   }
 
   ENC("return 1/3", "0.3333333333333333");

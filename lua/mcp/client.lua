@@ -358,12 +358,14 @@ local GUARD = { __close = function(g) if not g.f:done() then g.f:complete() end 
 -- upstream's JSON-RPC error object as a 4th value; "session" inside this
 -- module: the session is gone and the request may be sent again).
 -- o: timeout, on_progress, ctx, relay_logs, what, raw (a result over stdio
--- may stay JSON text: a core.json_raw, passed on as is).
+-- may stay JSON text: a core.json_raw, passed on as is), owned (params is
+-- the caller's to give: sent without a copy).
 local function request(self, method, params, o)
   o = o or {}
+  local meta = type(params) == "table" and params._meta or nil    -- what a retry starts from
   local rq = {
-    method = method, params = copy(params), inbox = {}, ctx = o.ctx, on_progress = o.on_progress,
-    relay_logs = o.relay_logs, timeout = o.timeout, what = o.what or method, raw = o.raw,
+    method = method, params = o.owned and params or copy(params), inbox = {}, ctx = o.ctx,
+    on_progress = o.on_progress, relay_logs = o.relay_logs, timeout = o.timeout, what = o.what or method, raw = o.raw,
   }
   local timer = o.timeout and o.timeout > 0 and core.timer(o.timeout) or nil
   -- The guard: cancelled with the calling request (a cancel, a timeout, an
@@ -391,6 +393,7 @@ local function request(self, method, params, o)
     end
     if core.cancelled() then return nil, cancelled(), "cancelled" end
     rq.params = copy(params)
+    rq.params._meta = meta
     rq.params.inputResponses = answers
     rq.params.requestState = result.requestState
   end
@@ -559,9 +562,12 @@ end
 
 -- One request, reconnecting once when the session was gone.
 function Client:_request(method, params, o)
+  local owned = o and o.owned                       -- params goes out as is: its _meta put back for a retry
+  local meta = owned and params._meta or nil
   for attempt = 1, 2 do
     local conn, msg, kind = self:_use()
     if not conn then return nil, msg, kind end
+    if attempt == 2 and owned then params._meta = meta end
     local res, emsg, code, obj = conn:request(method, params, o)
     if code == "session" and attempt == 2 then code = "closed" end
     if res ~= nil or code ~= "session" then return fail.pass(res, emsg, code, obj) end
@@ -592,7 +598,7 @@ end
 local function req_opts(self, o, what)
   o = o or {}
   return { timeout = o.timeout or self.opts.timeout, on_progress = o.on_progress, ctx = o.ctx,
-           relay_logs = o.relay_logs, what = what, raw = o.raw }
+           relay_logs = o.relay_logs, what = what, raw = o.raw, owned = false }
 end
 
 function Client:connect()
@@ -610,8 +616,15 @@ end
 function Client:call(name, args, o)
   if type(name) ~= "string" then fail.raise("client:call: name must be a string") end
   if args ~= nil and type(args) ~= "table" then fail.raise("client:call: args must be a table") end
-  return self:_request("tools/call", { name = name, arguments = args or {} },
-                       req_opts(self, o, "tools/call " .. name))
+  local opts = req_opts(self, o, "tools/call " .. name)
+  opts.owned = true
+  return self:_request("tools/call", { name = name, arguments = args or {} }, opts)
+end
+
+-- A mounted tool's call (mount.lua): o is req_opts' table, made once per
+-- call by the mount, with what = "tools/call NAME".
+function Client:_forward(name, args, o)
+  return self:_request("tools/call", { name = name, arguments = args or {} }, o)
 end
 
 function Client:list_resources(o)

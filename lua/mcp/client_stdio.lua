@@ -32,7 +32,7 @@ end
 function S.send(conn, msg)
   local text, err = core.encode(msg)
   if not text then return nil, "cannot encode the message: " .. tostring(err) end
-  if not conn.proc:write(text .. "\n") then return nil, "the upstream is gone" end
+  if not conn.proc:write(text, "\n") then return nil, "the upstream is gone" end
   return true
 end
 

@@ -122,6 +122,7 @@ end
 local function make_tool(st, t)
   local mcp = require "mcp"
   local name, up = st.prefix .. t.name, t.name
+  local what = "tools/call " .. up
   local client, wrap = st.client, st.wrap
   local ok, tool = pcall(mcp.tool, {
     name = name, title = t.title, description = t.description,
@@ -139,16 +140,22 @@ local function make_tool(st, t)
       local on_progress = core.wants_progress() and function(progress, total, message)
         ctx:progress(progress, total, message)
       end or nil
-      local function call(a, raw)
+      if wrap == nil then                        -- its result passed on as the upstream wrote it
+        return M.result(client:_forward(up, args, {
+          ctx = ctx, timeout = timeout or client.opts.timeout, relay_logs = true, on_progress = on_progress,
+          raw = true, what = what, owned = true }))
+      end
+      return wrap(name, args, ctx, function(a, raw)
         return client:call(up, a, { ctx = ctx, timeout = timeout, relay_logs = true, on_progress = on_progress,
                                     raw = raw })
-      end
-      if wrap then return wrap(name, args, ctx, call) end
-      return M.result(call(args, true))          -- its result passed on as the upstream wrote it
+      end)
     end,
   })
   if not ok then return nil, tool end
   tool.mounted = true                          -- the upstream checks its own arguments
+  -- without wrap nothing reads them: the C path hands them over as the JSON
+  -- text they came as (a core.json_raw; fastpath.c)
+  tool.forward = wrap == nil
   return tool
 end
 

@@ -38,6 +38,7 @@ typedef struct fast_tool {
   unsigned scopes : 1;       /* it declares scopes (Lua checks them under --auth-*) */
   unsigned output : 1;       /* an outputSchema its results are checked against */
   unsigned tasks : 1;        /* task support: a 2026-07-28 call may become a task (Lua's) */
+  unsigned forward : 1;      /* a mounted tool without wrap: its arguments go on as JSON text */
 } fast_tool;
 enum { UV_TOOL = 1, UV_HANDLER, UV_COMPILED };
 
@@ -107,9 +108,23 @@ static int field_true(lua_State *L, int idx, const char *k) {
 }
 
 /* The id of c as Lua sees it (an integer, or the string a key decodes to). */
+static int raw_mt_ref = LUA_NOREF; /* core.json_raw's metatable */
+
 static void push_id(lua_State *L, const mcp_call *c) {
   if (c->req.key[0] != '"') lua_pushinteger(L, (lua_Integer)strtoll(c->req.key, NULL, 10));
   else if (mcp_json_decode(L, c->req.key, c->req.keylen, NULL, 0) != 0) lua_pushnil(L);
+}
+
+/* A forwarded tool's arguments as the JSON text they came as (a json_raw:
+ * encode() writes it as is), not a Lua table to be encoded again. */
+static void push_raw(lua_State *L, const json_t *args) {
+  static mcp_buf text = MCP_BUF_INIT;
+  text.len = 0;
+  mcp_json_dump(args, &text);
+  lua_createtable(L, 1, 0);
+  lua_pushlstring(L, text.data, text.len);
+  lua_rawseti(L, -2, 1);
+  luaL_setmetatable(L, MCP_JSON_RAW_MT);
 }
 
 /* On the main thread, protected, on behalf of c (core.rev2026 and core.auth
@@ -119,14 +134,19 @@ static int call_setup(lua_State *L) {
   mcp_call *c = lua_touserdata(L, 1);
   const json_t *args = lua_touserdata(L, 2);
   const fast_tool *t;
+  int raw;
   lua_settop(L, 0);
   lua_rawgeti(L, LUA_REGISTRYINDEX, F.tools_ref);
   if (lua_getfield(L, 1, c->tool) != LUA_TUSERDATA) return 0;   /* 2: entry */
   t = lua_touserdata(L, 2);
   if (t->lua_only || (t->scopes && c->session->auth != NULL) || (t->tasks && c->session->rev2026)) return 0;
   lua_getiuservalue(L, 2, UV_HANDLER);                           /* 3 */
-  if (args != NULL) mcp_json_push(L, args); else lua_newtable(L);   /* 4 */
-  if (lua_getiuservalue(L, 2, UV_COMPILED) != LUA_TNIL && !mcp_schema_check(L, 5, 4)) return 0;
+  /* a 2026-07-28 call's arguments are input.lua's too (the state's binding) */
+  raw = t->forward && args != NULL && !c->session->rev2026;
+  if (raw) push_raw(L, args);                                    /* 4 */
+  else if (args != NULL) mcp_json_push(L, args);
+  else lua_newtable(L);
+  if (lua_getiuservalue(L, 2, UV_COMPILED) != LUA_TNIL && (raw || !mcp_schema_check(L, 5, 4))) return 0;
   lua_pop(L, 1);
   lua_createtable(L, 0, 1);                                      /* 5: ctx */
   push_id(L, c);
@@ -249,14 +269,20 @@ static int nkeys(lua_State *L, int t) {
 /* What to do with the table at v that a handler returned. SHAPE_AS_IS:
  * its content is already an array, so result.lua would send it as it is (no
  * metatable, no structuredContent, no outputSchema to check unless isError
- * is true). SHAPE_TEXT: mcp.text's {content = [{type = "text", text = S}]}
+ * is true), or a forwarded tool's json_raw (mount.lua's result as the upstream
+ * wrote it). SHAPE_TEXT: mcp.text's {content = [{type = "text", text = S}]}
  * and nothing more, with S pushed (looked for only when text is 1). SHAPE_LUA:
  * result.lua's work. */
 enum { SHAPE_LUA, SHAPE_AS_IS, SHAPE_TEXT };
 
 static int table_shape(lua_State *co, const fast_tool *t, int v, int text) {
   int top = lua_gettop(co), content = top + 1, item = top + 2, ok;
-  if (lua_getmetatable(co, v)) goto lua;
+  if (lua_getmetatable(co, v)) {     /* the upstream's result as it wrote it: as result.lua passes it */
+    lua_rawgeti(co, LUA_REGISTRYINDEX, raw_mt_ref);
+    ok = t->forward && lua_rawequal(co, -1, -2);
+    lua_settop(co, top);
+    return ok ? SHAPE_AS_IS : SHAPE_LUA;
+  }
   if (lua_getfield(co, v, "content") != LUA_TTABLE || !lua_getmetatable(co, content)) goto lua;
   lua_rawgeti(co, LUA_REGISTRYINDEX, F.array_mt_ref);
   ok = lua_rawequal(co, -1, -2);
@@ -489,7 +515,7 @@ static int l_fast_methods(lua_State *L) {
 
 /* core.fast_tools(list, ctx_mt, shape, input_open): the registry's tools,
  * in list order, each {name=, tool=, handler=, schema=, output=, lua_only=,
- * scopes=, tasks=, entry= (its tools/list entry as JSON text)}. */
+ * scopes=, tasks=, forward=, entry= (its tools/list entry as JSON text)}. */
 static int l_fast_tools(lua_State *L) {
   int n;
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -510,6 +536,7 @@ static int l_fast_tools(lua_State *L) {
     t->scopes = field_true(L, 5, "scopes");
     t->output = field_true(L, 5, "output");
     t->tasks = field_true(L, 5, "tasks");
+    t->forward = field_true(L, 5, "forward");
     lua_getfield(L, 5, "tool");
     lua_setiuservalue(L, 6, UV_TOOL);
     lua_getfield(L, 5, "handler");
@@ -558,6 +585,8 @@ void mcp_fastpath_open_lib(lua_State *L) {
   lua_setfield(L, -2, "fast_tools");
   luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
   F.array_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  luaL_getmetatable(L, MCP_JSON_RAW_MT);
+  raw_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_newtable(L);
   F.empty_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   mcp_sched_set_path(&path);

@@ -8,7 +8,7 @@
  *                        cwd = dir, max_line = bytes,
  *                        on_line = function(line), on_stderr = function(line),
  *                        on_exit = function(code, signal) }
- *   p:write(text)  p:close_stdin()  p:kill([signal])  p:stop([grace])  p:pid()  p:alive()
+ *   p:write(text, ...)  p:close_stdin()  p:kill([signal])  p:stop([grace])  p:pid()  p:alive()
  *
  * Writes are batched: what a loop turn writes goes out in one write before
  * the loop polls again (a prepare handle), as the server's own stdout does.
@@ -321,18 +321,23 @@ static proc_handle *check_handle(lua_State *L) {
   return luaL_checkudata(L, 1, PROC_MT);
 }
 
-/* p:write(text): queued (written before the loop polls again); false when
- * stdin is closed or the child is gone. */
+/* p:write(text, ...): each queued in turn (written before the loop polls
+ * again; a line and its "\n" without a concatenation); false when stdin is
+ * closed or the child is gone. */
 static int h_write(lua_State *L) {
   proc_handle *h = check_handle(L);
-  size_t len;
-  const char *s = luaL_checklstring(L, 2, &len);
+  int top = lua_gettop(L);
   mcp_proc *p = h->p;
+  luaL_checkstring(L, 2);
+  for (int i = 3; i <= top; i++) luaL_checkstring(L, i);
   if (p == NULL || !p->in_on || p->in_closing || p->exited) {
     lua_pushboolean(L, 0);
     return 1;
   }
-  if (len > 0) {
+  for (int i = 2; i <= top; i++) {
+    size_t len;
+    const char *s = lua_tolstring(L, i, &len);
+    if (len == 0) continue;
     if (p->pend.len == 0) uv_prepare_start(&p->flusher, on_flush);
     mcp_buf_add(&p->pend, s, len);
   }

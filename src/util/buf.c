@@ -7,6 +7,7 @@
 
 void mcp_buf_grow(mcp_buf *b, size_t extra) {
   size_t cap = b->cap ? b->cap : 256;
+  if (b->data != NULL && b->cap - b->len >= extra) return;   /* room already (json.c asks per string) */
   while (cap - b->len < extra) cap *= 2;
   char *p = realloc(b->data, cap);
   if (p == NULL) {

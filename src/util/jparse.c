@@ -415,8 +415,10 @@ typedef mcp_json_member member;
 static mcp_buf passed;                 /* the result's text (as scratch: kept, trimmed when big) */
 
 /* The members of the object at j->p, checked, none built: how many, or -1
- * (not an object, not valid, or more than max members). */
-static int members(jparse *j, member *m, int max) {
+ * (not an object, not valid, or more than max members). With sub, the
+ * members of an object under "result" go there (*nsub of them: the last
+ * such key's), read in the same walk. */
+static int members(jparse *j, member *m, int max, member *sub, int *nsub) {
   int n = 0;
   json_t *none = NULL;
   skip_ws(j);
@@ -439,7 +441,11 @@ static int members(jparse *j, member *m, int max) {
     j->p++;
     skip_ws(j);
     m[n].v = (const char *)j->p;
-    if (value(j, 1, &none) != 0) return -1;
+    if (sub != NULL && j->p < j->end && *j->p == '{' && strcmp(m[n].key, "result") == 0) {
+      if ((*nsub = members(j, sub, max, NULL, NULL)) < 0) return -1;
+    } else if (value(j, 1, &none) != 0) {
+      return -1;
+    }
     m[n].vn = (size_t)((const char *)j->p - m[n].v);
     n++;
     skip_ws(j);
@@ -483,32 +489,48 @@ static void pass_result(const member *res, int nr, const member **type) {
   mcp_buf_addc(&passed, '}');
 }
 
+/* A member's value (checked already): a short integer or a string without
+ * escapes (an id, "2.0") pushed from its text, anything else decoded. */
+static void push_value(lua_State *L, const member *m) {
+  const char *v = m->v;
+  size_t i = v[0] == '-', n = m->vn;
+  char err[8];
+  if (v[0] == '"' && memchr(v + 1, '\\', n - 2) == NULL) {
+    lua_pushlstring(L, v + 1, n - 2);
+    return;
+  }
+  while (i < n && v[i] >= '0' && v[i] <= '9') i++;
+  if (i == n && n > (size_t)(v[0] == '-') && n < 19) {
+    lua_pushinteger(L, (lua_Integer)strtoll(v, NULL, 10));
+    return;
+  }
+  if (mcp_json_decode(L, v, n, err, sizeof err) != 0) lua_pushnil(L);
+}
+
 int mcp_json_decode_response(lua_State *L, const char *s, size_t n) {
   jparse j = { (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + n,
                NULL, 0, 0, &scratch, NULL };
   member top[MAX_MEMBERS], res[MAX_MEMBERS];
   const member *type;
-  int nt, nr, r = -1;
+  int nt, nr = -1, r = -1;
   char err[8];
   j.skip = 1;
-  if ((nt = members(&j, top, MAX_MEMBERS)) < 0) return -1;
+  if ((nt = members(&j, top, MAX_MEMBERS, res, &nr)) < 0) return -1;
   skip_ws(&j);
   if (j.p != j.end) return -1;
   for (int i = 0; i < nt; i++) {
     if (is_key(&top[i], "method") || is_key(&top[i], "error")) return -1;
     if (is_key(&top[i], "result")) r = i;
   }
-  if (r < 0) return -1;
-  j.p = (const unsigned char *)top[r].v;
-  j.end = j.p + top[r].vn;
-  if ((nr = members(&j, res, MAX_MEMBERS)) < 0) return -1;
+  if (r < 0 || *top[r].v != '{') return -1;        /* a result that is not an object: decoded */
   pass_result(res, nr, &type);
   luaL_checkstack(L, 8, "JSON decode");
   lua_createtable(L, 0, nt + 1);                     /* stack: msg */
   for (int i = 0; i < nt; i++) {
     if (i == r) continue;
-    if (mcp_json_decode(L, top[i].k, top[i].kn, err, sizeof err) != 0) continue;   /* checked above */
-    if (mcp_json_decode(L, top[i].v, top[i].vn, err, sizeof err) != 0) lua_pushnil(L);
+    if (top[i].key[0] != '\0' && memchr(top[i].k, '\\', top[i].kn) == NULL) lua_pushstring(L, top[i].key);
+    else if (mcp_json_decode(L, top[i].k, top[i].kn, err, sizeof err) != 0) continue;   /* checked above */
+    push_value(L, &top[i]);
     lua_rawset(L, -3);
   }
   if (type != NULL && mcp_json_decode(L, type->v, type->vn, err, sizeof err) == 0)

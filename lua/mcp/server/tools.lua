@@ -120,6 +120,7 @@ function M.sync_c()
       output = t.outputSchema ~= nil and not t.mounted,
       lua_only = t.task == "required", scopes = t.scopes ~= nil,
       tasks = t.task ~= nil and t.task ~= "forbidden",
+      forward = t.mounted and t.forward,       -- its arguments may stay JSON text (mount.lua)
       entry = core.encode(tool_entry(t)),      -- nil: tools/list stays Lua's, which says why
     }
   end
