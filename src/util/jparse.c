@@ -462,7 +462,7 @@ static int members(jparse *j, member *m, int max, member *sub, int *nsub) {
 int mcp_json_members(const char *s, size_t n, mcp_json_member *m, int max) {
   jparse j = { (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + n,
                NULL, 1, 0, &scratch, NULL };
-  int count = members(&j, m, max);
+  int count = members(&j, m, max, NULL, NULL);
   if (count < 0) return -1;
   skip_ws(&j);
   return j.p == j.end ? count : -1;
