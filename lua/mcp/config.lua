@@ -415,12 +415,18 @@ local function check_sandbox(cfg, v)
   end
 end
 
--- auth = {issuer=, jwks=, audience=, introspect=}: the --auth-* flags.
-local function check_auth(cfg, v)
-  if type(v) ~= "table" or secret.is(v) then fail(cfg, "auth", "auth must be a table (got %s)", kind_of(v)) end
+-- A table's keys as strings, sorted: its mistakes reported in one order.
+local function sorted_keys(v)
   local keys = {}
   for k in pairs(v) do keys[#keys + 1] = tostring(k) end
   table.sort(keys)
+  return keys
+end
+
+-- auth = {issuer=, jwks=, audience=, introspect=}: the --auth-* flags.
+local function check_auth(cfg, v)
+  if type(v) ~= "table" or secret.is(v) then fail(cfg, "auth", "auth must be a table (got %s)", kind_of(v)) end
+  local keys = sorted_keys(v)
   for _, k in ipairs(keys) do
     local x, sub = v[k], "auth." .. k
     if FLAGS["auth_" .. k] ~= "string" then
@@ -460,9 +466,7 @@ end
 
 local function check_otel(cfg, v)
   if type(v) ~= "table" or secret.is(v) then fail(cfg, "otel", "otel must be a table (got %s)", kind_of(v)) end
-  local keys = {}
-  for k in pairs(v) do keys[#keys + 1] = tostring(k) end
-  table.sort(keys)
+  local keys = sorted_keys(v)
   for _, k in ipairs(keys) do
     local sub = "otel." .. k
     if FLAGS["otel_" .. k] ~= "string" then
