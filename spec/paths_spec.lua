@@ -65,11 +65,16 @@ return mcp.plugin { name = "rewrite", middleware = {
 } }
 ]]
 
-local function plugin_dir(source)
-  local dir = H.tmpdir()
-  local f = assert(io.open(dir .. "/paths.lua", "w"))
-  f:write(source or PLUGIN)
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
   f:close()
+end
+
+-- A new directory holding one plugin file (paths.lua, or file).
+local function plugin_dir(source, file)
+  local dir = H.tmpdir()
+  write(dir .. "/" .. (file or "paths.lua"), source or PLUGIN)
   return dir
 end
 
@@ -78,8 +83,9 @@ local function server(dir, lua_path)
                    env = { LUAMCP_LUA_PATH = lua_path and "1" or "" } }
 end
 
-local function session(dir, lua_path)
-  return H.session { plugins = { dir }, args = { "--page-size", "4" },
+-- mw: a second plugin directory (a middleware's), or nil.
+local function session(dir, lua_path, mw)
+  return H.session { plugins = { dir, mw }, args = { "--page-size", "4" },
                      env = { LUAMCP_LUA_PATH = lua_path and "1" or "" } }
 end
 
@@ -184,15 +190,8 @@ describe("the two paths of a request", function()
   -- runs the call's own step in C (fastpath.c), or in Lua (tools.lua) with
   -- LUAMCP_LUA_PATH=1.
   it("gives the same answers through a pass-through middleware, on both paths", function()
-    local mw = H.tmpdir()
-    local f = assert(io.open(mw .. "/pass.lua", "w"))
-    f:write(PASS)
-    f:close()
-    local function with_mw(lua_path)
-      return H.session { plugins = { dir, mw }, args = { "--page-size", "4" },
-                         env = { LUAMCP_LUA_PATH = lua_path and "1" or "" } }
-    end
-    local plain, fast, slow = session(dir, false), with_mw(false), with_mw(true)
+    local mw = plugin_dir(PASS, "pass.lua")
+    local plain, fast, slow = session(dir, false), session(dir, false, mw), session(dir, true, mw)
     for i, r in ipairs(REQUESTS) do
       local want = answer(plain, r[1], r[2], i)
       local what = r[1] .. " " .. H.cjson.encode(r[2])
@@ -209,14 +208,8 @@ describe("the two paths of a request", function()
   -- next runs the step the params name after the middleware's rewrite,
   -- checked as they are then, on both paths.
   it("runs tools/call's step on the params a middleware rewrote, as the Lua path does", function()
-    local mw = H.tmpdir()
-    local f = assert(io.open(mw .. "/rewrite.lua", "w"))
-    f:write(REWRITE)
-    f:close()
-    local function with_mw(lua_path)
-      return H.session { plugins = { dir, mw }, env = { LUAMCP_LUA_PATH = lua_path and "1" or "" } }
-    end
-    local fast, slow = with_mw(false), with_mw(true)
+    local mw = plugin_dir(REWRITE, "rewrite.lua")
+    local fast, slow = session(dir, false, mw), session(dir, true, mw)
     local cases = {
       { name = "alias", arguments = { text = "a" } },   -- now plain
       { name = "plain", arguments = { text = "bad" } }, -- now 7: refused by the schema
@@ -246,9 +239,7 @@ describe("the two paths of a request", function()
       return trace:find("pass.lua", 1, true) ~= nil
     end
     assert.is_false(through())
-    local f = assert(io.open(mw .. "/pass.lua", "w"))
-    f:write(PASS)
-    f:close()
+    write(mw .. "/pass.lua", PASS)
     assert.is_true(H.until_equal(through, true))
     os.remove(mw .. "/pass.lua")
     assert.is_false(H.until_equal(through, false))
