@@ -13,7 +13,6 @@
  * the request.
  * They are read on one session of their own, `stateless`, which owns their
  * streams; each request then runs in an ephemeral session of rev2026.c. */
-#define _GNU_SOURCE          /* strcasestr */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,8 +138,23 @@ static void session_end(hsession *hs, const char *reason) {
   if (hs->s.ncalls == 0) session_free(hs);
 }
 
+static int lower(int ch) { return ch >= 'A' && ch <= 'Z' ? ch + ('a' - 'A') : ch; }
+
+/* Does value hold token (lower case), in any case? Clients send it in lower
+ * case: strstr finds it, and only a miss of a token with letters is looked
+ * for again in any case (strcasestr costs ten times strstr). */
 static int header_has(const char *value, const char *token) {
-  return value != NULL && strcasestr(value, token) != NULL;
+  const char *t;
+  if (value == NULL) return 0;
+  if (strstr(value, token) != NULL) return 1;
+  for (t = token; *t && (*t < 'a' || *t > 'z'); t++) {}
+  if (*t == '\0') return 0;
+  for (; *value; value++) {
+    size_t i = 0;
+    while (token[i] && lower((unsigned char)value[i]) == token[i]) i++;
+    if (token[i] == '\0') return 1;
+  }
+  return 0;
 }
 
 static void reply_error(mcp_http_conn *c, int status, const char *headers, int code, const char *msg) {
