@@ -1,4 +1,5 @@
 /* An HTTP/1.1 server on libuv and http-parser. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -12,11 +13,18 @@
 enum { H_CONTENT_TYPE, H_ACCEPT, H_ORIGIN, H_HOST, H_AUTH, H_SESSION, H_PROTO, H_LAST_EVENT,
        H_EXPECT, H_MCP_METHOD, H_MCP_NAME, H_ACR_HEADERS, H_TRACEPARENT, H_TRACESTATE, NH };
 enum { COLLECT = NH };          /* c->cur: a header named cfg.collect_prefix... */
-static const char *const header_names[NH] = {
-  "content-type", "accept", "origin", "host", "authorization",
-  "mcp-session-id", "mcp-protocol-version", "last-event-id", "expect", "mcp-method", "mcp-name",
-  "access-control-request-headers", "traceparent", "tracestate"
+#define NO_DUE UINT64_MAX
+#define NAME(s) { s, sizeof s - 1 }
+static const struct {
+  const char *name;
+  size_t len;
+} header_names[NH] = {
+  NAME("content-type"), NAME("accept"), NAME("origin"), NAME("host"), NAME("authorization"),
+  NAME("mcp-session-id"), NAME("mcp-protocol-version"), NAME("last-event-id"), NAME("expect"),
+  NAME("mcp-method"), NAME("mcp-name"), NAME("access-control-request-headers"),
+  NAME("traceparent"), NAME("tracestate")
 };
+#undef NAME
 
 typedef struct {
   uv_write_t req;
@@ -27,7 +35,9 @@ typedef struct {
 /* A connection. Owned by the server list: freed in its close callback. */
 struct mcp_http_conn {
   uv_tcp_t tcp;
-  uv_timer_t timer;            /* slow headers, then keep-alive idle */
+  uv_timer_t timer;            /* the deadline's, or due at once (kick, doomed) */
+  uint64_t due;                /* the deadline (loop time): slow headers or body, idle; NO_DUE */
+  uint64_t armed;              /* when the timer fires, while it is active */
   http_parser parser;
   mcp_buf in;                  /* read, not yet parsed */
   size_t in_off;
@@ -35,6 +45,7 @@ struct mcp_http_conn {
   mcp_buf field;               /* the header name being read */
   mcp_buf collected;           /* headers named cfg.collect_prefix...: "name\0value\0", in order */
   mcp_buf fieldv;              /* mcp_http_field[] pointing into collected, built for on_request */
+  mcp_buf head_out;            /* an answer's head, built here for the write */
   size_t header_bytes;
   int cur;                     /* header of interest whose value is being read, COLLECT, or -1 */
   int in_value;                /* the last callback was a value */
@@ -86,6 +97,23 @@ static void listener_release(mcp_http_listener *l);
 static void conn_close_later(mcp_http_conn *c);
 static void drive(mcp_http_conn *c);
 static void on_timer(uv_timer_t *t);
+
+/* Deadlines move with every request (header, body, idle), so the timer is
+ * not restarted for each: it is re-armed only when it would fire after the
+ * new deadline, and on firing before the deadline it re-arms for the rest. */
+static void deadline(mcp_http_conn *c, uint64_t ms) {
+  c->due = uv_now(H.loop) + ms;
+  if (!uv_is_active((uv_handle_t *)&c->timer) || c->armed > c->due) {
+    c->armed = c->due;
+    uv_timer_start(&c->timer, on_timer, ms, 0);
+  }
+}
+
+/* The timer fires on the next loop turn (kick, doomed). */
+static void soon(mcp_http_conn *c) {
+  c->armed = uv_now(H.loop);
+  uv_timer_start(&c->timer, on_timer, 0, 0);
+}
 
 static void collect(mcp_buf *b) {
   char labels[32];
@@ -141,14 +169,14 @@ static void write_done(uv_write_t *req, int status) {
  * fails (the peer reset it) or overflows dooms the connection instead: later
  * writes are ignored and the close, with on_close, comes on the next loop
  * turn, when no caller holds the exchange. */
-static int conn_write(mcp_http_conn *c, const char *data, size_t len) {
-  uv_buf_t b;
+static int conn_writev(mcp_http_conn *c, const uv_buf_t *bufs, int nbufs) {
+  size_t len = 0, skip, off = 0;
   int n = 0;
   if (c->closing || c->doomed) return -1;
+  for (int i = 0; i < nbufs; i++) len += bufs[i].len;
   if (len == 0) return 0;
   if (c->pending == 0) {
-    b = uv_buf_init((char *)data, (unsigned)len);
-    n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    n = uv_try_write((uv_stream_t *)&c->tcp, bufs, (unsigned)nbufs);
     if (n < 0 && n != UV_EAGAIN) {
       mcp_debug("http: write: %s; connection dropped", uv_strerror(n));
       conn_close_later(c);
@@ -157,7 +185,8 @@ static int conn_write(mcp_http_conn *c, const char *data, size_t len) {
     if (n < 0) n = 0;
     if ((size_t)n == len) return 0;
   }
-  len -= (size_t)n;
+  skip = (size_t)n;
+  len -= skip;
   if (c->pending + len > c->cfg->max_pending) {
     mcp_warn("http: a client reads too slowly (%zu bytes pending); connection dropped",
              c->pending + len);
@@ -168,8 +197,17 @@ static int conn_write(mcp_http_conn *c, const char *data, size_t len) {
   if (w == NULL) abort();
   w->conn = c;
   *(size_t *)w->data = len;
-  memcpy(w->data + sizeof(size_t), data + n, len);
-  b = uv_buf_init(w->data + sizeof(size_t), (unsigned)len);
+  for (int i = 0; i < nbufs; i++) {       /* what the kernel did not take, in one piece */
+    size_t k = bufs[i].len;
+    if (skip >= k) {
+      skip -= k;
+      continue;
+    }
+    memcpy(w->data + sizeof(size_t) + off, bufs[i].base + skip, k - skip);
+    off += k - skip;
+    skip = 0;
+  }
+  uv_buf_t b = uv_buf_init(w->data + sizeof(size_t), (unsigned)len);
   c->pending += len;
   if ((n = uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, write_done)) < 0) {
     mcp_debug("http: write: %s; connection dropped", uv_strerror(n));
@@ -179,6 +217,11 @@ static int conn_write(mcp_http_conn *c, const char *data, size_t len) {
     return -1;
   }
   return 0;
+}
+
+static int conn_write(mcp_http_conn *c, const char *data, size_t len) {
+  uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+  return conn_writev(c, &b, 1);
 }
 
 static void add_head(mcp_buf *b, mcp_http_conn *c, int status, const char *headers,
@@ -215,49 +258,59 @@ static void exchange_done(mcp_http_conn *c) {
     return;
   }
   http_parser_pause(&c->parser, 0);
+  if (c->in_off == c->in.len) {  /* nothing read ahead: idle */
+    deadline(c, c->cfg->idle_ms);
+    return;
+  }
   /* Never parse the next request under the caller (it may be inside the
    * previous one's handler): the timer does it on the next loop turn. */
   c->kick = 1;
-  uv_timer_start(&c->timer, on_timer, 0, 0);
+  soon(c);
 }
 
+/* The head goes out with the body in one writev; the head is built in the
+ * connection's own buffer. */
 void mcp_http_respond(mcp_http_conn *c, int status, const char *headers, const char *content_type,
                   const char *body, size_t len) {
-  mcp_buf b = MCP_BUF_INIT;
-  add_head(&b, c, status, headers, content_type);
-  mcp_buf_adds(&b, "Content-Length: ");
-  mcp_buf_add_int(&b, (long long)len);
-  mcp_buf_adds(&b, "\r\n\r\n");
-  if (len && !c->head) mcp_buf_add(&b, body, len);
-  conn_write(c, b.data, b.len);
-  mcp_buf_free(&b);
+  mcp_buf *b = &c->head_out;
+  uv_buf_t bufs[2];
+  b->len = 0;
+  add_head(b, c, status, headers, content_type);
+  mcp_buf_adds(b, "Content-Length: ");
+  mcp_buf_add_int(b, (long long)len);
+  mcp_buf_adds(b, "\r\n\r\n");
+  bufs[0] = uv_buf_init(b->data, (unsigned)b->len);
+  bufs[1] = uv_buf_init((char *)body, len && !c->head ? (unsigned)len : 0);
+  conn_writev(c, bufs, bufs[1].len ? 2 : 1);
   exchange_done(c);
 }
 
 /* HTTP/1.0 has no chunked encoding: the stream is ended by closing. */
 void mcp_http_stream_begin(mcp_http_conn *c, int status, const char *headers, const char *content_type) {
-  mcp_buf b = MCP_BUF_INIT;
+  mcp_buf *b = &c->head_out;
+  b->len = 0;
   if (c->http10) c->keep_alive = 0;
-  add_head(&b, c, status, headers, content_type);
-  if (c->http10) mcp_buf_adds(&b, "Cache-Control: no-cache\r\n\r\n");
-  else mcp_buf_adds(&b, "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n");
+  add_head(b, c, status, headers, content_type);
+  if (c->http10) mcp_buf_adds(b, "Cache-Control: no-cache\r\n\r\n");
+  else mcp_buf_adds(b, "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n");
   c->streaming = 1;
-  conn_write(c, b.data, b.len);
-  mcp_buf_free(&b);
+  conn_write(c, b->data, b->len);
 }
 
+/* A chunk: its size line, the data and its end in one writev. */
 int mcp_http_stream_write(mcp_http_conn *c, const char *data, size_t len) {
-  mcp_buf b = MCP_BUF_INIT;
-  int r;
+  char size[24];
+  uv_buf_t bufs[3];
+  size_t n;
   if (len == 0 || c->head) return 0;
   if (c->http10) return conn_write(c, data, len);
-  mcp_buf_add_hex(&b, len);
-  mcp_buf_adds(&b, "\r\n");
-  mcp_buf_add(&b, data, len);
-  mcp_buf_adds(&b, "\r\n");
-  r = conn_write(c, b.data, b.len);
-  mcp_buf_free(&b);
-  return r;
+  n = mcp_fmt_hex(size, len);
+  size[n++] = '\r';
+  size[n++] = '\n';
+  bufs[0] = uv_buf_init(size, (unsigned)n);
+  bufs[1] = uv_buf_init((char *)data, (unsigned)len);
+  bufs[2] = uv_buf_init("\r\n", 2);
+  return conn_writev(c, bufs, 3);
 }
 
 void mcp_http_stream_end(mcp_http_conn *c) {
@@ -304,7 +357,7 @@ static void reset_request(mcp_http_conn *c) {
 static int on_message_begin(http_parser *p) {
   mcp_http_conn *c = conn_of(p);
   reset_request(c);
-  uv_timer_start(&c->timer, on_timer, c->cfg->header_ms, 0);
+  deadline(c, c->cfg->header_ms);
   return 0;
 }
 
@@ -336,9 +389,10 @@ static int on_header_field(http_parser *p, const char *at, size_t n) {
 /* Which header is this name: one of header_names, COLLECT, or -1. */
 static int header_index(const mcp_http_conn *c, const char *name, size_t len) {
   const char *prefix = c->cfg->collect_prefix;
+  size_t n;
   for (int i = 0; i < NH; i++)
-    if (strlen(header_names[i]) == len && strncasecmp(header_names[i], name, len) == 0) return i;
-  if (prefix != NULL && len > strlen(prefix) && strncasecmp(prefix, name, strlen(prefix)) == 0)
+    if (header_names[i].len == len && strncasecmp(header_names[i].name, name, len) == 0) return i;
+  if (prefix != NULL && len > (n = strlen(prefix)) && strncasecmp(prefix, name, n) == 0)
     return COLLECT;
   return -1;
 }
@@ -365,7 +419,7 @@ static int on_header_value(http_parser *p, const char *at, size_t n) {
 static int on_headers_complete(http_parser *p) {
   mcp_http_conn *c = conn_of(p);
   end_value(c);
-  uv_timer_start(&c->timer, on_timer, c->cfg->idle_ms, 0);   /* the body must keep coming */
+  deadline(c, c->cfg->idle_ms);   /* the body must keep coming */
   c->http10 = p->http_major == 1 && p->http_minor == 0;
   if (p->content_length != ULLONG_MAX && p->content_length > c->cfg->max_body) return -2;
   if (c->values[H_EXPECT].len == 12 && !c->http10 &&
@@ -378,7 +432,7 @@ static int on_body(http_parser *p, const char *at, size_t n) {
   mcp_http_conn *c = conn_of(p);
   if (c->body.len + n > c->cfg->max_body) return -2;
   mcp_buf_add(&c->body, at, n);
-  uv_timer_start(&c->timer, on_timer, c->cfg->idle_ms, 0);
+  deadline(c, c->cfg->idle_ms);
   return 0;
 }
 
@@ -386,7 +440,7 @@ static int on_message_complete(http_parser *p) {
   mcp_http_conn *c = conn_of(p);
   end_value(c);                /* a trailer's */
   c->ready = 1;
-  uv_timer_stop(&c->timer);
+  c->due = NO_DUE;
   http_parser_pause(p, 1);     /* one exchange at a time: the rest waits in `in` */
   return 0;
 }
@@ -493,7 +547,7 @@ static void drive(mcp_http_conn *c) {
   if (c->in_off == c->in.len) c->in.len = c->in_off = 0;
   /* Idle between requests; a request begun keeps the header timer it started. */
   if (!c->busy && !c->closing && !c->doomed && !c->kick && c->in.len == 0 && c->header_bytes == 0)
-    uv_timer_start(&c->timer, on_timer, c->cfg->idle_ms, 0);
+    deadline(c, c->cfg->idle_ms);
 }
 
 /* Its time is up, or its slot is wanted: a request begun gets 408, an idle
@@ -505,6 +559,7 @@ static void conn_expire(mcp_http_conn *c) {
 
 static void on_timer(uv_timer_t *t) {
   mcp_http_conn *c = t->data;
+  uint64_t now = uv_now(H.loop);
   if (c->doomed) {
     conn_close(c);
     return;
@@ -514,7 +569,12 @@ static void on_timer(uv_timer_t *t) {
     drive(c);
     return;
   }
-  if (c->busy) return;
+  if (c->busy || c->due == NO_DUE) return;
+  if (now < c->due) {            /* fired for an earlier deadline, since moved */
+    c->armed = c->due;
+    uv_timer_start(t, on_timer, c->due - now, 0);
+    return;
+  }
   conn_expire(c);
 }
 
@@ -542,7 +602,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     return;
   }
   if (!c->busy && c->header_bytes == 0 && c->in.len == (size_t)n + c->in_off) {
-    uv_timer_stop(&c->timer);     /* the idle timer; a started request keeps its header timer */
+    c->due = NO_DUE;              /* the idle deadline; a started request keeps its header one */
     c->kick = 0;
   }
   drive(c);
@@ -558,6 +618,7 @@ static void conn_free(uv_handle_t *h) {
   mcp_buf_free(&c->field);
   mcp_buf_free(&c->collected);
   mcp_buf_free(&c->fieldv);
+  mcp_buf_free(&c->head_out);
   free(c);
   if (H.nconns == 0 && H.on_closed && H.listeners == NULL) {
     void (*cb)(void) = H.on_closed;
@@ -594,7 +655,7 @@ static void conn_close_later(mcp_http_conn *c) {
   c->doomed = 1;
   c->kick = 0;
   uv_read_stop((uv_stream_t *)&c->tcp);
-  uv_timer_start(&c->timer, on_timer, 0, 0);
+  soon(c);
 }
 
 static mcp_http_conn *conn_new(const mcp_http_config *cfg, int *count) {
@@ -606,6 +667,7 @@ static mcp_http_conn *conn_new(const mcp_http_config *cfg, int *count) {
   uv_timer_init(H.loop, &c->timer);
   c->tcp.data = c->timer.data = c;
   c->cur = -1;
+  c->due = NO_DUE;
   return c;
 }
 
@@ -653,7 +715,7 @@ static void conn_start(mcp_http_conn *c) {
       return;
     }
   }
-  uv_timer_start(&c->timer, on_timer, c->cfg->header_ms, 0);
+  deadline(c, c->cfg->header_ms);
   uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
 }
 

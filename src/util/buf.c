@@ -50,12 +50,13 @@ void mcp_buf_add_int(mcp_buf *b, long long v) {
   mcp_buf_add(b, s, mcp_fmt_int(s, v));
 }
 
-void mcp_buf_add_hex(mcp_buf *b, size_t v) {
+size_t mcp_fmt_hex(char *out, size_t v) {
   char tmp[16];
-  size_t n = 0;
+  size_t n = 0, len = 0;
   do tmp[n++] = "0123456789abcdef"[v & 15], v >>= 4; while (v);
-  mcp_buf_grow(b, n);
-  while (n) b->data[b->len++] = tmp[--n];
+  while (n) out[len++] = tmp[--n];
+  out[len] = '\0';
+  return len;
 }
 
 void mcp_buf_free(mcp_buf *b) {

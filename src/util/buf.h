@@ -18,10 +18,11 @@ void mcp_buf_printf(mcp_buf *b, const char *fmt, ...)
 void mcp_buf_free(mcp_buf *b);
 /* Decimal text of v into out (at least 21 bytes), NUL-terminated; its length. */
 size_t mcp_fmt_int(char *out, long long v);
-/* Append the decimal text of v (hex when base is 16): printf's %lld and
- * %zx without printf's cost on the hot path. */
+/* The same in lower-case hex (at least 17 bytes). */
+size_t mcp_fmt_hex(char *out, size_t v);
+/* Append the decimal text of v: printf's %lld without printf's cost on the
+ * hot path. */
 void mcp_buf_add_int(mcp_buf *b, long long v);
-void mcp_buf_add_hex(mcp_buf *b, size_t v);
 /* A shared buffer, emptied, for a message built and handed over at once
  * (the receiver copies). Not re-entrant. */
 mcp_buf *mcp_scratch(void);
