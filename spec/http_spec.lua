@@ -872,6 +872,24 @@ describe("Streamable HTTP", function()
       assert_serves(srv)
     end)
 
+    -- the connection's deadline moves with each request; its timer is not
+    -- restarted for each, so it fires at the first deadline and must re-arm
+    it("a keep-alive connection in use for longer than --idle-timeout stays open", function()
+      local srv = start({ "--idle-timeout", "0.3" })
+      local s = HH.initialize(srv, "2025-11-25")
+      local c = s.conn
+      local t0, n = H.now(), 0
+      while H.now() - t0 < 1.2 do
+        local resp = s:rpc("ping")
+        assert.same({}, resp.result)
+        assert.is_false(c.eof, "closed while in use")
+        n = n + 1
+      end
+      assert.truthy(n > 1)
+      assert.truthy(c:wait_eof(3), "the idle connection was not closed")
+      assert_serves(srv)
+    end)
+
     it("an idle keep-alive connection is closed without an unsolicited answer", function()
       local srv = start({ "--idle-timeout", "0.3" })
       local s = HH.initialize(srv, "2025-11-25")

@@ -391,7 +391,9 @@ static int header_index(const mcp_http_conn *c, const char *name, size_t len) {
   const char *prefix = c->cfg->collect_prefix;
   size_t n;
   for (int i = 0; i < NH; i++)
-    if (header_names[i].len == len && strncasecmp(header_names[i].name, name, len) == 0) return i;
+    if (header_names[i].len == len && (name[0] | 0x20) == header_names[i].name[0] &&
+        strncasecmp(header_names[i].name, name, len) == 0)
+      return i;
   if (prefix != NULL && len > (n = strlen(prefix)) && strncasecmp(prefix, name, n) == 0)
     return COLLECT;
   return -1;

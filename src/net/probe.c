@@ -17,9 +17,12 @@ static struct {
 void mcp_probe_set_ready(int ready) { P.ready = ready; }
 
 int mcp_probe_path(const char *path) {
-  if (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0) return 1;
-  if (strcmp(path, "/metrics") == 0) return 2;
-  return 0;
+  switch (path[0] == '/' ? path[1] : '\0') {   /* one strcmp for every path */
+    case 'h': return strcmp(path, "/healthz") == 0;
+    case 'r': return strcmp(path, "/readyz") == 0;
+    case 'm': return strcmp(path, "/metrics") == 0 ? 2 : 0;
+    default: return 0;
+  }
 }
 
 static void plain(mcp_http_conn *c, int status, const char *text) {

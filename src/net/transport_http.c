@@ -71,6 +71,7 @@ static void session_free(hsession *hs) {
     }
     mcp__hstream_free(st);
   }
+  free(hs->spare);
   mcp_session_close(&hs->s);
   if (T.stateless == hs) T.stateless = NULL;
   free(hs);
@@ -492,12 +493,11 @@ static void on_request(mcp_http_conn *c, const mcp_http_request *r) {
 
 /* A request past the checks (with auth, T.id is its identity). */
 static void serve(mcp_http_conn *c, const mcp_http_request *r) {
-  if (mcp_probe_path(r->path) == 2) {          /* /metrics: behind the same checks as /mcp */
-    mcp_probe_answer(c, r);
-    return;
-  }
   if (strcmp(r->path, "/mcp") != 0) {
-    reply_error(c, 404, NULL, -32600, "Not Found: the MCP endpoint is /mcp");
+    if (mcp_probe_path(r->path) == 2)          /* /metrics: behind the same checks as /mcp */
+      mcp_probe_answer(c, r);
+    else
+      reply_error(c, 404, NULL, -32600, "Not Found: the MCP endpoint is /mcp");
     return;
   }
   if (T.shutting_down) {

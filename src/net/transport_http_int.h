@@ -46,6 +46,7 @@ struct hsession {
   hstream *streams;
   unsigned next_no;
   hstream *get;
+  hstream *spare;                   /* a freed stream, for the next (owned) */
   unsigned ended : 1;
   unsigned ending : 1;              /* session_end is cancelling its calls: it frees it after */
   unsigned rev2026 : 1;              /* the session of stateless 2026-07-28 requests */
