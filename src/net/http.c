@@ -7,8 +7,8 @@
 #include <http_parser.h>
 
 #include "http.h"
+#include "http_status.h"
 #include "log.h"
-#include "metrics.h"
 
 enum { H_CONTENT_TYPE, H_ACCEPT, H_ORIGIN, H_HOST, H_AUTH, H_SESSION, H_PROTO, H_LAST_EVENT,
        H_EXPECT, H_MCP_METHOD, H_MCP_NAME, H_ACR_HEADERS, H_TRACEPARENT, H_TRACESTATE, NH };
@@ -88,8 +88,6 @@ static struct {
   mcp_http_conn *conns, *oldest;  /* newest first; the last */
   int nconns;
   void (*on_closed)(void);
-  uint64_t statuses[500];      /* answers by status, 100..599 (/metrics) */
-  int collecting;
 } H;
 
 static void conn_close(mcp_http_conn *c);
@@ -113,39 +111,6 @@ static void deadline(mcp_http_conn *c, uint64_t ms) {
 static void soon(mcp_http_conn *c) {
   c->armed = uv_now(H.loop);
   uv_timer_start(&c->timer, on_timer, 0, 0);
-}
-
-static void collect(mcp_buf *b) {
-  char labels[32];
-  mcp_metric_head(b, "luamcp_http_responses_total", "counter", "HTTP responses by status code.");
-  for (int i = 0; i < 500; i++)
-    if (H.statuses[i]) {
-      snprintf(labels, sizeof labels, "code=\"%d\"", i + 100);
-      mcp_metric_sample(b, "luamcp_http_responses_total", labels, (double)H.statuses[i]);
-    }
-}
-
-static const char *status_text(int status) {
-  switch (status) {
-    case 200: return "OK";
-    case 202: return "Accepted";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 406: return "Not Acceptable";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 413: return "Content Too Large";
-    case 415: return "Unsupported Media Type";
-    case 421: return "Misdirected Request";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Unknown";
-  }
 }
 
 /* Writing: try at once, queue the rest. */
@@ -226,8 +191,8 @@ static int conn_write(mcp_http_conn *c, const char *data, size_t len) {
 
 static void add_head(mcp_buf *b, mcp_http_conn *c, int status, const char *headers,
                      const char *content_type) {
-  const char *text = status_text(status);
-  if (status >= 100 && status < 600) H.statuses[status - 100]++;
+  const char *text = mcp_http_status_text(status);
+  mcp_http_status_count(status);
   mcp_buf_adds(b, "HTTP/1.1 ");
   mcp_buf_add_int(b, status);
   mcp_buf_addc(b, ' ');
@@ -736,8 +701,7 @@ static void on_connection(uv_stream_t *server, int status) {
 
 static void setup(uv_loop_t *loop) {
   H.loop = loop;
-  if (!H.collecting) mcp_metrics_collector(collect);
-  H.collecting = 1;
+  mcp_http_status_init();
   memset(&H.settings, 0, sizeof H.settings);
   H.settings.on_message_begin = on_message_begin;
   H.settings.on_url = on_url;

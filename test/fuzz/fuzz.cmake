@@ -55,7 +55,7 @@ luamcp_fuzz(fuzz_seal src/util/base64.c src/util/crypto.c src/util/seal.c src/ut
 luamcp_fuzz(fuzz_sse src/util/sse.c src/util/buf.c)
 luamcp_fuzz(fuzz_jwt src/util/jwt.c src/util/jwk.c src/util/base64.c src/util/buf.c)
 target_include_directories(fuzz_jwt PRIVATE ${CMAKE_SOURCE_DIR}/test)
-luamcp_fuzz(fuzz_http test/fuzz/responses.c src/net/http.c src/util/buf.c src/util/log.c src/util/metrics.c)
+luamcp_fuzz(fuzz_http test/fuzz/responses.c src/net/http.c src/net/http_status.c src/util/buf.c src/util/log.c src/util/metrics.c)
 luamcp_fuzz(fuzz_uri_template)
 luamcp_fuzz(fuzz_headers test/fuzz/server.c)
 target_link_libraries(fuzz_headers PRIVATE luamcp-fuzzcore)
