@@ -184,6 +184,19 @@ describe("Streamable HTTP", function()
       assert.equal(200, r.status, r:describe())
     end)
 
+    -- media types are case-insensitive: the checks find them in lower case
+    -- first and look again in any case only on a miss
+    it("Content-Type and Accept are matched in any case", function()
+      local srv = start()
+      local r = raw_post(srv, { ["Content-Type"] = "Application/JSON",
+                                Accept = "Application/Json, TEXT/Event-Stream" }, INIT)
+      assert.equal(200, r.status, r:describe())
+      r = raw_post(srv, { ["Content-Type"] = "Text/Plain" }, INIT)
+      assert.equal(415, r.status, r:describe())
+      r = raw_post(srv, { Accept = "Application/Json" }, INIT)
+      assert.equal(406, r.status, r:describe())
+    end)
+
     it("a large JSON answer arrives whole", function()
       local srv = start()
       local s = HH.initialize(srv, "2025-11-25")
