@@ -235,6 +235,22 @@ describe("mcp.connect", function()
       end
     end)
 
+    -- between the upstream's request and our client's answer no wait of the
+    -- upstream request is pending: a cancel (or an abort) then still reaches it
+    for _, tool in ipairs { "call", "call_abort" } do
+      it("cancels upstream when its client cancels while the upstream's request to it waits (" .. tool .. ")",
+         function()
+        local c = gateway({ sampling = {} })
+        c:send { jsonrpc = "2.0", id = 51, method = "tools/call",
+                 params = { name = tool, arguments = { conn = stdio_conn("2025-11-25"), tool = "ask" } } }
+        local req = c:take(function(m) return m.method == "sampling/createMessage" end)
+        assert(req, "no sampling request reached the client; stderr:\n" .. c:stderr_text())
+        c:send(H.cancel_msg(51, "no sample"))
+        c:expect_stderr("upstream up: luamcp: info: request %d+ cancelled: no sample")
+        c:no_response(0.2)
+      end)
+    end
+
     it("answers -32601 to the upstream where its client lacks the capability", function()
       local c = gateway()
       local r = call(c, stdio_conn("2025-11-25"), "ask")

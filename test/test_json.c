@@ -1,5 +1,6 @@
 /* JSON <-> Lua: exact integers, shortest floats, arrays stay arrays,
  * strings escaped and invalid UTF-8 replaced, errors for what JSON lacks. */
+#include <stdlib.h>
 #include <string.h>
 
 #include <lauxlib.h>
@@ -92,6 +93,26 @@ static const char *response_rest(const char *json, char *out, size_t cap) {
   CHECK(strncmp(bo, "PARSE ", 6) == 0 && strstr(bo, why) != NULL, "%.60s -> %s, want PARSE ...%s", json, bo, why); \
   CHECK(strcmp(bo, bd) == 0, "decode %.60s -> %s, parse -> %s", json, bd, bo); } while (0)
 
+/* mcp_json_dump writes what jansson's dump does (the C path hands a
+ * forwarded tool's arguments on as this text). */
+static void dump_as_jansson(const char *json) {
+  json_error_t e;
+  json_t *v = json_loads(json, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+  mcp_buf b = MCP_BUF_INIT;
+  char *want;
+  if (v == NULL) {
+    CHECK(0, "%s: %s", json, e.text);
+    return;
+  }
+  want = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17));
+  mcp_json_dump(v, &b);
+  CHECK(want != NULL && b.len == strlen(want) && memcmp(b.data, want, b.len) == 0, "%s: %.*s, jansson %s",
+        json, (int)b.len, b.data, want ? want : "(null)");
+  free(want);
+  mcp_buf_free(&b);
+  json_decref(v);
+}
+
 int main(void) {
   mcp_log_threshold = MCP_LOG_EMERGENCY;
   L = luaL_newstate();
@@ -123,6 +144,21 @@ int main(void) {
   RT("1E2", "100");
   RT("[[[[]]]]", "[[[[]]]]");
   RT("\"\xf4\x8f\xbf\xbf\"", "\"\xf4\x8f\xbf\xbf\"");          /* U+10FFFF */
+
+  dump_as_jansson("{\"text\":\"hello\",\"n\":1,\"b\":[true,false,null],\"o\":{}}");
+  dump_as_jansson("{\"z\":1,\"a\":2,\"m\":{\"y\":[],\"b\":-7}}");         /* the object's order */
+  dump_as_jansson("[0.1,1.5,100.0,-0.0,1e20,1e-7,1.7976931348623157e308,5e-324,123456789.125]");
+  dump_as_jansson("[2.5e+15,1e100,-3e-100,9007199254740993,-9223372036854775808]");
+  dump_as_jansson("\"a\\\"b\\\\c\\/d\\n\\u0001\\u007f\\u00e9\\ud83d\\ude00\\u0000\"");
+  dump_as_jansson("{\"k\\ney\":\"\\t\",\"\\u00e9\":{\"\":[[]]}}");
+  {                                    /* hex digits in lower case, as the Lua path's encode writes them */
+    json_t *v = json_string("\x1f");
+    mcp_buf b = MCP_BUF_INIT;
+    mcp_json_dump(v, &b);
+    CHECK(b.len == 8 && memcmp(b.data, "\"\\u001f\"", 8) == 0, "%.*s", (int)b.len, b.data);
+    mcp_buf_free(&b);
+    json_decref(v);
+  }
 
   BAD("", "a value expected");
   BAD("   ", "a value expected");

@@ -88,6 +88,23 @@ static void test_a_future_completes_once(void) {
   fixture_close();
 }
 
+/* A future completed with no values (a wake) keeps none: its waiter gets
+ * nothing, and one completed with values still gets them after it. */
+static void test_a_future_completed_with_nothing_gives_nothing(void) {
+  const char *r;
+  fixture_open();
+  r = try_lua("local f = core.future()\n"
+              "assert(f:complete() == true)\n"
+              "assert(select('#', core.wait(f)) == 0)\n"
+              "assert(select('#', f:result()) == 0)\n"
+              "local g = core.future()\n"
+              "g:complete('x', 2)\n"
+              "local a, b = core.wait(g)\n"
+              "assert(a == 'x' and b == 2)");
+  CHECK(strcmp(r, "ok") == 0, "%s", r);
+  fixture_close();
+}
+
 /* op:cancel(why) by the handler: its wait ends with the cancel's triple,
  * a future's on_cancel hears why. */
 static void test_the_handler_may_cancel_its_own_op(void) {
@@ -206,6 +223,7 @@ int main(void) {
   test_await_on_a_done_op_does_not_yield();
   test_a_completed_future_wakes_its_waiter_with_the_values();
   test_a_future_completes_once();
+  test_a_future_completed_with_nothing_gives_nothing();
   test_the_handler_may_cancel_its_own_op();
   test_a_cancelled_timer_leaves_the_loop();
   test_a_cancel_of_the_call_cancels_every_op();

@@ -9,8 +9,9 @@
 -- its session was gone. Every wait is an operation of the calling request
 -- (src/core/op.h): a future the transport completes, the request's own HTTP
 -- transfer, a timer for opts.timeout. Whatever stops the calling request
--- cancels them, and the request's guard future then cancels the upstream
--- request the way its revision says (Conn:cancel).
+-- cancels them, and the wait's future then cancels the upstream request the
+-- way its revision says (Conn:cancel); a request still in flight when its
+-- caller is gone (aborted between waits) is cancelled by its <close>.
 local core = require "mcp.core"
 local await = require "mcp.await"
 local fail = require "mcp.fail"
@@ -66,7 +67,9 @@ local function wake(rq)
 end
 
 local function push(rq, item)
-  rq.inbox[#rq.inbox + 1] = item
+  local inbox = rq.inbox
+  if inbox == nil then inbox = {} rq.inbox = inbox end
+  inbox[#inbox + 1] = item
   wake(rq)
 end
 
@@ -86,9 +89,10 @@ function Conn:fail(why, kind)
 end
 
 function Conn:on_line(line)
-  if self.closed or line:find("^%s*$") then return end
+  if self.closed then return end
   local msg = core.decode_response(line)       -- a result stays JSON text until asked for
   if type(msg) ~= "table" then
+    if line:find("^%s*$") then return end
     self.junk = self.junk or line:sub(1, 200)
     self.njunk = (self.njunk or 0) + 1
     if self.njunk <= 5 then
@@ -234,7 +238,13 @@ function Conn:send_request(rq)
   end
   self:meta(params)
   self.pending[rq.id] = rq
-  local ok, err = self.transport.start(self, rq, { jsonrpc = "2.0", id = rq.id, method = rq.method, params = params })
+  -- the message table is the connection's: start encodes it at once
+  local msg = self.msg or { jsonrpc = "2.0" }
+  self.msg = nil
+  msg.id, msg.method, msg.params = rq.id, rq.method, params
+  local ok, err = self.transport.start(self, rq, msg)
+  msg.params = nil
+  self.msg = msg
   if not ok then
     self.pending[rq.id], self.by_token[rq.id] = nil, nil
     return nil, err
@@ -280,7 +290,9 @@ function Conn:handle(rq, item)
     if rq.relay_logs and type(p.level) == "string" then pcall(core.log, p.level, p.data) end
   elseif item.kind == "request" then
     local msg = item.msg
+    local guard = core.future(rq.stop)           -- the wait's role while our client is asked
     local result, _, _, err = self:ask_client(rq, msg.method, msg.params)
+    if not guard:done() then guard:complete() end
     if not self.closed then self:reply(msg.id, result, result == nil and err or nil) end
   end
 end
@@ -296,12 +308,28 @@ local function finish_op(self, rq)
   end
 end
 
+-- Wait until f, the timer, the request's transfer or the grace is done
+-- (core.await waits under mcp.all too).
+local function wait_for(f, timer, op, grace)
+  if timer == nil and op == nil and grace == nil then return core.await(f) end
+  if op == nil and grace == nil then return core.await(f, timer) end
+  local ops = { f }
+  if timer then ops[#ops + 1] = timer end
+  if op then ops[#ops + 1] = op end
+  if grace then ops[#ops + 1] = grace end
+  return core.await(table.unpack(ops))
+end
+
 -- Wait for rq's response, meanwhile relaying what comes for it. Returns
--- the response message, or nil, message, kind.
+-- the response message, or nil, message, kind. Each wait's future is the
+-- request's guard while it waits: a cancel of the calling request (a
+-- cancel, a timeout, an abort) cancels it, and its rq.stop the upstream
+-- request.
 function Conn:await_response(rq, timer)
   local grace
   while true do
-    while #rq.inbox > 0 do self:handle(rq, table.remove(rq.inbox, 1)) end
+    local inbox = rq.inbox
+    while inbox and #inbox > 0 do self:handle(rq, table.remove(inbox, 1)) end
     if rq.op and rq.op:done() then finish_op(self, rq) end
     if rq.response and (rq.op == nil or (grace and grace:done())) then
       if rq.op then rq.op:cancel("answered") end   -- a stream left open after its response
@@ -313,16 +341,12 @@ function Conn:await_response(rq, timer)
       self:cancel(rq, why)
       return nil, cancelled(why), "cancelled"
     end
-    local f = core.future()
+    local f = core.future(rq.stop)
     rq.waiter = f
-    local ops = { f }
-    if timer then ops[#ops + 1] = timer end
-    if rq.op then ops[#ops + 1] = rq.op end
     if rq.response then                            -- the response came on a stream still open
       grace = grace or core.timer(2)
-      ops[#ops + 1] = grace
     end
-    await.any(ops)
+    wait_for(f, timer, rq.op, rq.response and grace or nil)
     rq.waiter = nil
     if f:done() then
       local _, why = f:result()
@@ -330,7 +354,7 @@ function Conn:await_response(rq, timer)
     else
       f:complete()                                 -- retired
     end
-    if timer and timer:done() and rq.response == nil and #rq.inbox == 0 and not rq.gone then
+    if timer and timer:done() and rq.response == nil and (rq.inbox == nil or #rq.inbox == 0) and not rq.gone then
       self:cancel(rq, "timeout")
       return nil, ("timeout: %s took longer than %g s"):format(rq.what, rq.timeout), "timeout"
     end
@@ -349,8 +373,12 @@ local function error_text(what, e)
   return ("%s: %s (%s)"):format(what, tostring(e.message), tostring(e.code))
 end
 
--- A request's guard retires its future when the request is over.
-local GUARD = { __close = function(g) if not g.f:done() then g.f:complete() end end }
+-- A request still in flight upstream when it is closed (its caller aborted
+-- between waits, or a raise) is cancelled there.
+local RQ = { __close = function(rq)
+  local conn = rq.conn
+  if rq.id ~= nil and conn.pending[rq.id] == rq then conn:cancel(rq, core.reason() or "request aborted") end
+end }
 
 -- A request and its response: result, or nil, message, code (README
 -- "Calling other MCP servers": "timeout", "cancelled", "closed",
@@ -363,14 +391,13 @@ local GUARD = { __close = function(g) if not g.f:done() then g.f:complete() end 
 local function request(self, method, params, o)
   o = o or {}
   local meta = type(params) == "table" and params._meta or nil    -- what a retry starts from
-  local rq = {
-    method = method, params = o.owned and params or copy(params), inbox = {}, ctx = o.ctx,
+  local rq <close> = setmetatable({
+    method = method, params = o.owned and params or copy(params), ctx = o.ctx, conn = self,
     on_progress = o.on_progress, relay_logs = o.relay_logs, timeout = o.timeout, what = o.what or method, raw = o.raw,
-  }
+  }, RQ)
+  -- the wait's on_cancel: a cancel of the calling request cancels upstream
+  rq.stop = function(reason) self:cancel(rq, reason) end
   local timer = o.timeout and o.timeout > 0 and core.timer(o.timeout) or nil
-  -- The guard: cancelled with the calling request (a cancel, a timeout, an
-  -- abort, its end), it cancels the upstream request.
-  local guard <close> = setmetatable({ f = core.future(function(reason) self:cancel(rq, reason) end) }, GUARD)
   for _ = 1, MAX_ROUNDS do
     local ok, err = self:send_request(rq)
     if not ok then return nil, rq.what .. ": " .. err, "closed" end
@@ -434,7 +461,7 @@ end
 
 -- 2026-07-28: a subscriptions/listen request that stays in flight (stdio).
 function Conn:listen()
-  local rq = { method = "subscriptions/listen", listen = true, inbox = {},
+  local rq = { method = "subscriptions/listen", listen = true,
                params = { notifications = { toolsListChanged = true, promptsListChanged = true,
                                             resourcesListChanged = true } } }
   self:send_request(rq)

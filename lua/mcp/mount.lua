@@ -45,8 +45,8 @@ end
 -- A tool call's outcome as a handler's return: the upstream's result as
 -- is, its JSON-RPC error as ours, anything else an isError result.
 function M.result(res, msg, code, obj)
-  local mcp = require "mcp"
   if res ~= nil then return res end
+  local mcp = require "mcp"
   local e = rpc_object(code, obj)
   if e then return mcp.rpc_error(e.code, tostring(e.message or msg), e.data) end
   if code == "cancelled" then return nil end   -- no response goes out anyway
@@ -132,9 +132,10 @@ local function make_tool(st, t)
     handler = function(args, ctx)
       -- A call that came before the tool was known ran under the server's
       -- default policy: the mount's timeout is applied here instead.
-      local timeout, left = st.call_timeout, ctx:remaining()
-      if st.timeout and st.timeout > 0 and (left == nil or left > st.timeout + 0.1) then
-        timeout = math.min(timeout or st.timeout, st.timeout)
+      local timeout = st.call_timeout
+      if st.timeout and st.timeout > 0 then
+        local left = ctx:remaining()
+        if left == nil or left > st.timeout + 0.1 then timeout = math.min(timeout or st.timeout, st.timeout) end
       end
       -- progress is asked of the upstream only when our client asked for it
       local on_progress = core.wants_progress() and function(progress, total, message)

@@ -309,7 +309,7 @@ int mcp_op_wait(lua_State *L) {
  * function runs, on the main thread, when it is cancelled before that. */
 typedef struct {
   mcp_op op;
-  int values_ref;                        /* table.pack of the values */
+  int values_ref;                        /* its values, a list (LUA_NOREF: none) */
   int on_cancel_ref;
 } future;
 
@@ -337,6 +337,7 @@ static void future_cancel(mcp_op *op) {
 static int future_push(lua_State *L, mcp_op *op) {
   future *f = (future *)op;
   int n;
+  if (f->values_ref == LUA_NOREF) return 0;   /* completed with no values */
   lua_rawgeti(L, LUA_REGISTRYINDEX, f->values_ref);
   n = (int)lua_rawlen(L, -1);
   luaL_checkstack(L, n, "future values");
@@ -385,12 +386,14 @@ static int future_complete(lua_State *L) {
     lua_pushboolean(L, 0);
     return 1;
   }
-  lua_createtable(L, n, 0);
-  for (int i = 1; i <= n; i++) {
-    lua_pushvalue(L, i + 1);
-    lua_rawseti(L, -2, i);
+  if (n > 0) {                           /* none: no table (a wake, a retired wait) */
+    lua_createtable(L, n, 0);
+    for (int i = 1; i <= n; i++) {
+      lua_pushvalue(L, i + 1);
+      lua_rawseti(L, -2, i);
+    }
+    f->values_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   }
-  f->values_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   future_unref(f);
   mcp_op_done(op);
   mcp_op_release(op);

@@ -3,18 +3,71 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <lauxlib.h>
 
 #include "json.h"
 
-static int dump_cb(const char *p, size_t n, void *ud) {
-  mcp_buf_add(ud, p, n);
-  return 0;
+/* A real as jansson writes it with JSON_REAL_PRECISION(17): "%.17g", a
+ * ".0" when that reads as an integer, no '+' nor leading zeros in the
+ * exponent. */
+static void dump_real(mcp_buf *b, double d) {
+  char s[40], *e;
+  int n = snprintf(s, sizeof s - 2, "%.17g", d);
+  if (n < 0 || n >= (int)sizeof s - 2) {
+    mcp_buf_adds(b, "null");
+    return;
+  }
+  if (strchr(s, '.') == NULL && strchr(s, 'e') == NULL) memcpy(s + n, ".0", 3);
+  if ((e = strchr(s, 'e')) != NULL) {
+    char *from = e + 1, *to = e + 1;
+    if (*from == '-') from++, to++;
+    else if (*from == '+') from++;
+    while (*from == '0' && from[1] != '\0') from++;
+    memmove(to, from, strlen(from) + 1);
+  }
+  mcp_buf_add(b, s, strlen(s));
 }
 
+/* What json_dump_callback(v, ..., JSON_ENCODE_ANY | JSON_COMPACT |
+ * JSON_REAL_PRECISION(17)) writes, without its callback per token: keys in
+ * the object's order, strings escaped as json.c escapes Lua's. */
 void mcp_json_dump(const json_t *v, mcp_buf *b) {
-  json_dump_callback(v, dump_cb, b, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17));
+  switch (json_typeof(v)) {
+  case JSON_OBJECT: {
+    void *it = json_object_iter((json_t *)v);
+    int first = 1;
+    mcp_buf_addc(b, '{');
+    for (; it != NULL; it = json_object_iter_next((json_t *)v, it), first = 0) {
+      const char *k = json_object_iter_key(it);
+      if (!first) mcp_buf_addc(b, ',');
+#if JANSSON_VERSION_HEX >= 0x020e00
+      mcp_json_add_string(b, k, json_object_iter_key_len(it));
+#else
+      mcp_json_add_string(b, k, strlen(k));
+#endif
+      mcp_buf_addc(b, ':');
+      mcp_json_dump(json_object_iter_value(it), b);
+    }
+    mcp_buf_addc(b, '}');
+    return;
+  }
+  case JSON_ARRAY:
+    mcp_buf_addc(b, '[');
+    for (size_t i = 0, n = json_array_size(v); i < n; i++) {
+      if (i > 0) mcp_buf_addc(b, ',');
+      mcp_json_dump(json_array_get(v, i), b);
+    }
+    mcp_buf_addc(b, ']');
+    return;
+  case JSON_STRING: mcp_json_add_string(b, json_string_value(v), json_string_length(v)); return;
+  case JSON_INTEGER: mcp_buf_add_int(b, (long long)json_integer_value(v)); return;
+  case JSON_REAL: dump_real(b, json_real_value(v)); return;
+  case JSON_TRUE: mcp_buf_adds(b, "true"); return;
+  case JSON_FALSE: mcp_buf_adds(b, "false"); return;
+  default: mcp_buf_adds(b, "null"); return;
+  }
 }
 
 void mcp_json_open(lua_State *L) {
