@@ -700,7 +700,8 @@ function mcp.is_array(t) end
 
 ---Runs each function in a coroutine of its own, in which every wait works;
 ---returns one table per function, in order, with every value it returned
----(`table.pack` style). An error in one cancels the others' waits and is raised.
+---(`table.pack` style). An error in one cancels the others' waits, closes them
+---(their `<close>` variables run) and is raised.
 ---@param fns (fun(): ...)[]
 ---@return mcp.Packed ...
 function mcp.all(fns) end

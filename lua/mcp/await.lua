@@ -34,15 +34,21 @@ M.wait = core.wait
 -- ctx:sleep(seconds): true, or nil, "cancelled: <reason>", "cancelled".
 M.sleep = core.sleep
 
-local function cancel_all(waits, why)
+-- Give up on the functions still running (another failed): their waits are
+-- cancelled and their coroutines closed, so that their <close> variables
+-- run (a client request still in flight upstream is cancelled there).
+local function abandon(cos, waits, why)
   for _, w in pairs(waits) do
     for _, op in ipairs(w) do op:cancel(why) end
+  end
+  for _, co in ipairs(cos) do
+    if coroutine.status(co) == "suspended" then coroutine.close(co) end
   end
 end
 
 -- Run each function of fns at once; returns one table per function, in
 -- order, with every value it returned (table.pack: {n = k, ...}). An error
--- in one cancels the waits of the others and is raised.
+-- in one cancels the waits of the others, closes them, and is raised.
 function M.all(fns)
   if type(fns) ~= "table" then
     fail.raise(("bad argument #1 to 'all' (table expected, got %s)"):format(type(fns)))
@@ -54,7 +60,7 @@ function M.all(fns)
     local r = table.pack(coroutine.resume(cos[i], ...))
     waits[i] = nil
     if not r[1] then
-      cancel_all(waits, "another function of mcp.all failed")
+      abandon(cos, waits, "another function of mcp.all failed")
       error(r[2], 0)
     end
     if coroutine.status(cos[i]) == "dead" then
@@ -63,7 +69,7 @@ function M.all(fns)
     elseif r[2] == AWAIT then
       waits[i] = r[3]
     else
-      cancel_all(waits, "another function of mcp.all failed")
+      abandon(cos, waits, "another function of mcp.all failed")
       error(("mcp.all: function %d yielded; only waits (ctx:http, ctx:sleep, db:query...) may"):format(i), 0)
     end
   end
