@@ -29,16 +29,52 @@
 #define META_CAPS "io.modelcontextprotocol/clientCapabilities"
 #define META_LEVEL "io.modelcontextprotocol/logLevel"
 
-/* One stateless request's session. Owned here: freed when its call is done. */
+/* One stateless request's session. Owned here: made by eph_new, closed
+ * when its call is done (eph_drained) and kept for the next request. */
+#define EPH_KEY 48
 typedef struct eph {
   mcp_session s;           /* first */
   mcp_call *call;          /* its one call (live as long as the session) */
   void *stream;            /* the parent's stream it answers on */
-  struct eph *inext;       /* the next in its bucket of the index */
+  struct eph *inext;       /* the next in its bucket of the index; in the pool, the next kept */
   uint32_t hash;           /* of its parent and its id */
   unsigned cacheable : 1;  /* results carry ttlMs and cacheScope */
-  char key[];              /* its id's text */
+  char *key;               /* its id's text: kbuf, or malloc'd when longer */
+  char kbuf[EPH_KEY];
 } eph;
+
+/* Closed ephemeral sessions kept for the next requests: a session is 3 KB
+ * (its table's ring of recent ids), and malloc made each one dearly. */
+#define POOL_MAX 256
+static struct {
+  eph *head;
+  int n;
+} pool;
+
+static eph *eph_new(const char *key, size_t keylen) {
+  eph *e = pool.head;
+  if (e != NULL) {
+    pool.head = e->inext;
+    pool.n--;
+  } else if ((e = malloc(sizeof *e)) == NULL) {
+    abort();
+  }
+  e->key = keylen < EPH_KEY ? e->kbuf : malloc(keylen + 1);
+  if (e->key == NULL) abort();
+  memcpy(e->key, key, keylen + 1);
+  return e;
+}
+
+static void eph_free(eph *e) {
+  if (e->key != e->kbuf) free(e->key);
+  if (pool.n == POOL_MAX) {
+    free(e);
+    return;
+  }
+  e->inext = pool.head;
+  pool.head = e;
+  pool.n++;
+}
 
 /* Every stateless request by parent and id: the duplicate check and
  * notifications/cancelled find one without walking every session (10,000
@@ -294,7 +330,7 @@ static void eph_drained(mcp_session *s) {
   mcp_session *p = s->parent;
   idx_remove((eph *)s);
   mcp_session_close(s);
-  free(s);
+  eph_free((eph *)s);
   if (--p->ncalls == 0 && p->on_drained) p->on_drained(p);
 }
 
@@ -586,11 +622,10 @@ static int stateless_request(mcp_session *s, json_t *msg, const char *key, void 
     if (tasks) tasks->request(s, stream, key, method, params);
     return 1;
   }
-  e = calloc(1, sizeof *e + strlen(key) + 1);
-  if (e == NULL) abort();
-  mcp__session_init(&e->s, eph_write, e);
+  e = eph_new(key, strlen(key));
+  mcp__session_init(&e->s, eph_write, e);     /* the session's fields zeroed, a fresh id */
+  e->call = NULL;
   e->s.parent = s;
-  strcpy(e->key, key);
   e->hash = eph_hash(s, key, strlen(key));
   idx_add(e);
   e->s.auth = mcp_identity_ref(s->auth);      /* this request's token, whatever later ones bring */

@@ -75,7 +75,7 @@ void mcp_session_close(mcp_session *s) {
   mcp_session **p = &mcp_sessions;
   for (int i = 0; i < ntypes; i++)
     if (types[i]->closed) types[i]->closed(s);
-  mcp_sched_session_closed(s->id);
+  if (!s->rev2026) mcp_sched_session_closed(s->id);   /* a stateless request subscribes to nothing */
   while (*p && *p != s) p = &(*p)->next;
   if (*p) *p = s->next;
   mcp_reqtab_close(&s->reqs);
