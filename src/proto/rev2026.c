@@ -678,7 +678,8 @@ void mcp_rev2026_set_tasks(const mcp_rev2026_tasks *t) { tasks = t; }
 
 void mcp_rev2026_init(void) {
   static const mcp_session_type row = {
-    .stateless = stateless_request, .cancel = listen_cancel, .find = stateless_find,
+    .parse = mcp_rev2026_parse, .stateless = stateless_request, .cancel = listen_cancel,
+    .find = stateless_find,
   };
   mcp_session_register(&row);
 }
