@@ -26,6 +26,10 @@ typedef struct kept {
 static kept K[KEPT_MAX];
 static unsigned long clock_;
 static mcp_buf rest = MCP_BUF_INIT;   /* the request's text without its _meta */
+/* The last text read and its tree: HTTP reads a request's body twice (its
+ * checks, then the session), and parses it once. */
+static mcp_buf last_text = MCP_BUF_INIT;
+static json_t *last_tree;
 
 /* The kept tree of this _meta text: one kept already, or a new one in the
  * place of the least recently used. NULL when the text is not an object. */
@@ -164,6 +168,8 @@ static int meta_span(const char *s, size_t n, span *sp) {
 json_t *mcp_rev2026_parse(const char *data, size_t len) {
   span sp = { 0, 0, 0, 0 };
   json_t *msg, *tree;
+  if (last_tree != NULL && last_text.len == len && memcmp(last_text.data, data, len) == 0)
+    return json_incref(last_tree);
   if (len > TEXT_MAX || memmem(data, len, "\"_meta\"", 7) == NULL || !meta_span(data, len, &sp) ||
       (tree = kept_tree(data + sp.v, sp.vn)) == NULL)
     return NULL;
@@ -172,5 +178,9 @@ json_t *mcp_rev2026_parse(const char *data, size_t len) {
   mcp_buf_add(&rest, data + sp.cut_end, len - sp.cut_end);
   if ((msg = mcp_json_parse(rest.data, rest.len, NULL, 0)) == NULL) return NULL;
   json_object_set(json_object_get(msg, "params"), "_meta", tree);
+  json_decref(last_tree);
+  last_tree = json_incref(msg);
+  last_text.len = 0;
+  mcp_buf_add(&last_text, data, len);
   return msg;
 }
