@@ -38,7 +38,12 @@ int main(void) {
   same(" { \"id\" : 1 , \"params\" : { \"name\" : \"a\" ,\n \"_meta\" : " META " \t} } ", 1);
   same("{\"params\":{ \"_meta\" : " META " , \"name\":\"a\\u0062\"},\"id\":\"x\\\"y\"}", 1);
   same("{\"params\":{\"a\":[{\"_meta\":{}},\"_meta\"],\"_meta\":" META "}}", 1);
-  /* invalid texts stay invalid */
+  /* invalid texts stay invalid, after a kept _meta too */
+  same("{\"params\":{\"_meta\":" META "}}", 1);
+  same("{\"params\":{\"_meta\":" META " x}}", 0);
+  same("{\"params\":{\"_meta\":" META "\"\"}}", 0);
+  same("{\"params\":{\"_meta\":" META "}", 0);
+  same("{\"params\":{\"_meta\":" META, 0);
   same("{\"params\":{\"_meta\":" META ",}}", 0);
   same("{\"params\":{\"a\":1,\"_meta\":" META ",}}", 0);
   same("{\"params\":{\"a\":1 \"_meta\":" META "}}", 0);

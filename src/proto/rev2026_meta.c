@@ -73,6 +73,14 @@ static size_t skip_ws(const char *s, size_t i, size_t n) {
   return i;
 }
 
+/* The kept _meta whose text s starts with. A kept text is a whole object,
+ * so where it ends in s is where the object at s ends. */
+static const kept *kept_at(const char *s, size_t n) {
+  for (int i = 0; i < KEPT_MAX; i++)
+    if (K[i].tree != NULL && K[i].len <= n && memcmp(K[i].text, s, K[i].len) == 0) return &K[i];
+  return NULL;
+}
+
 /* The end of the string that opens at s[i] (after its closing quote), or 0;
  * *esc: it has a backslash. */
 static size_t string_end(const char *s, size_t i, size_t n, int *esc) {
@@ -124,6 +132,7 @@ static int meta_cut(const char *s, size_t n, size_t q, size_t v, size_t vend, sp
 static int meta_span(const char *s, size_t n, span *sp) {
   size_t i = skip_ws(s, 0, n), end, q = 0, mq = 0, v = 0;
   int depth = 0, params = 0, in_params = 0, metas = 0, in_meta = 0, esc;
+  const kept *k;
   while (i < n) {
     char c = s[i];
     if (c == '"') {
@@ -143,6 +152,11 @@ static int meta_span(const char *s, size_t n, span *sp) {
         if (metas++) return 0;
         i = skip_ws(s, i + 1, n);
         if (i >= n || s[i] != '{') return 0;
+        if ((k = kept_at(s + i, n - i)) != NULL) {     /* no need to read a kept text */
+          if (!meta_cut(s, n, q, i, i + k->len, sp)) return 0;
+          i += k->len;
+          continue;
+        }
         in_meta = 1;
         mq = q;
         v = i;
@@ -170,8 +184,8 @@ json_t *mcp_rev2026_parse(const char *data, size_t len) {
   json_t *msg, *tree;
   if (last_tree != NULL && last_text.len == len && memcmp(last_text.data, data, len) == 0)
     return json_incref(last_tree);
-  if (len > TEXT_MAX || memmem(data, len, "\"_meta\"", 7) == NULL || !meta_span(data, len, &sp) ||
-      (tree = kept_tree(data + sp.v, sp.vn)) == NULL)
+  if (len > TEXT_MAX || memchr(data, '_', len) == NULL || memmem(data, len, "\"_meta\"", 7) == NULL ||
+      !meta_span(data, len, &sp) || (tree = kept_tree(data + sp.v, sp.vn)) == NULL)
     return NULL;
   rest.len = 0;
   mcp_buf_add(&rest, data, sp.cut);
