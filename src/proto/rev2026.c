@@ -127,9 +127,28 @@ static json_t *meta_of(json_t *msg) {
   return json_object_get(json_object_get(msg, "params"), "_meta");
 }
 
-const char *mcp_rev2026_version(json_t *msg) {
-  return json_string_value(json_object_get(meta_of(msg), META_VERSION));
+/* What a _meta says, read once for the requests that share its tree (a
+ * client's kept _meta, rev2026_meta.c): its long keys cost a hash each. The
+ * last one read is held, so that its address names no other tree. */
+typedef struct meta_facts {
+  json_t *meta;              /* held */
+  const char *version;       /* or NULL */
+  json_t *caps, *level;
+} meta_facts;
+
+static meta_facts *facts_of(json_t *meta) {
+  static meta_facts f;
+  if (meta != f.meta) {
+    json_decref(f.meta);
+    f.meta = json_incref(meta);
+    f.version = json_string_value(json_object_get(meta, META_VERSION));
+    f.caps = json_object_get(meta, META_CAPS);
+    f.level = json_object_get(meta, META_LEVEL);
+  }
+  return &f;
 }
+
+const char *mcp_rev2026_version(json_t *msg) { return facts_of(meta_of(msg))->version; }
 
 /* The tasks extension's methods (tasks/result and tasks/list are gone from it). */
 static int is_task_method(const char *method) {
@@ -159,7 +178,7 @@ int mcp_rev2026_declares(json_t *caps, const char *ext) {
 /* The tasks extension is needed and the request does not declare it: why, or NULL. */
 static const char *needs_tasks(const char *method, json_t *msg) {
   json_t *params = json_object_get(msg, "params");
-  if (!tasks_offered() || mcp_rev2026_declares(json_object_get(meta_of(msg), META_CAPS), MCP_EXT_TASKS))
+  if (!tasks_offered() || mcp_rev2026_declares(facts_of(meta_of(msg))->caps, MCP_EXT_TASKS))
     return NULL;
   if (is_task_method(method)) return method;
   if (strcmp(method, "tools/call") == 0) {
@@ -184,19 +203,18 @@ static void add_supported(mcp_buf *b) {
 /* The fields every request's _meta must carry: the error (-32602) for the
  * first one missing, or NULL. */
 static const char *meta_missing(json_t *meta) {
-  json_t *caps = json_object_get(meta, META_CAPS);
+  const meta_facts *f = facts_of(meta);
   if (meta == NULL) return "params._meta is required (with \"" META_VERSION "\" and \"" META_CAPS "\")";
   if (!json_is_object(meta)) return "params._meta must be an object";
-  if (!json_is_string(json_object_get(meta, META_VERSION)))
-    return "params._meta[\"" META_VERSION "\"] is required (a string)";
-  if (!json_is_object(caps)) return "params._meta[\"" META_CAPS "\"] is required (an object)";
+  if (f->version == NULL) return "params._meta[\"" META_VERSION "\"] is required (a string)";
+  if (!json_is_object(f->caps)) return "params._meta[\"" META_CAPS "\"] is required (an object)";
   return NULL;
 }
 
 int mcp_rev2026_check(json_t *msg, const char *key, mcp_buf *out) {
   const char *method = json_string_value(json_object_get(msg, "method"));
   const char *version = mcp_rev2026_version(msg), *missing, *what;
-  json_t *meta = meta_of(msg), *level = json_object_get(meta, META_LEVEL);
+  json_t *meta = meta_of(msg), *level = facts_of(meta)->level;
   char text[400];
   if (method == NULL) method = "";
   /* An unsupported version first: another revision may want other fields. */
@@ -591,7 +609,7 @@ static int stateless_request(mcp_session *s, json_t *msg, const char *key, void 
   mcp_buf *out;
   eph *e;
   /* every message of a session comes by here: as few lookups as can tell */
-  if (json_string_value(json_object_get(meta, META_VERSION)) == NULL && strcmp(method, "server/discover") != 0)
+  if (facts_of(meta)->version == NULL && strcmp(method, "server/discover") != 0)
     return 0;
   out = mcp_scratch();
   if (mcp_rev2026_check(msg, key, out) != 0) {
@@ -633,10 +651,10 @@ static int stateless_request(mcp_session *s, json_t *msg, const char *key, void 
   e->s.on_drained = eph_drained;
   e->stream = stream;
   e->cacheable = is_cacheable(method) != 0;
-  level = json_string_value(json_object_get(meta, META_LEVEL));
+  level = json_string_value(facts_of(meta)->level);
   /* Without a log level, no notifications/message for this request. */
   e->s.log_level = level ? (mcp_log_level)mcp_log_level_parse(level) : MCP_LOG_NLEVELS;
-  caps = json_object_get(meta, META_CAPS);      /* an object: mcp_rev2026_check says so */
+  caps = facts_of(meta)->caps;                  /* an object: mcp_rev2026_check says so */
   e->s.client_capabilities = json_incref(caps);
   s->ncalls++;
   e->s.ncalls++;
