@@ -317,7 +317,8 @@ static void discover(mcp_session *s, const char *key, void *stream) {
 static void eph_write(mcp_session *s, void *stream, const char *data, size_t len, int last) {
   eph *e = (eph *)s;
   mcp_session *p = s->parent;
-  mcp_buf want = MCP_BUF_INIT, out = MCP_BUF_INIT;
+  static mcp_buf want = MCP_BUF_INIT, out = MCP_BUF_INIT;    /* kept: a response each */
+  want.len = out.len = 0;
   if (e->call != NULL && e->call->tasked) {
     if (data != NULL)
       mcp_debug("request %.64s: a task's message dropped: %.*s", e->call->req.key,
@@ -340,8 +341,7 @@ static void eph_write(mcp_session *s, void *stream, const char *data, size_t len
     }
   }
   p->write(p, stream, data, len, last);
-  mcp_buf_free(&want);
-  mcp_buf_free(&out);
+  if (out.cap > 65536) mcp_buf_free(&out);       /* a large result's room is not kept */
 }
 
 static void eph_drained(mcp_session *s) {
