@@ -8,7 +8,8 @@
 #   per call = (instructions(N2) - instructions(N1)) / (N2 - N1)
 # BENCH_HTTP=1: the same over HTTP instead (bench/http-driver --stateless
 # --scenario latency: one keep-alive connection, one request at a time; the
-# driver's _meta, the version and empty client capabilities).
+# driver's _meta, the version and empty client capabilities); with
+# BENCH_SESSION=1 too, a 2025-06-18 session's calls instead, for comparison.
 # Each argument is a luamcp binary (a build tree's: it serves that tree's
 # bench/plugins); the default is build/luamcp.
 # Usage: sh bench/instructions-2026.sh [BIN ...]    (BENCH_N1, BENCH_N2: 1000, 5000)
@@ -42,7 +43,10 @@ instructions() {
   tree=$(cd "$(dirname "$1")/.." && pwd)
   if [ -n "${BENCH_HTTP:-}" ]; then
     port=$((20000 + $$ % 20000))
-    "$DRV" --addr "127.0.0.1:$port" --stateless --scenario latency --warmup 0 --count "$2" \
+    stateless=--stateless
+    [ -z "${BENCH_SESSION:-}" ] || stateless=
+    # shellcheck disable=SC2086  # $stateless: one flag or none
+    "$DRV" --addr "127.0.0.1:$port" $stateless --scenario latency --warmup 0 --count "$2" \
       --max-seconds 100000 --timeout 60 -- valgrind --tool=callgrind --callgrind-out-file="$TMP/cg" --log-file="$TMP/err" \
       "$1" --plugins "$tree/bench/plugins" --http "127.0.0.1:$port" --log-level warning \
       >"$TMP/out" 2>/dev/null ||
