@@ -211,7 +211,7 @@ static const char *meta_missing(json_t *meta) {
   return NULL;
 }
 
-int mcp_rev2026_check(json_t *msg, const char *key, mcp_buf *out) {
+static int check(json_t *msg, const char *key, mcp_buf *out) {
   const char *method = json_string_value(json_object_get(msg, "method"));
   const char *version = mcp_rev2026_version(msg), *missing, *what;
   json_t *meta = meta_of(msg), *level = facts_of(meta)->level;
@@ -255,6 +255,23 @@ int mcp_rev2026_check(json_t *msg, const char *key, mcp_buf *out) {
     return 400;
   }
   return 0;
+}
+
+/* The message the HTTP transport checked last, held (so that its address
+ * names no other): the session's reading of that very tree, in the same
+ * turn (rev2026_meta.c keeps the tree of the text last read), is not
+ * checked twice. Only requests with a stream (HTTP) look at it. */
+static json_t *checked;
+
+static void checked_set(json_t *msg) {
+  json_decref(checked);
+  checked = json_incref(msg);
+}
+
+int mcp_rev2026_check(json_t *msg, const char *key, mcp_buf *out) {
+  int status = check(msg, key, out);
+  checked_set(status == 0 ? msg : NULL);
+  return status;
 }
 
 /* The server's capabilities as this revision states them: list changes and
@@ -608,11 +625,14 @@ static int stateless_request(mcp_session *s, json_t *msg, const char *key, void 
   const char *level;
   mcp_buf *out;
   eph *e;
+  int was_checked;
   /* every message of a session comes by here: as few lookups as can tell */
   if (facts_of(meta)->version == NULL && strcmp(method, "server/discover") != 0)
     return 0;
+  was_checked = stream != NULL && msg == checked;
+  checked_set(NULL);
   out = mcp_scratch();
-  if (mcp_rev2026_check(msg, key, out) != 0) {
+  if (!was_checked && check(msg, key, out) != 0) {
     mcp_debug("request %.64s refused: %.*s", key, (int)out->len, out->data);
     s->write(s, stream, out->data, out->len, 1);
     return 1;
