@@ -64,5 +64,6 @@ int main(void) {
   same("{\"result\":{\"_meta\":" META "}}", 0);
   same("{\"params\":{\"x\\\"_meta\":{\"a\":1}}}", 0);
   same("[{\"params\":{\"_meta\":" META "}}]", 0);
+  same("{\"id\":3,\"method\":\"tools/call\",\"params\":{\"_meta\":{\"progressToken\":3}}}", 0);   /* a session's */
   TEST_END("rev2026_meta");
 }

@@ -15,6 +15,9 @@
 
 #define KEPT_MAX 4                 /* the _meta of this many clients */
 #define TEXT_MAX 65536             /* longer requests are parsed whole */
+/* Only a 2026-07-28 request names its version: a session's _meta (a
+ * progressToken each) is parsed with the rest. */
+#define VERSION_KEY "\"io.modelcontextprotocol/protocolVersion\""
 
 typedef struct kept {
   char *text;
@@ -184,8 +187,9 @@ json_t *mcp_rev2026_parse(const char *data, size_t len) {
   json_t *msg, *tree;
   if (last_tree != NULL && last_text.len == len && memcmp(last_text.data, data, len) == 0)
     return json_incref(last_tree);
-  if (len > TEXT_MAX || memchr(data, '_', len) == NULL || memmem(data, len, "\"_meta\"", 7) == NULL ||
-      !meta_span(data, len, &sp) || (tree = kept_tree(data + sp.v, sp.vn)) == NULL)
+  if (len > TEXT_MAX || memchr(data, '_', len) == NULL ||
+      memmem(data, len, VERSION_KEY, sizeof VERSION_KEY - 1) == NULL || !meta_span(data, len, &sp) ||
+      (tree = kept_tree(data + sp.v, sp.vn)) == NULL)
     return NULL;
   rest.len = 0;
   mcp_buf_add(&rest, data, sp.cut);
