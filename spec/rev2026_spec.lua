@@ -292,6 +292,22 @@ describe("2026-07-28 over stdio", function()
     assert.are.equal("old", old.result.content[1].text)
   end)
 
+  -- rev2026_meta.c keeps the _meta of the last four clients: each request
+  -- still gets its own client's capabilities, whichever are kept.
+  it("gives each request its own client's capabilities, from more clients than are kept", function()
+    local c = H.start{ plugins = { FIX } }
+    local sets = { {}, { "roots" }, { "sampling" }, { "elicitation", "roots" }, { "roots", "sampling" },
+                   { "elicitation", "roots", "sampling" }, { "elicitation" } }
+    for round = 1, 3 do
+      for i, set in ipairs(sets) do
+        local caps = {}
+        for _, cap in ipairs(set) do caps[cap] = {} end
+        local r = c:request("tools/call", HH.params_rev2026({ name = "supports", arguments = {} }, caps))
+        assert.are.equal(table.concat(set, ","), r.result.content[1].text, "round " .. round .. ", client " .. i)
+      end
+    end
+  end)
+
   it("cancels a stateless request on notifications/cancelled, and refuses a duplicate id", function()
     local c = H.start{ plugins = { FIX } }
     c:send{ jsonrpc = "2.0", id = 5, method = "tools/call",

@@ -102,6 +102,19 @@ function M.open(ctx, method, params, name, args)
   return true
 end
 
+-- A first round's state on the C path, made when the handler first asks
+-- for input: what M.open makes for a tools/call without requestState or
+-- inputResponses (no Lua runs for a call that asks for none).
+getmetatable(decl.input_of).__index = function(t, ctx)
+  local args = decl.input_args[ctx]
+  if args == nil then return nil end
+  local auth = core.auth()
+  local st = { answers = {}, kept = {}, n = 0, request = { "tools/call", core.tool(), args, auth and auth.subject } }
+  rawset(t, ctx, st)
+  decl.input_args[ctx] = nil
+  return st
+end
+
 -- What is wrong with an answer to an input request of method, or nil.
 local function check_answer(method, v)
   if type(v) ~= "table" or mcp.is_array(v) then return "must be an object" end

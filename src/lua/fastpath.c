@@ -51,13 +51,15 @@ static struct {
   int shape_ref;             /* result.tool(tool, res, msg, code) */
   int array_mt_ref;
   int input_open_ref;        /* input.open(ctx, method, params, name, args) */
+  int input_args_ref;        /* decl.input_args: ctx -> a first round's args (input.lua) */
   int empty_ref;             /* the params input.open reads: no inputResponses, no requestState */
   char **entries;            /* tools/list: each tool's entry as JSON text */
   size_t *lens;
   int nentries;
   int unlisted;              /* an entry could not be encoded: tools/list is Lua's */
   mcp_buf out;               /* the result being answered (respond.c writes it at once) */
-} F = { 0, 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, NULL, NULL, 0, 0,
+} F = { 0, 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF,
+        NULL, NULL, 0, 0,
         MCP_BUF_INIT };
 
 static void entries_free(void) {
@@ -148,20 +150,18 @@ static int call_setup(lua_State *L) {
   else lua_newtable(L);
   if (lua_getiuservalue(L, 2, UV_COMPILED) != LUA_TNIL && (raw || !mcp_schema_check(L, 5, 4))) return 0;
   lua_pop(L, 1);
-  lua_createtable(L, 0, 1);                                      /* 5: ctx */
+  lua_createtable(L, 0, 2);                                      /* 5: ctx */
   push_id(L, c);
   lua_setfield(L, -2, "id");
   lua_rawgeti(L, LUA_REGISTRYINDEX, F.ctx_mt_ref);
   lua_setmetatable(L, -2);
-  if (c->session->rev2026) {         /* the state of its input rounds (input.lua), none so far */
-    lua_rawgeti(L, LUA_REGISTRYINDEX, F.input_open_ref);
+  if (c->session->rev2026) {         /* its input rounds' state: made from its args when asked */
+    lua_pushboolean(L, 0);
+    lua_setfield(L, 5, "resumed");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, F.input_args_ref);
     lua_pushvalue(L, 5);
-    lua_pushliteral(L, "tools/call");
-    lua_rawgeti(L, LUA_REGISTRYINDEX, F.empty_ref);
-    lua_pushstring(L, c->tool);
     lua_pushvalue(L, 4);
-    lua_call(L, 5, 1);
-    if (!lua_toboolean(L, -1)) return 0;
+    lua_rawset(L, -3);
     lua_pop(L, 1);
   }
   lua_remove(L, 1);
@@ -513,7 +513,7 @@ static int l_fast_methods(lua_State *L) {
   return 0;
 }
 
-/* core.fast_tools(list, ctx_mt, shape, input_open): the registry's tools,
+/* core.fast_tools(list, ctx_mt, shape, input_open, input_args): the registry's tools,
  * in list order, each {name=, tool=, handler=, schema=, output=, lua_only=,
  * scopes=, tasks=, forward=, entry= (its tools/list entry as JSON text)}. */
 static int l_fast_tools(lua_State *L) {
@@ -522,7 +522,10 @@ static int l_fast_tools(lua_State *L) {
   luaL_checktype(L, 2, LUA_TTABLE);
   luaL_checktype(L, 3, LUA_TFUNCTION);
   luaL_checktype(L, 4, LUA_TFUNCTION);
-  lua_settop(L, 4);
+  luaL_checktype(L, 5, LUA_TTABLE);
+  lua_settop(L, 5);
+  set_ref(L, 5, &F.input_args_ref);
+  lua_pop(L, 1);
   set_ref(L, 4, &F.input_open_ref);
   lua_pop(L, 1);
   n = (int)luaL_len(L, 1);

@@ -246,12 +246,13 @@ static hsession *stateless_session(void) {
 
 /* POST of a 2026-07-28 client: one request (or notification), no session. */
 static void on_post_rev2026(mcp_http_conn *c, const mcp_http_request *r) {
-  json_t *msg = mcp_json_parse(r->body, r->body_len, NULL, 0), *id;
+  json_t *msg = mcp_rev2026_parse(r->body, r->body_len), *id;
   char *key = NULL, why[600];
   mcp_buf out = MCP_BUF_INIT;
   hsession *hs;
   hstream *st;
   int status;
+  if (msg == NULL) msg = mcp_json_parse(r->body, r->body_len, NULL, 0);
   if (!json_is_object(msg)) {
     reply_rpc(c, 400, NULL, json_is_array(msg) ? MCP_RPC_INVALID_REQUEST : MCP_RPC_PARSE,
               "%s%s", json_is_array(msg) ? "Invalid Request: batches are not supported in 2026-07-28"

@@ -29,16 +29,52 @@
 #define META_CAPS "io.modelcontextprotocol/clientCapabilities"
 #define META_LEVEL "io.modelcontextprotocol/logLevel"
 
-/* One stateless request's session. Owned here: freed when its call is done. */
+/* One stateless request's session. Owned here: made by eph_new, closed
+ * when its call is done (eph_drained) and kept for the next request. */
+#define EPH_KEY 48
 typedef struct eph {
   mcp_session s;           /* first */
   mcp_call *call;          /* its one call (live as long as the session) */
   void *stream;            /* the parent's stream it answers on */
-  struct eph *inext;       /* the next in its bucket of the index */
+  struct eph *inext;       /* the next in its bucket of the index; in the pool, the next kept */
   uint32_t hash;           /* of its parent and its id */
   unsigned cacheable : 1;  /* results carry ttlMs and cacheScope */
-  char key[];              /* its id's text */
+  char *key;               /* its id's text: kbuf, or malloc'd when longer */
+  char kbuf[EPH_KEY];
 } eph;
+
+/* Closed ephemeral sessions kept for the next requests: a session is 3 KB
+ * (its table's ring of recent ids), and malloc made each one dearly. */
+#define POOL_MAX 256
+static struct {
+  eph *head;
+  int n;
+} pool;
+
+static eph *eph_new(const char *key, size_t keylen) {
+  eph *e = pool.head;
+  if (e != NULL) {
+    pool.head = e->inext;
+    pool.n--;
+  } else if ((e = malloc(sizeof *e)) == NULL) {
+    abort();
+  }
+  e->key = keylen < EPH_KEY ? e->kbuf : malloc(keylen + 1);
+  if (e->key == NULL) abort();
+  memcpy(e->key, key, keylen + 1);
+  return e;
+}
+
+static void eph_free(eph *e) {
+  if (e->key != e->kbuf) free(e->key);
+  if (pool.n == POOL_MAX) {
+    free(e);
+    return;
+  }
+  e->inext = pool.head;
+  pool.head = e;
+  pool.n++;
+}
 
 /* Every stateless request by parent and id: the duplicate check and
  * notifications/cancelled find one without walking every session (10,000
@@ -91,9 +127,28 @@ static json_t *meta_of(json_t *msg) {
   return json_object_get(json_object_get(msg, "params"), "_meta");
 }
 
-const char *mcp_rev2026_version(json_t *msg) {
-  return json_string_value(json_object_get(meta_of(msg), META_VERSION));
+/* What a _meta says, read once for the requests that share its tree (a
+ * client's kept _meta, rev2026_meta.c): its long keys cost a hash each. The
+ * last one read is held, so that its address names no other tree. */
+typedef struct meta_facts {
+  json_t *meta;              /* held */
+  const char *version;       /* or NULL */
+  json_t *caps, *level;
+} meta_facts;
+
+static meta_facts *facts_of(json_t *meta) {
+  static meta_facts f;
+  if (meta != f.meta) {
+    json_decref(f.meta);
+    f.meta = json_incref(meta);
+    f.version = json_string_value(json_object_get(meta, META_VERSION));
+    f.caps = json_object_get(meta, META_CAPS);
+    f.level = json_object_get(meta, META_LEVEL);
+  }
+  return &f;
 }
+
+const char *mcp_rev2026_version(json_t *msg) { return facts_of(meta_of(msg))->version; }
 
 /* The tasks extension's methods (tasks/result and tasks/list are gone from it). */
 static int is_task_method(const char *method) {
@@ -123,7 +178,7 @@ int mcp_rev2026_declares(json_t *caps, const char *ext) {
 /* The tasks extension is needed and the request does not declare it: why, or NULL. */
 static const char *needs_tasks(const char *method, json_t *msg) {
   json_t *params = json_object_get(msg, "params");
-  if (!tasks_offered() || mcp_rev2026_declares(json_object_get(meta_of(msg), META_CAPS), MCP_EXT_TASKS))
+  if (!tasks_offered() || mcp_rev2026_declares(facts_of(meta_of(msg))->caps, MCP_EXT_TASKS))
     return NULL;
   if (is_task_method(method)) return method;
   if (strcmp(method, "tools/call") == 0) {
@@ -148,19 +203,18 @@ static void add_supported(mcp_buf *b) {
 /* The fields every request's _meta must carry: the error (-32602) for the
  * first one missing, or NULL. */
 static const char *meta_missing(json_t *meta) {
-  json_t *caps = json_object_get(meta, META_CAPS);
+  const meta_facts *f = facts_of(meta);
   if (meta == NULL) return "params._meta is required (with \"" META_VERSION "\" and \"" META_CAPS "\")";
   if (!json_is_object(meta)) return "params._meta must be an object";
-  if (!json_is_string(json_object_get(meta, META_VERSION)))
-    return "params._meta[\"" META_VERSION "\"] is required (a string)";
-  if (!json_is_object(caps)) return "params._meta[\"" META_CAPS "\"] is required (an object)";
+  if (f->version == NULL) return "params._meta[\"" META_VERSION "\"] is required (a string)";
+  if (!json_is_object(f->caps)) return "params._meta[\"" META_CAPS "\"] is required (an object)";
   return NULL;
 }
 
-int mcp_rev2026_check(json_t *msg, const char *key, mcp_buf *out) {
+static int check(json_t *msg, const char *key, mcp_buf *out) {
   const char *method = json_string_value(json_object_get(msg, "method"));
   const char *version = mcp_rev2026_version(msg), *missing, *what;
-  json_t *meta = meta_of(msg), *level = json_object_get(meta, META_LEVEL);
+  json_t *meta = meta_of(msg), *level = facts_of(meta)->level;
   char text[400];
   if (method == NULL) method = "";
   /* An unsupported version first: another revision may want other fields. */
@@ -201,6 +255,23 @@ int mcp_rev2026_check(json_t *msg, const char *key, mcp_buf *out) {
     return 400;
   }
   return 0;
+}
+
+/* The message the HTTP transport checked last, held (so that its address
+ * names no other): the session's reading of that very tree, in the same
+ * turn (rev2026_meta.c keeps the tree of the text last read), is not
+ * checked twice. Only requests with a stream (HTTP) look at it. */
+static json_t *checked;
+
+static void checked_set(json_t *msg) {
+  json_decref(checked);
+  checked = json_incref(msg);
+}
+
+int mcp_rev2026_check(json_t *msg, const char *key, mcp_buf *out) {
+  int status = check(msg, key, out);
+  checked_set(status == 0 ? msg : NULL);
+  return status;
 }
 
 /* The server's capabilities as this revision states them: list changes and
@@ -263,7 +334,8 @@ static void discover(mcp_session *s, const char *key, void *stream) {
 static void eph_write(mcp_session *s, void *stream, const char *data, size_t len, int last) {
   eph *e = (eph *)s;
   mcp_session *p = s->parent;
-  mcp_buf want = MCP_BUF_INIT, out = MCP_BUF_INIT;
+  static mcp_buf want = MCP_BUF_INIT, out = MCP_BUF_INIT;    /* kept: a response each */
+  want.len = out.len = 0;
   if (e->call != NULL && e->call->tasked) {
     if (data != NULL)
       mcp_debug("request %.64s: a task's message dropped: %.*s", e->call->req.key,
@@ -286,15 +358,14 @@ static void eph_write(mcp_session *s, void *stream, const char *data, size_t len
     }
   }
   p->write(p, stream, data, len, last);
-  mcp_buf_free(&want);
-  mcp_buf_free(&out);
+  if (out.cap > 65536) mcp_buf_free(&out);       /* a large result's room is not kept */
 }
 
 static void eph_drained(mcp_session *s) {
   mcp_session *p = s->parent;
   idx_remove((eph *)s);
   mcp_session_close(s);
-  free(s);
+  eph_free((eph *)s);
   if (--p->ncalls == 0 && p->on_drained) p->on_drained(p);
 }
 
@@ -554,11 +625,14 @@ static int stateless_request(mcp_session *s, json_t *msg, const char *key, void 
   const char *level;
   mcp_buf *out;
   eph *e;
+  int was_checked;
   /* every message of a session comes by here: as few lookups as can tell */
-  if (json_string_value(json_object_get(meta, META_VERSION)) == NULL && strcmp(method, "server/discover") != 0)
+  if (facts_of(meta)->version == NULL && strcmp(method, "server/discover") != 0)
     return 0;
+  was_checked = stream != NULL && msg == checked;
+  checked_set(NULL);
   out = mcp_scratch();
-  if (mcp_rev2026_check(msg, key, out) != 0) {
+  if (!was_checked && check(msg, key, out) != 0) {
     mcp_debug("request %.64s refused: %.*s", key, (int)out->len, out->data);
     s->write(s, stream, out->data, out->len, 1);
     return 1;
@@ -586,11 +660,10 @@ static int stateless_request(mcp_session *s, json_t *msg, const char *key, void 
     if (tasks) tasks->request(s, stream, key, method, params);
     return 1;
   }
-  e = calloc(1, sizeof *e + strlen(key) + 1);
-  if (e == NULL) abort();
-  mcp__session_init(&e->s, eph_write, e);
+  e = eph_new(key, strlen(key));
+  mcp__session_init(&e->s, eph_write, e);     /* the session's fields zeroed, a fresh id */
+  e->call = NULL;
   e->s.parent = s;
-  strcpy(e->key, key);
   e->hash = eph_hash(s, key, strlen(key));
   idx_add(e);
   e->s.auth = mcp_identity_ref(s->auth);      /* this request's token, whatever later ones bring */
@@ -598,10 +671,10 @@ static int stateless_request(mcp_session *s, json_t *msg, const char *key, void 
   e->s.on_drained = eph_drained;
   e->stream = stream;
   e->cacheable = is_cacheable(method) != 0;
-  level = json_string_value(json_object_get(meta, META_LEVEL));
+  level = json_string_value(facts_of(meta)->level);
   /* Without a log level, no notifications/message for this request. */
   e->s.log_level = level ? (mcp_log_level)mcp_log_level_parse(level) : MCP_LOG_NLEVELS;
-  caps = json_object_get(meta, META_CAPS);      /* an object: mcp_rev2026_check says so */
+  caps = facts_of(meta)->caps;                  /* an object: mcp_rev2026_check says so */
   e->s.client_capabilities = json_incref(caps);
   s->ncalls++;
   e->s.ncalls++;
@@ -643,7 +716,8 @@ void mcp_rev2026_set_tasks(const mcp_rev2026_tasks *t) { tasks = t; }
 
 void mcp_rev2026_init(void) {
   static const mcp_session_type row = {
-    .stateless = stateless_request, .cancel = listen_cancel, .find = stateless_find,
+    .parse = mcp_rev2026_parse, .stateless = stateless_request, .cancel = listen_cancel,
+    .find = stateless_find,
   };
   mcp_session_register(&row);
 }

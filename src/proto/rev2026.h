@@ -21,6 +21,10 @@ enum {
 
 /* The per-request protocol version of a message (params._meta), or NULL. */
 const char *mcp_rev2026_version(json_t *msg);
+/* The tree of a message's text when it is a request with the _meta of a
+ * recent one (rev2026_meta.c: the rest parsed, the _meta's tree shared), or
+ * NULL: parse it the usual way, with the same outcome. */
+json_t *mcp_rev2026_parse(const char *data, size_t len);
 /* Is method served to 2026-07-28 requests? */
 int mcp_rev2026_has_method(const char *method);
 /* Do the client capabilities of a request declare the extension ext

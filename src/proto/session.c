@@ -75,7 +75,7 @@ void mcp_session_close(mcp_session *s) {
   mcp_session **p = &mcp_sessions;
   for (int i = 0; i < ntypes; i++)
     if (types[i]->closed) types[i]->closed(s);
-  mcp_sched_session_closed(s->id);
+  if (!s->rev2026) mcp_sched_session_closed(s->id);   /* a stateless request subscribes to nothing */
   while (*p && *p != s) p = &(*p)->next;
   if (*p) *p = s->next;
   mcp_reqtab_close(&s->reqs);
@@ -563,7 +563,10 @@ void mcp_session_input(mcp_session *s, const char *data, size_t len, void *strea
   in_stream = stream;
   in_len = len;
   if (quick_cancel(s, data, len)) return;
-  v = mcp_json_parse(data, len, err, sizeof err);
+  v = NULL;
+  for (int i = 0; v == NULL && i < ntypes; i++)
+    if (types[i]->parse) v = types[i]->parse(data, len);
+  if (v == NULL) v = mcp_json_parse(data, len, err, sizeof err);
   if (v == NULL) {
     snprintf(msg, sizeof msg, "Parse error: %s", err);
     send_error(s, NULL, NULL, MCP_RPC_PARSE, msg);

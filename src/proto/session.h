@@ -64,6 +64,10 @@ extern mcp_session *mcp_sessions;
  * (proto.c, before the first session), and session.c calls the rows in the
  * order registered, naming none of those files. A NULL member is skipped. */
 typedef struct mcp_session_type {
+  /* A message's tree made from its text at less cost than the general
+   * parse (rev2026.c: a 2026-07-28 request with a recent request's _meta),
+   * or NULL: session.c parses it. */
+  json_t *(*parse)(const char *data, size_t len);
   /* A request outside a batch, before anything else: 1 if the row took it
    * (rev2026.c: a 2026-07-28 request, served statelessly). */
   int (*stateless)(mcp_session *s, json_t *msg, const char *key, void *stream);

@@ -124,7 +124,7 @@ function M.sync_c()
       entry = core.encode(tool_entry(t)),      -- nil: tools/list stays Lua's, which says why
     }
   end
-  core.fast_tools(list, getmetatable(decl.ctx(0)), outcome.tool, input.open)
+  core.fast_tools(list, getmetatable(decl.ctx(0)), outcome.tool, input.open, decl.input_args)
 end
 
 -- The Mcp-Param headers (x-mcp-header) of a tool, for the HTTP transport's
