@@ -414,11 +414,12 @@ typedef mcp_json_member member;
 
 static mcp_buf passed;                 /* the result's text (as scratch: kept, trimmed when big) */
 
-/* The members of the object at j->p, checked, none built: how many, or -1
- * (not an object, not valid, or more than max members). With sub, the
- * members of an object under "result" go there (*nsub of them: the last
- * such key's), read in the same walk. */
-static int members(jparse *j, member *m, int max, member *sub, int *nsub) {
+/* The members of the object at j->p (its values nested depth deep), checked,
+ * none built: how many, or -1 (not an object, not valid, or more than max
+ * members). With sub, the members of an object under subkey go there (*nsub
+ * of them: the last such key's), read in the same walk. */
+static int members(jparse *j, int depth, member *m, int max, const char *subkey, member *sub,
+                   int *nsub) {
   int n = 0;
   json_t *none = NULL;
   skip_ws(j);
@@ -441,9 +442,10 @@ static int members(jparse *j, member *m, int max, member *sub, int *nsub) {
     j->p++;
     skip_ws(j);
     m[n].v = (const char *)j->p;
-    if (sub != NULL && j->p < j->end && *j->p == '{' && strcmp(m[n].key, "result") == 0) {
-      if ((*nsub = members(j, sub, max, NULL, NULL)) < 0) return -1;
-    } else if (value(j, 1, &none) != 0) {
+    if (sub != NULL && j->p < j->end && *j->p == '{' && strcmp(m[n].key, subkey) == 0) {
+      if (depth >= MCP_JSON_MAX_DEPTH || (*nsub = members(j, depth + 1, sub, max, NULL, NULL, NULL)) < 0)
+        return -1;
+    } else if (value(j, depth, &none) != 0) {
       return -1;
     }
     m[n].vn = (size_t)((const char *)j->p - m[n].v);
@@ -460,9 +462,16 @@ static int members(jparse *j, member *m, int max, member *sub, int *nsub) {
 }
 
 int mcp_json_members(const char *s, size_t n, mcp_json_member *m, int max) {
+  return mcp_json_members_in(s, n, m, max, NULL, NULL, NULL);
+}
+
+int mcp_json_members_in(const char *s, size_t n, mcp_json_member *m, int max, const char *subkey,
+                        mcp_json_member *sub, int *nsub) {
   jparse j = { (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + n,
                NULL, 1, 0, &scratch, NULL };
-  int count = members(&j, m, max, NULL, NULL);
+  int count;
+  if (sub != NULL) *nsub = -1;
+  count = members(&j, 1, m, max, subkey, sub, nsub);
   if (count < 0) return -1;
   skip_ws(&j);
   return j.p == j.end ? count : -1;
@@ -515,7 +524,7 @@ int mcp_json_decode_response(lua_State *L, const char *s, size_t n) {
   int nt, nr = -1, r = -1;
   char err[8];
   j.skip = 1;
-  if ((nt = members(&j, top, MAX_MEMBERS, res, &nr)) < 0) return -1;
+  if ((nt = members(&j, 1, top, MAX_MEMBERS, "result", res, &nr)) < 0) return -1;
   skip_ws(&j);
   if (j.p != j.end) return -1;
   for (int i = 0; i < nt; i++) {
