@@ -20,7 +20,7 @@ static struct {
 
 /* The incoming context: _meta.traceparent (with its tracestate) wins over
  * the HTTP header's; a malformed one counts as none (W3C: start anew). */
-static int incoming(json_t *params, const mcp_trace_origin *o, mcp_span_ctx *ctx) {
+static int incoming(const json_t *params, const mcp_trace_origin *o, mcp_span_ctx *ctx) {
   json_t *meta = json_object_get(params, "_meta");
   json_t *tp = json_object_get(meta, "traceparent"), *ts = json_object_get(meta, "tracestate");
   const char *v = NULL, *state = NULL;
@@ -63,10 +63,9 @@ static void request_id(mcp_span *s, const mcp_call *c) {
 
 void mcp_trace_server(mcp_call *c, const mcp_trace_origin *o) {
   mcp_span_ctx parent;
-  json_t *params = mcp_call_params(c);
-  const char *key, *target = target_of(c, params, &key);
+  const char *key, *target = target_of(c, o->params, &key);
   char name[256];
-  int remote = incoming(params, o, &parent);
+  int remote = incoming(o->params, o, &parent);
   mcp_span *s;
   snprintf(name, sizeof name, target ? "%s %s" : "%s", c->method, target);
   s = c->span = mcp_span_start(MCP_SPAN_SERVER, name, remote ? &parent : NULL, &T.sampler);

@@ -147,7 +147,8 @@ const mcp_call_owner mcp_session_owner = { owner_respond, owner_stopping, owner_
  * the transport's session it came on) knows. */
 static void trace_server(mcp_call *c, const mcp_session *s) {
   const mcp_session *t = s->parent ? s->parent : s;
-  mcp_trace_origin o = { t->traceparent, t->tracestate, NULL, NULL, t->tcp ? "tcp" : "pipe", NULL };
+  mcp_trace_origin o = { t->traceparent, t->tracestate, NULL, NULL, t->tcp ? "tcp" : "pipe", NULL,
+                         mcp_call_params(c) };
   if (s->revision >= 0) o.protocol_version = mcp_revisions[s->revision];
   if (t->digest[0]) o.session_digest = t->digest;
   if (s->auth || t->auth) o.enduser = mcp_identity_subject(s->auth ? s->auth : t->auth);
