@@ -589,61 +589,67 @@ static int has_nul_escape(const char *data, size_t len) {
   return 0;
 }
 
-/* The one member of m named key, in *one; 0 when it is there twice. */
-static int take(const mcp_json_member *m, const char *key, const mcp_json_member **one) {
-  if (!member_is(m, key)) return 1;
-  if (*one != NULL) return 0;
-  *one = m;
-  return 1;
+/* m's place among names (NULL-terminated) in got: 0 when it is there
+ * twice, or when it is none of them and only they may be. */
+static int take(const mcp_json_member *m, const char *const *names, const mcp_json_member **got,
+                int only) {
+  for (int i = 0; names[i] != NULL; i++)
+    if (m->key[0] == names[i][0] && strcmp(m->key, names[i]) == 0) {
+      if (got[i] != NULL) return 0;
+      got[i] = m;
+      return 1;
+    }
+  return !only;
 }
 
 /* _meta's progressToken (or none) as the text mcp_call_start would make. */
-static int quick_token(const mcp_json_member *meta, mcp_request_text *rt) {
+static int quick_token(const mcp_json_member *meta, int escapes, mcp_request_text *rt) {
+  static const char *const names[] = { "progressToken", NULL };
   mcp_json_member t[8];
   const mcp_json_member *token = NULL;
   char key[KEY_MAX];
   int n = mcp_json_members(meta->v, meta->vn, t, 8);
   if (n < 0) return 0;
   for (int i = 0; i < n; i++)
-    if (!plain(&t[i], 0) || !member_is(&t[i], "progressToken") || !take(&t[i], "progressToken", &token))
-      return 0;
+    if ((escapes && !plain(&t[i], 0)) || !take(&t[i], names, &token, 1)) return 0;
   if (token != NULL && (token->vn >= KEY_MAX || !text_key(token, key))) return 0;
   if (token != NULL) rt->token = token->v, rt->token_len = token->vn;
   return 1;
 }
 
 static int quick_call(mcp_session *s, const char *data, size_t len) {
+  static const char *const top_names[] = { "jsonrpc", "method", "id", "params", NULL };
+  static const char *const params_names[] = { "name", "arguments", "_meta", NULL };
+  enum { VERSION, METHOD, ID, PARAMS };
+  enum { NAME, ARGS, META };
   mcp_json_member m[8], p[8];
-  const mcp_json_member *version = NULL, *method = NULL, *id = NULL, *params = NULL;
-  const mcp_json_member *name = NULL, *args = NULL, *meta = NULL;
+  const mcp_json_member *top[4] = { NULL }, *in[3] = { NULL }, *id, *name;
   mcp_request_text rt = { NULL, NULL, 0, 0, NULL, NULL, 0 };
   char key[KEY_MAX], tool[NAME_MAX_TEXT];
-  int n, np;
-  if (s->revision < 0 || has_nul_escape(data, len) ||
-      (n = mcp_json_members_in(data, len, m, 8, "params", p, &np)) < 0)
+  int n, np, escapes;
+  if (s->revision < 0) return 0;
+  escapes = memchr(data, '\\', len) != NULL;
+  if ((escapes && has_nul_escape(data, len)) || (n = mcp_json_members_in(data, len, m, 8, "params", p, &np)) < 0)
     return 0;
   for (int i = 0; i < n; i++)
-    if (!plain(&m[i], 1) || !take(&m[i], "jsonrpc", &version) || !take(&m[i], "method", &method) ||
-        !take(&m[i], "id", &id) || !take(&m[i], "params", &params))
-      return 0;
-  if (method == NULL || !value_is(method, CALL_TEXT, sizeof CALL_TEXT - 1) || version == NULL ||
-      !value_is(version, "\"2.0\"", 5) || id == NULL || id->vn >= KEY_MAX || !plain(id, 0) ||
-      !text_key(id, key) || params == NULL || params->v[0] != '{')
+    if ((escapes && !plain(&m[i], 1)) || !take(&m[i], top_names, top, 0)) return 0;
+  id = top[ID];
+  if (top[METHOD] == NULL || !value_is(top[METHOD], CALL_TEXT, sizeof CALL_TEXT - 1) || top[VERSION] == NULL ||
+      !value_is(top[VERSION], "\"2.0\"", 5) || id == NULL || id->vn >= KEY_MAX ||
+      (escapes && !plain(id, 0)) || !text_key(id, key) || top[PARAMS] == NULL || top[PARAMS]->v[0] != '{')
     return 0;
-  for (int i = 0; i < np; i++) {
-    if (!plain(&p[i], 1) || !take(&p[i], "name", &name) || !take(&p[i], "arguments", &args) ||
-        !take(&p[i], "_meta", &meta))
-      return 0;
-    if (&p[i] != name && &p[i] != args && &p[i] != meta) return 0;   /* task, ...: parsed */
-  }
-  if (name == NULL || name->v[0] != '"' || !plain(name, 0) || name->vn - 2 >= sizeof tool ||
-      (args != NULL && args->v[0] != '{') || (meta != NULL && (meta->v[0] != '{' || !quick_token(meta, &rt))) ||
+  for (int i = 0; i < np; i++)       /* task, ...: parsed */
+    if ((escapes && !plain(&p[i], 1)) || !take(&p[i], params_names, in, 1)) return 0;
+  name = in[NAME];
+  if (name == NULL || name->v[0] != '"' || (escapes && !plain(name, 0)) || name->vn - 2 >= sizeof tool ||
+      (in[ARGS] != NULL && in[ARGS]->v[0] != '{') ||
+      (in[META] != NULL && (in[META]->v[0] != '{' || !quick_token(in[META], escapes, &rt))) ||
       mcp_reqtab_find(&s->reqs, key, strlen(key)) != NULL || !mcp_sched_has_method("tools/call"))
     return 0;
   memcpy(tool, name->v + 1, name->vn - 2);
   tool[name->vn - 2] = '\0';
-  rt.params = params->v, rt.params_len = params->vn;
-  if (args != NULL) rt.args = args->v, rt.args_len = args->vn;
+  rt.params = top[PARAMS]->v, rt.params_len = top[PARAMS]->vn;
+  if (in[ARGS] != NULL) rt.args = in[ARGS]->v, rt.args_len = in[ARGS]->vn;
   rt.name = tool;
   call_own(s, NULL, in_stream,
            mcp_call_start_text(&mcp_session_owner, s->id, key, strlen(key), "tools/call", &rt));
