@@ -278,16 +278,6 @@ static int begin(mcp_call *c, lua_State *co) {
   return MCP_PATH_LUA;
 }
 
-static int nkeys(lua_State *L, int t) {
-  int n = 0;
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    lua_pop(L, 1);
-    n++;
-  }
-  return n;
-}
-
 /* What to do with the table at v that a handler returned. SHAPE_AS_IS:
  * its content is already an array, so result.lua would send it as it is (no
  * metatable, no structuredContent, no outputSchema to check unless isError
@@ -297,8 +287,52 @@ static int nkeys(lua_State *L, int t) {
  * result.lua's work. */
 enum { SHAPE_LUA, SHAPE_AS_IS, SHAPE_TEXT };
 
+static int is_text(lua_State *co, int idx, const char *s, size_t n) {
+  size_t len;
+  const char *p;
+  if (lua_type(co, idx) != LUA_TSTRING) return 0;
+  p = lua_tolstring(co, idx, &len);
+  return len == n && memcmp(p, s, n) == 0;
+}
+
+/* Is the table at v mcp.text's and nothing more ({content = [{type = "text",
+ * text = S}]}, the array's metatable mcp.array's, no other)? Then S is
+ * pushed (1); else the stack is left as it was (0). Read with lua_next, no
+ * lookup by name: the commonest result. */
+static int text_shape(lua_State *co, int v) {
+  int top = lua_gettop(co), content = top + 2, item = top + 3, n = 0, type = 0, text = 0;
+  if (lua_getmetatable(co, v)) goto no;
+  lua_pushnil(co);
+  if (!lua_next(co, v)) goto no;                       /* stack: key content */
+  if (!is_text(co, top + 1, "content", 7) || lua_type(co, content) != LUA_TTABLE) goto no;
+  lua_pushvalue(co, top + 1);
+  if (lua_next(co, v) || !lua_getmetatable(co, content)) goto no;
+  lua_rawgeti(co, LUA_REGISTRYINDEX, F.array_mt_ref);
+  if (!lua_rawequal(co, -1, -2) || lua_rawlen(co, content) != 1) goto no;
+  lua_settop(co, content);
+  if (lua_rawgeti(co, content, 1) != LUA_TTABLE || lua_getmetatable(co, item)) goto no;
+  lua_pushnil(co);
+  while (lua_next(co, item)) {                         /* stack: ... item [S] key value */
+    if (++n > 2 || lua_type(co, -1) != LUA_TSTRING) goto no;
+    if (!type && is_text(co, -2, "type", 4) && is_text(co, -1, "text", 4)) {
+      type = 1;
+      lua_pop(co, 1);
+    } else if (!text && is_text(co, -2, "text", 4)) {
+      text = 1;
+      lua_insert(co, -2);                              /* S kept under the key */
+    } else {
+      goto no;
+    }
+  }
+  if (type && text) return 1;
+no:
+  lua_settop(co, top);
+  return 0;
+}
+
 static int table_shape(lua_State *co, const fast_tool *t, int v, int text) {
-  int top = lua_gettop(co), content = top + 1, item = top + 2, ok;
+  int top = lua_gettop(co), content = top + 1, ok;
+  if (text && !t->output && text_shape(co, v)) return SHAPE_TEXT;
   if (lua_getmetatable(co, v)) {     /* the upstream's result as it wrote it: as result.lua passes it */
     lua_rawgeti(co, LUA_REGISTRYINDEX, raw_mt_ref);
     ok = t->forward && lua_rawequal(co, -1, -2);
@@ -316,11 +350,6 @@ static int table_shape(lua_State *co, const fast_tool *t, int v, int text) {
     lua_settop(co, top);
     return ok ? SHAPE_AS_IS : SHAPE_LUA;
   }
-  if (text && nkeys(co, v) == 1 && lua_rawlen(co, content) == 1 && lua_rawgeti(co, content, 1) == LUA_TTABLE &&
-      !lua_getmetatable(co, item) && nkeys(co, item) == 2 &&
-      lua_getfield(co, item, "type") == LUA_TSTRING && strcmp(lua_tostring(co, -1), "text") == 0 &&
-      lua_getfield(co, item, "text") == LUA_TSTRING)
-    return SHAPE_TEXT;
   lua_settop(co, top);
   return SHAPE_AS_IS;
 lua:
