@@ -752,7 +752,8 @@ json_t *mcp_call_params(mcp_call *c) {
 
 void mcp_call_push_params(lua_State *L, mcp_call *c) {
   if (c->params) mcp_json_push(L, c->params);
-  else if (c->ptext == NULL || mcp_json_decode(L, c->ptext->text, c->ptext->len, NULL, 0) != 0) lua_newtable(L);
+  else if (c->ptext == NULL || mcp_json_decode(L, c->ptext->text, c->ptext->len, NULL, 0) != 0)
+    lua_newtable(L);
 }
 
 int mcp_call_args_text(const mcp_call *c, const char **args, size_t *len) {

@@ -629,7 +629,8 @@ static int quick_call(mcp_session *s, const char *data, size_t len) {
   int n, np, escapes;
   if (s->revision < 0) return 0;
   escapes = memchr(data, '\\', len) != NULL;
-  if ((escapes && has_nul_escape(data, len)) || (n = mcp_json_members_in(data, len, m, 8, "params", p, &np)) < 0)
+  if ((escapes && has_nul_escape(data, len)) ||
+      (n = mcp_json_members_in(data, len, m, 8, "params", p, &np)) < 0)
     return 0;
   for (int i = 0; i < n; i++)
     if ((escapes && !plain(&m[i], 1)) || !take(&m[i], top_names, top, 0)) return 0;
