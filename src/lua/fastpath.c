@@ -158,8 +158,9 @@ static int call_setup(lua_State *L) {
   /* a 2026-07-28 call's arguments are input.lua's too (the state's binding) */
   raw = t->forward && given && !c->session->rev2026;
   if (raw) push_raw(L, a);                                       /* 4 */
-  else if (a->text != NULL) mcp_json_decode(L, a->text, a->len, NULL, 0);   /* checked text */
-  else if (a->tree != NULL) mcp_json_push(L, a->tree);
+  else if (a->text != NULL) {
+    if (mcp_json_decode(L, a->text, a->len, NULL, 0) != 0) return 0;   /* checked text: never */
+  } else if (a->tree != NULL) mcp_json_push(L, a->tree);
   else lua_newtable(L);
   if (lua_getiuservalue(L, 2, UV_COMPILED) != LUA_TNIL && (raw || !mcp_schema_check(L, 5, 4))) return 0;
   lua_pop(L, 1);
