@@ -19,6 +19,8 @@ return mcp.plugin { name = "paths", tools = {
   tool("nothing", function() end),
   tool("number", function() return 2.5 end),
   tool("content", function() return { content = mcp.array { { type = "text", text = "a", _meta = { k = 1 } } } } end),
+  tool("nul_type", function() return { content = mcp.array { { type = "text\0x", text = "a" } } } end),
+  tool("text_table", function() return { content = mcp.array { { text = "b", type = "text" } } } end),
   tool("structured", function() return { n = 1 } end),
   tool("failed", function() return nil, "no such thing" end),
   tool("raised", function() error("boom") end),
@@ -105,6 +107,8 @@ local REQUESTS = {
   { "tools/call", { name = "nothing" } },
   { "tools/call", { name = "number" } },
   { "tools/call", { name = "content" } },
+  { "tools/call", { name = "nul_type" } },                                -- not mcp.text's: as it is
+  { "tools/call", { name = "text_table" } },
   { "tools/call", { name = "structured" } },
   { "tools/call", { name = "failed" } },
   { "tools/call", { name = "raised" } },

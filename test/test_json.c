@@ -143,6 +143,8 @@ int main(void) {
   RT("-1.5e-3", "-0.0015");
   RT("1E2", "100");
   RT("[[[[]]]]", "[[[[]]]]");
+  RT("{\"a\":{\"b\":[1,[]]}}", "{\"a\":{\"b\":[1,[]]}}");         /* the first array deep */
+  RT("[{},{\"c\":[{}]},[]]", "[{},{\"c\":[{}]},[]]");
   RT("\"\xf4\x8f\xbf\xbf\"", "\"\xf4\x8f\xbf\xbf\"");          /* U+10FFFF */
 
   dump_as_jansson("{\"text\":\"hello\",\"n\":1,\"b\":[true,false,null],\"o\":{}}");
@@ -158,6 +160,23 @@ int main(void) {
     CHECK(b.len == 8 && memcmp(b.data, "\"\\u001f\"", 8) == 0, "%.*s", (int)b.len, b.data);
     mcp_buf_free(&b);
     json_decref(v);
+  }
+  {
+    /* an object's members and those of its params, located in one walk */
+    const char *req = "{\"id\":1, \"params\" : {\"name\":\"x\",\"arguments\":{\"a\":[1]}},\"m\":null}";
+    mcp_json_member m[8], p[8];
+    int np = 0, n = mcp_json_members_in(req, strlen(req), m, 8, "params", p, &np);
+    CHECK(n == 3 && np == 2, "members_in: %d members, %d in params", n, np);
+    CHECK(n == 3 && strcmp(m[1].key, "params") == 0 && m[1].vn == 34 && m[1].v[0] == '{', "members_in: params");
+    CHECK(np == 2 && strcmp(p[1].key, "arguments") == 0 && p[1].vn == 9 && memcmp(p[1].v, "{\"a\":[1]}", 9) == 0,
+          "members_in: arguments' text");
+    CHECK(mcp_json_members_in(req, strlen(req) - 1, m, 8, "params", p, &np) < 0, "members_in: a truncated text");
+    CHECK(mcp_json_members_in("{\"a\":1}", 7, m, 8, "params", p, &np) == 1 && np == -1, "members_in: no params");
+    CHECK(mcp_json_members_in("{\"params\":{\"a\":1,\"b\":2}}", 24, m, 8, "params", p, &np) == 1 && np == 2,
+          "members_in: params alone");
+    CHECK(mcp_json_members_in("{\"params\":{\"a\":1,\"b\":2}}", 24, m, 8, "params", p, &np) == 1 &&
+          mcp_json_members_in("{\"params\":{\"a\":1,\"b\":2,\"c\":3}}", 30, m, 2, "params", p, &np) < 0,
+          "members_in: more params members than max");
   }
 
   BAD("", "a value expected");

@@ -52,9 +52,8 @@ deprecated("read_file", core.read_file)
 deprecated("list_dir", core.list_dir)
 deprecated("realpath", core.realpath)
 
-function mcp.text(s)
-  return { content = mcp.array { { type = "text", text = tostring(s) } } }
-end
+-- { content = mcp.array { { type = "text", text = tostring(s) } } }, made in C
+mcp.text = core.text
 
 -- An isError result: a string, or a table's message (else its JSON).
 function mcp.error(msg)

@@ -308,7 +308,15 @@ static void hook(lua_State *L, lua_Debug *ar) {
 
 /* Timers and the end of a call. */
 
+/* c's params, tree or text, are dropped (it started, or it ends). */
+static void params_drop(mcp_call *c) {
+  if (c->params) json_decref(c->params), c->params = NULL;
+  free(c->ptext);
+  c->ptext = NULL;
+}
+
 static void call_free(mcp_call *c) {
+  params_drop(c);
   mcp_req_close(&c->req);
   if (c->tool_owned) free(c->tool);
   free(c->progress_token);
@@ -448,7 +456,7 @@ static void call_finish(mcp_call *c) {
   queue_remove(c);
   EACH_TYPE(leave, c);               /* its slot or its place in a limit's queue */
   mcp_deadline_set(&c->dl, 0);
-  if (c->params) json_decref(c->params), c->params = NULL;
+  params_drop(c);
   if (c->oncancel_ref != LUA_NOREF) {
     luaL_unref(S.L, LUA_REGISTRYINDEX, c->oncancel_ref);
     c->oncancel_ref = LUA_NOREF;
@@ -527,7 +535,7 @@ static int push_args(lua_State *L) {
   lua_settop(L, 0);
   lua_rawgeti(L, LUA_REGISTRYINDEX, S.dispatch_ref);
   lua_pushstring(L, c->method);
-  if (c->params) mcp_json_push(L, c->params); else lua_newtable(L);
+  mcp_call_push_params(L, c);
   if (c->req.key[0] != '"') {                  /* an integer id */
     lua_pushinteger(L, (lua_Integer)strtoll(c->req.key, NULL, 10));
   } else if (mcp_json_decode(L, c->req.key, c->req.keylen, NULL, 0) != 0) {
@@ -543,8 +551,7 @@ static int call_begin_path(mcp_call *c) {
   int n = S.path->begin(c, c->co);
   if (n == MCP_PATH_LUA) return 0;
   c->fast = 1;
-  json_decref(c->params);
-  c->params = NULL;
+  params_drop(c);
   if (n == MCP_PATH_ANSWERED) mcp_call_fire(c, MCP_EV_RETURN, NULL);
   else call_resume(c, n);
   return 1;
@@ -564,8 +571,7 @@ static void call_begin(mcp_call *c) {
     mcp_call_fire(c, MCP_EV_RAISE, NULL);
     return;
   }
-  json_decref(c->params);
-  c->params = NULL;
+  params_drop(c);
   call_resume(c, 4);
 }
 
@@ -647,42 +653,52 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
   }
 }
 
-mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char *key, size_t keylen,
-                         const char *method, json_t *params) {
+/* What a call's params came as, when text (mcp_call_start_text): one
+ * block, freed when the call starts. */
+struct mcp_params_text {
+  size_t len, args_off, args_len;    /* args_len 0: no arguments */
+  char text[];                       /* the params object, NUL-terminated */
+};
+
+/* A call of method, its tool's policy looked up by name (tools/call), its
+ * progress token the JSON text given. */
+static mcp_call *call_new(const mcp_call_owner *owner, long long sid, const char *key, size_t keylen,
+                          const char *method, const char *name, const char *token, size_t token_len) {
   mcp_call *c = calloc(1, sizeof *c);
   int mode = MCP_CANCEL_COOPERATIVE;
   if (c == NULL) abort();
   c->dl.index = -1;
   c->timeout = (float)mcp_cfg.timeout;
   c->grace = (float)mcp_cfg.grace;
-  if (strcmp(method, "tools/call") == 0) {
-    const char *name = json_string_value(json_object_get(params, "name"));
+  if (name != NULL) {
     double timeout = c->timeout, grace = c->grace;
-    if (name && mcp_policy_get(name, &mode, &timeout, &grace, &c->logger)) {
+    if (mcp_policy_get(name, &mode, &timeout, &grace, &c->logger)) {
       c->tool = (char *)mcp_name_intern(name);
       c->budget = mcp_budget_of(c->logger, 0);
       c->timeout = (float)timeout;
       c->grace = (float)grace;
-    } else if (name) {
+    } else {
       c->tool = strdup(name);
       c->tool_owned = 1;
     }
   }
-  json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
-  if (json_is_string(token) || json_is_integer(token)) {
-    mcp_buf b = MCP_BUF_INIT;
-    mcp_json_dump(token, &b);
-    mcp_buf_addc(&b, '\0');
-    c->progress_token = b.data;
+  if (token != NULL) {
+    if ((c->progress_token = malloc(token_len + 1)) == NULL) abort();
+    memcpy(c->progress_token, token, token_len);
+    c->progress_token[token_len] = '\0';
   }
   mcp_req_init(&c->req, key, keylen, mode);
   c->owner = owner;
   c->sid = sid;
   c->method = mcp_name_intern(method);
-  c->params = json_incref(params);
   c->co_ref = c->oncancel_ref = c->token_ref = LUA_NOREF;
   c->last_progress = -1e308;
   c->arrive_ns = uv_hrtime();
+  return c;
+}
+
+/* c is made: it arrives and waits for its start. */
+static mcp_call *call_arrive(mcp_call *c) {
   EACH_TYPE(arrive, c);
   mcp_call_beat(c);
   c->anext = S.all;
@@ -692,11 +708,59 @@ mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char 
   if (c->timeout > 0) {
     uint64_t ms = (uint64_t)(c->timeout * 1000.0);
     c->deadline_ns = c->due_ns = mcp_clock_ns() + ms * 1000000ull;
-    if (mode != MCP_CANCEL_IGNORE) c->hard_ns = c->deadline_ns;
+    if (c->req.mode != MCP_CANCEL_IGNORE) c->hard_ns = c->deadline_ns;
   }
   if (c->due_ns || c->beat_ns) timer_arm(c);
   queue_push(c);
   return c;
+}
+
+mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char *key, size_t keylen,
+                         const char *method, json_t *params) {
+  const char *name = NULL;
+  json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
+  mcp_buf b = MCP_BUF_INIT;
+  mcp_call *c;
+  if (strcmp(method, "tools/call") == 0) name = json_string_value(json_object_get(params, "name"));
+  if (json_is_string(token) || json_is_integer(token)) mcp_json_dump(token, &b);
+  c = call_new(owner, sid, key, keylen, method, name, b.data, b.len);
+  mcp_buf_free(&b);
+  c->params = json_incref(params);
+  return call_arrive(c);
+}
+
+mcp_call *mcp_call_start_text(const mcp_call_owner *owner, long long sid, const char *key,
+                              size_t keylen, const char *method, const mcp_request_text *rt) {
+  mcp_call *c = call_new(owner, sid, key, keylen, method, strcmp(method, "tools/call") == 0 ? rt->name : NULL,
+                         rt->token, rt->token_len);
+  struct mcp_params_text *t = malloc(sizeof *t + rt->params_len + 1);
+  if (t == NULL) abort();
+  t->len = rt->params_len;
+  t->args_off = rt->args ? (size_t)(rt->args - rt->params) : 0;
+  t->args_len = rt->args ? rt->args_len : 0;
+  memcpy(t->text, rt->params, rt->params_len);
+  t->text[rt->params_len] = '\0';
+  c->ptext = t;
+  return call_arrive(c);
+}
+
+json_t *mcp_call_params(mcp_call *c) {
+  if (c->params == NULL && c->ptext != NULL)
+    c->params = mcp_json_parse(c->ptext->text, c->ptext->len, NULL, 0);   /* checked: never NULL */
+  return c->params;
+}
+
+void mcp_call_push_params(lua_State *L, mcp_call *c) {
+  if (c->params) mcp_json_push(L, c->params);
+  else if (c->ptext == NULL || mcp_json_decode(L, c->ptext->text, c->ptext->len, NULL, 0) != 0)
+    lua_newtable(L);
+}
+
+int mcp_call_args_text(const mcp_call *c, const char **args, size_t *len) {
+  if (c->ptext == NULL) return 0;
+  *args = c->ptext->args_len ? c->ptext->text + c->ptext->args_off : NULL;
+  *len = c->ptext->args_len;
+  return 1;
 }
 
 /* A request about to start: a registered row (limit.c: its tool's limits)

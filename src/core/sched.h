@@ -46,6 +46,7 @@ struct mcp_call {
   char *tool;                /* params.name of tools/call, for messages */
   const char *logger;        /* the tool's plugin, for log messages (interned) */
   json_t *params;            /* owned reference; dropped when started */
+  struct mcp_params_text *ptext;  /* or params as their text (mcp_call_start_text): owned, likewise */
   char *progress_token;      /* JSON text of _meta.progressToken, or NULL */
   double last_progress;
   float timeout, grace;      /* seconds; 0 = none */
@@ -158,6 +159,28 @@ void mcp_sched_close(void);
  * its tables first). */
 mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char *key, size_t keylen,
                          const char *method, json_t *params);
+/* A request's params as read from their text (session.c), no tree made:
+ * the object's text, checked as mcp_json_parse checks it, with no member
+ * but name (a string), arguments (an object) and _meta (progressToken). */
+typedef struct mcp_request_text {
+  const char *params, *args;           /* the texts of params and of params.arguments (or NULL) */
+  size_t params_len, args_len;
+  const char *name;                    /* params.name, NUL-terminated */
+  const char *token;                   /* _meta.progressToken's JSON text, or NULL */
+  size_t token_len;
+} mcp_request_text;
+/* mcp_call_start for params read as text: what the call needs is copied. */
+mcp_call *mcp_call_start_text(const mcp_call_owner *owner, long long sid, const char *key,
+                              size_t keylen, const char *method, const mcp_request_text *rt);
+/* c's params before it starts, as a tree (made now from their text if they
+ * came as text), or NULL. */
+json_t *mcp_call_params(mcp_call *c);
+/* Push c's params as a Lua table (an empty table when it has none).
+ * Raises on out of memory: call it protected. */
+void mcp_call_push_params(lua_State *L, mcp_call *c);
+/* 1 when c's params came as text, with params.arguments' text in *args
+ * (NULL when it has none); 0 for a tree's (or no params). */
+int mcp_call_args_text(const mcp_call *c, const char **args, size_t *len);
 /* Append the server's capabilities object, as the plugins make them. */
 void mcp_sched_capabilities(mcp_buf *b);
 /* The Mcp-Param headers a tool declares (x-mcp-header, 2026-07-28): a JSON

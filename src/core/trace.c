@@ -20,7 +20,7 @@ static struct {
 
 /* The incoming context: _meta.traceparent (with its tracestate) wins over
  * the HTTP header's; a malformed one counts as none (W3C: start anew). */
-static int incoming(json_t *params, const mcp_trace_origin *o, mcp_span_ctx *ctx) {
+static int incoming(const json_t *params, const mcp_trace_origin *o, mcp_span_ctx *ctx) {
   json_t *meta = json_object_get(params, "_meta");
   json_t *tp = json_object_get(meta, "traceparent"), *ts = json_object_get(meta, "tracestate");
   const char *v = NULL, *state = NULL;
@@ -44,12 +44,12 @@ static int incoming(json_t *params, const mcp_trace_origin *o, mcp_span_ctx *ctx
 
 /* The target of "{mcp.method.name} {target}": the tool's or prompt's name,
  * the resource's URI, else none. */
-static const char *target_of(const mcp_call *c, const char **key) {
+static const char *target_of(const mcp_call *c, const json_t *params, const char **key) {
   const char *v;
   *key = NULL;
-  if ((v = json_string_value(json_object_get(c->params, "name"))) != NULL)
+  if ((v = json_string_value(json_object_get(params, "name"))) != NULL)
     *key = strcmp(c->method, "prompts/get") == 0 ? "gen_ai.prompt.name" : c->tool ? "gen_ai.tool.name" : NULL;
-  else if ((v = json_string_value(json_object_get(c->params, "uri"))) != NULL)
+  else if ((v = json_string_value(json_object_get(params, "uri"))) != NULL)
     *key = "mcp.resource.uri";
   return v;
 }
@@ -63,9 +63,9 @@ static void request_id(mcp_span *s, const mcp_call *c) {
 
 void mcp_trace_server(mcp_call *c, const mcp_trace_origin *o) {
   mcp_span_ctx parent;
-  const char *key, *target = target_of(c, &key);
+  const char *key, *target = target_of(c, o->params, &key);
   char name[256];
-  int remote = incoming(c->params, o, &parent);
+  int remote = incoming(o->params, o, &parent);
   mcp_span *s;
   snprintf(name, sizeof name, target ? "%s %s" : "%s", c->method, target);
   s = c->span = mcp_span_start(MCP_SPAN_SERVER, name, remote ? &parent : NULL, &T.sampler);

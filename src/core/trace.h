@@ -6,6 +6,8 @@
 #ifndef MCP_TRACE_H
 #define MCP_TRACE_H
 
+#include <jansson.h>
+
 #include "span.h"
 
 typedef struct mcp_call mcp_call;
@@ -25,10 +27,11 @@ typedef struct {
   const char *session_digest;             /* a digest of the session id, never the id */
   const char *transport;                  /* network.transport: "pipe" (stdio) or "tcp" (static) */
   const char *enduser;                    /* the token's subject (--auth-*) */
+  const json_t *params;                   /* the request's (mcp_call_params), or NULL */
 } mcp_trace_origin;
 
-/* Start c's SERVER span (before its params are dropped): its parent is
- * params._meta.traceparent, else the HTTP header, else none. */
+/* Start c's SERVER span: its parent is params._meta.traceparent, else the
+ * HTTP header, else none. */
 void mcp_trace_server(mcp_call *c, const mcp_trace_origin *o);
 /* c answers with an error: a JSON-RPC code, or 0 for a tool's isError result. */
 void mcp_trace_call_error(mcp_call *c, int code);

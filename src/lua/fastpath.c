@@ -117,14 +117,28 @@ static void push_id(lua_State *L, const mcp_call *c) {
   else if (mcp_json_decode(L, c->req.key, c->req.keylen, NULL, 0) != 0) lua_pushnil(L);
 }
 
+/* A tools/call's arguments, a tree's or their text (mcp_call_args_text). */
+typedef struct call_args {
+  const json_t *tree;
+  const char *text;
+  size_t len;
+} call_args;
+
 /* A forwarded tool's arguments as the JSON text they came as (a json_raw:
- * encode() writes it as is), not a Lua table to be encoded again. */
-static void push_raw(lua_State *L, const json_t *args) {
+ * encode() writes it as is), not a Lua table to be encoded again. Text with
+ * a line break in it is compacted first: a stdio upstream reads lines. */
+static void push_raw(lua_State *L, const call_args *a) {
   static mcp_buf text = MCP_BUF_INIT;
-  text.len = 0;
-  mcp_json_dump(args, &text);
   lua_createtable(L, 1, 0);
-  lua_pushlstring(L, text.data, text.len);
+  if (a->text != NULL && memchr(a->text, '\n', a->len) == NULL && memchr(a->text, '\r', a->len) == NULL) {
+    lua_pushlstring(L, a->text, a->len);
+  } else {
+    json_t *tree = a->text ? mcp_json_parse(a->text, a->len, NULL, 0) : (json_t *)a->tree;
+    text.len = 0;
+    mcp_json_dump(tree, &text);
+    if (a->text) json_decref(tree);
+    lua_pushlstring(L, text.data, text.len);
+  }
   lua_rawseti(L, -2, 1);
   luaL_setmetatable(L, MCP_JSON_RAW_MT);
 }
@@ -134,9 +148,9 @@ static void push_raw(lua_State *L, const json_t *args) {
  * stack: call arguments -> entry handler args ctx */
 static int call_setup(lua_State *L) {
   mcp_call *c = lua_touserdata(L, 1);
-  const json_t *args = lua_touserdata(L, 2);
+  const call_args *a = lua_touserdata(L, 2);
   const fast_tool *t;
-  int raw;
+  int raw, given = a->tree != NULL || a->text != NULL;
   lua_settop(L, 0);
   lua_rawgeti(L, LUA_REGISTRYINDEX, F.tools_ref);
   if (lua_getfield(L, 1, c->tool) != LUA_TUSERDATA) return 0;   /* 2: entry */
@@ -144,9 +158,11 @@ static int call_setup(lua_State *L) {
   if (t->lua_only || (t->scopes && c->session->auth != NULL) || (t->tasks && c->session->rev2026)) return 0;
   lua_getiuservalue(L, 2, UV_HANDLER);                           /* 3 */
   /* a 2026-07-28 call's arguments are input.lua's too (the state's binding) */
-  raw = t->forward && args != NULL && !c->session->rev2026;
-  if (raw) push_raw(L, args);                                    /* 4 */
-  else if (args != NULL) mcp_json_push(L, args);
+  raw = t->forward && given && !c->session->rev2026;
+  if (raw) push_raw(L, a);                                       /* 4 */
+  else if (a->text != NULL) {
+    if (mcp_json_decode(L, a->text, a->len, NULL, 0) != 0) return 0;   /* checked text: never */
+  } else if (a->tree != NULL) mcp_json_push(L, a->tree);
   else lua_newtable(L);
   if (lua_getiuservalue(L, 2, UV_COMPILED) != LUA_TNIL && (raw || !mcp_schema_check(L, 5, 4))) return 0;
   lua_pop(L, 1);
@@ -172,19 +188,23 @@ static int call_setup(lua_State *L) {
  * pass in the common case, done here; the rest is Lua's. */
 static int begin_call(mcp_call *c, lua_State *co) {
   lua_State *L = mcp_sched_lua();
-  const json_t *args = json_object_get(c->params, "arguments");
+  call_args a = { NULL, NULL, 0 };
   int top = lua_gettop(L), n;
-  /* a name with a NUL in it is not the C string c->tool says; a 2026-07-28
-   * retry with answers is input.lua's to check */
-  if (c->tool == NULL || c->tool_owned || c->session == NULL ||
-      json_string_length(json_object_get(c->params, "name")) != strlen(c->tool) ||
-      json_object_get(c->params, "task") != NULL || (args != NULL && !json_is_object(args)) ||
-      (c->session->rev2026 && (json_object_get(c->params, "inputResponses") != NULL ||
-                               json_object_get(c->params, "requestState") != NULL)))
-    return MCP_PATH_LUA;
+  if (c->tool == NULL || c->tool_owned || c->session == NULL) return MCP_PATH_LUA;
+  /* params read as text hold name, arguments (an object) and _meta only */
+  if (!mcp_call_args_text(c, &a.text, &a.len)) {
+    a.tree = json_object_get(c->params, "arguments");
+    /* a name with a NUL in it is not the C string c->tool says; a 2026-07-28
+     * retry with answers is input.lua's to check */
+    if (json_string_length(json_object_get(c->params, "name")) != strlen(c->tool) ||
+        json_object_get(c->params, "task") != NULL || (a.tree != NULL && !json_is_object(a.tree)) ||
+        (c->session->rev2026 && (json_object_get(c->params, "inputResponses") != NULL ||
+                                 json_object_get(c->params, "requestState") != NULL)))
+      return MCP_PATH_LUA;
+  }
   lua_pushcfunction(L, call_setup);
   lua_pushlightuserdata(L, c);
-  lua_pushlightuserdata(L, (void *)args);
+  lua_pushlightuserdata(L, &a);
   if (mcp_call_pcall(c, 2, LUA_MULTRET) != LUA_OK) {
     mcp_warn("request %.64s: C path: %s", c->req.key, lua_tostring(L, -1));
     lua_settop(L, top);
@@ -218,7 +238,7 @@ static int chain_find(lua_State *L) {
   lua_pushvalue(L, 5);
   lua_insert(L, -2);                                             /* run chain */
   lua_pushliteral(L, "tools/call");
-  mcp_json_push(L, c->params);
+  mcp_call_push_params(L, c);
   push_id(L, c);
   lua_pushinteger(L, c->sid);
   return 6;
@@ -230,8 +250,11 @@ static int chain_find(lua_State *L) {
 static int begin_chain(mcp_call *c, lua_State *co) {
   lua_State *L = mcp_sched_lua();
   int top = lua_gettop(L);
+  const char *args;
+  size_t len;
   if (c->tool == NULL || c->tool_owned ||
-      json_string_length(json_object_get(c->params, "name")) != strlen(c->tool))
+      (!mcp_call_args_text(c, &args, &len) &&       /* a name read as text has no NUL */
+       json_string_length(json_object_get(c->params, "name")) != strlen(c->tool)))
     return MCP_PATH_LUA;
   lua_pushcfunction(L, chain_find);
   lua_pushlightuserdata(L, c);
@@ -249,21 +272,11 @@ static int begin(mcp_call *c, lua_State *co) {
     if (F.on_call) return begin_call(c, co);
     return F.chains_ref != LUA_NOREF ? begin_chain(c, co) : MCP_PATH_LUA;
   }
-  if (strcmp(c->method, "tools/list") == 0 && F.on_list && !F.unlisted && list_page(c->params)) {
+  if (strcmp(c->method, "tools/list") == 0 && F.on_list && !F.unlisted && list_page(mcp_call_params(c))) {
     lua_pushlightuserdata(co, &F.out);
     return MCP_PATH_ANSWERED;
   }
   return MCP_PATH_LUA;
-}
-
-static int nkeys(lua_State *L, int t) {
-  int n = 0;
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    lua_pop(L, 1);
-    n++;
-  }
-  return n;
 }
 
 /* What to do with the table at v that a handler returned. SHAPE_AS_IS:
@@ -275,8 +288,52 @@ static int nkeys(lua_State *L, int t) {
  * result.lua's work. */
 enum { SHAPE_LUA, SHAPE_AS_IS, SHAPE_TEXT };
 
+static int is_text(lua_State *co, int idx, const char *s, size_t n) {
+  size_t len;
+  const char *p;
+  if (lua_type(co, idx) != LUA_TSTRING) return 0;
+  p = lua_tolstring(co, idx, &len);
+  return len == n && memcmp(p, s, n) == 0;
+}
+
+/* Is the table at v mcp.text's and nothing more ({content = [{type = "text",
+ * text = S}]}, the array's metatable mcp.array's, no other)? Then S is
+ * pushed (1); else the stack is left as it was (0). Read with lua_next, no
+ * lookup by name: the commonest result. */
+static int text_shape(lua_State *co, int v) {
+  int top = lua_gettop(co), content = top + 2, item = top + 3, n = 0, type = 0, text = 0;
+  if (lua_getmetatable(co, v)) goto no;
+  lua_pushnil(co);
+  if (!lua_next(co, v)) goto no;                       /* stack: key content */
+  if (!is_text(co, top + 1, "content", 7) || lua_type(co, content) != LUA_TTABLE) goto no;
+  lua_pushvalue(co, top + 1);
+  if (lua_next(co, v) || !lua_getmetatable(co, content)) goto no;
+  lua_rawgeti(co, LUA_REGISTRYINDEX, F.array_mt_ref);
+  if (!lua_rawequal(co, -1, -2) || lua_rawlen(co, content) != 1) goto no;
+  lua_settop(co, content);
+  if (lua_rawgeti(co, content, 1) != LUA_TTABLE || lua_getmetatable(co, item)) goto no;
+  lua_pushnil(co);
+  while (lua_next(co, item)) {                         /* stack: ... item [S] key value */
+    if (++n > 2 || lua_type(co, -1) != LUA_TSTRING) goto no;
+    if (!type && is_text(co, -2, "type", 4) && is_text(co, -1, "text", 4)) {
+      type = 1;
+      lua_pop(co, 1);
+    } else if (!text && is_text(co, -2, "text", 4)) {
+      text = 1;
+      lua_insert(co, -2);                              /* S kept under the key */
+    } else {
+      goto no;
+    }
+  }
+  if (type && text) return 1;
+no:
+  lua_settop(co, top);
+  return 0;
+}
+
 static int table_shape(lua_State *co, const fast_tool *t, int v, int text) {
-  int top = lua_gettop(co), content = top + 1, item = top + 2, ok;
+  int top = lua_gettop(co), content = top + 1, ok;
+  if (text && !t->output && text_shape(co, v)) return SHAPE_TEXT;
   if (lua_getmetatable(co, v)) {     /* the upstream's result as it wrote it: as result.lua passes it */
     lua_rawgeti(co, LUA_REGISTRYINDEX, raw_mt_ref);
     ok = t->forward && lua_rawequal(co, -1, -2);
@@ -294,11 +351,6 @@ static int table_shape(lua_State *co, const fast_tool *t, int v, int text) {
     lua_settop(co, top);
     return ok ? SHAPE_AS_IS : SHAPE_LUA;
   }
-  if (text && nkeys(co, v) == 1 && lua_rawlen(co, content) == 1 && lua_rawgeti(co, content, 1) == LUA_TTABLE &&
-      !lua_getmetatable(co, item) && nkeys(co, item) == 2 &&
-      lua_getfield(co, item, "type") == LUA_TSTRING && strcmp(lua_tostring(co, -1), "text") == 0 &&
-      lua_getfield(co, item, "text") == LUA_TSTRING)
-    return SHAPE_TEXT;
   lua_settop(co, top);
   return SHAPE_AS_IS;
 lua:

@@ -236,6 +236,25 @@ static int l_json_raw(lua_State *L) {
   return 1;
 }
 
+/* text(s): mcp.text's {content = mcp.array{{type = "text", text = tostring(s)}}},
+ * the commonest result, made here (upvalue 1: the array metatable). */
+static int l_text(lua_State *L) {
+  lua_settop(L, 1);
+  luaL_tolstring(L, 1, NULL);                    /* stack: s text */
+  lua_createtable(L, 0, 1);
+  lua_createtable(L, 1, 0);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_setmetatable(L, -2);
+  lua_createtable(L, 0, 2);                      /* stack: s text result content item */
+  lua_pushliteral(L, "text");
+  lua_setfield(L, -2, "type");
+  lua_pushvalue(L, 2);
+  lua_setfield(L, -2, "text");
+  lua_rawseti(L, -2, 1);
+  lua_setfield(L, -2, "content");
+  return 1;
+}
+
 /* decode_response(text): decode(text), but a response with a result object
  * keeps its result as JSON text (a json_raw, see json.h), to be passed on. */
 static int l_decode_response(lua_State *L) {
@@ -285,4 +304,7 @@ static const luaL_Reg misc_funcs[] = {
 
 void mcp__lmcp_misc_open(lua_State *L) {
   luaL_setfuncs(L, misc_funcs, 0);
+  luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
+  lua_pushcclosure(L, l_text, 1);
+  lua_setfield(L, -2, "text");
 }

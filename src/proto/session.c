@@ -147,16 +147,16 @@ const mcp_call_owner mcp_session_owner = { owner_respond, owner_stopping, owner_
  * the transport's session it came on) knows. */
 static void trace_server(mcp_call *c, const mcp_session *s) {
   const mcp_session *t = s->parent ? s->parent : s;
-  mcp_trace_origin o = { t->traceparent, t->tracestate, NULL, NULL, t->tcp ? "tcp" : "pipe", NULL };
+  mcp_trace_origin o = { t->traceparent, t->tracestate, NULL, NULL, t->tcp ? "tcp" : "pipe", NULL,
+                         mcp_call_params(c) };
   if (s->revision >= 0) o.protocol_version = mcp_revisions[s->revision];
   if (t->digest[0]) o.session_digest = t->digest;
   if (s->auth || t->auth) o.enduser = mcp_identity_subject(s->auth ? s->auth : t->auth);
   mcp_trace_server(c, &o);
 }
 
-mcp_call *mcp_session_call_start(mcp_session *s, mcp_batch *b, void *stream, const char *key,
-                                 const char *method, json_t *params) {
-  mcp_call *c = mcp_call_start(&mcp_session_owner, s->id, key, strlen(key), method, params);
+/* c, just started for s, is s's. */
+static mcp_call *call_own(mcp_session *s, mcp_batch *b, void *stream, mcp_call *c) {
   c->session = s;
   c->batch = b;
   c->stream = stream;
@@ -164,6 +164,11 @@ mcp_call *mcp_session_call_start(mcp_session *s, mcp_batch *b, void *stream, con
   if (mcp_reqtab_insert(&s->reqs, &c->req) != 0) abort();   /* the caller checked */
   if (mcp_trace_on) trace_server(c, s);
   return c;
+}
+
+mcp_call *mcp_session_call_start(mcp_session *s, mcp_batch *b, void *stream, const char *key,
+                                 const char *method, json_t *params) {
+  return call_own(s, b, stream, mcp_call_start(&mcp_session_owner, s->id, key, strlen(key), method, params));
 }
 
 static int of_session(const mcp_call *c, void *ud) {
@@ -290,7 +295,7 @@ static void on_request(mcp_session *s, mcp_batch *b, const char *key, const char
     on_set_level(s, b, key, params);
     return;
   }
-  for (int i = 0; i < ntypes; i++)
+  for (int i = 0; i < ntypes && strcmp(method, "tools/call") != 0; i++)
     if (types[i]->request && types[i]->request(s, b, in_stream, key, method, params)) return;
   if (!mcp_sched_has_method(method)) {
     snprintf(msg, sizeof msg, "Method not found: %.256s", method);
@@ -557,12 +562,108 @@ static int quick_cancel(mcp_session *s, const char *data, size_t len) {
   return 1;
 }
 
+/* A plain tools/call is read from its text too, with no tree: its params
+ * are kept as text and its arguments go to Lua from it (mcp_call_start_text).
+ * Plain: a session initialized, the method "tools/call" and jsonrpc "2.0"
+ * with no escape, an integer id (not -0) or a string id with no escape not
+ * in flight, params an object of name (a string with no escape), arguments
+ * (an object) and _meta (a progressToken alone: a string with no escape or
+ * an integer), none of these members given twice, no escape in their keys,
+ * at most 8 members in each object, and no \u0000 anywhere (a key may not
+ * hold it). Anything else is parsed whole, with the same outcome. */
+#define CALL_TEXT "\"tools/call\""
+#define NAME_MAX_TEXT 256           /* longer tool names are parsed */
+
+static int plain(const mcp_json_member *m, int key_only) {
+  return memchr(m->k, '\\', m->kn) == NULL && (key_only || memchr(m->v, '\\', m->vn) == NULL);
+}
+
+/* Does the text hold \u0000 (an escape a key may not have)? */
+static int has_nul_escape(const char *data, size_t len) {
+  const char *end = data + len, *p = data;
+  while ((p = memchr(p, '\\', (size_t)(end - p))) != NULL) {
+    if (end - p >= 6 && memcmp(p + 1, "u0000", 5) == 0) return 1;
+    if (end - p <= 2) break;
+    p += 2;                          /* past the escaped character */
+  }
+  return 0;
+}
+
+/* m's place among names (NULL-terminated) in got: 0 when it is there
+ * twice, or when it is none of them and only they may be. */
+static int take(const mcp_json_member *m, const char *const *names, const mcp_json_member **got,
+                int only) {
+  for (int i = 0; names[i] != NULL; i++)
+    if (m->key[0] == names[i][0] && strcmp(m->key, names[i]) == 0) {
+      if (got[i] != NULL) return 0;
+      got[i] = m;
+      return 1;
+    }
+  return !only;
+}
+
+/* _meta's progressToken (or none) as the text mcp_call_start would make. */
+static int quick_token(const mcp_json_member *meta, int escapes, mcp_request_text *rt) {
+  static const char *const names[] = { "progressToken", NULL };
+  mcp_json_member t[8];
+  const mcp_json_member *token = NULL;
+  char key[KEY_MAX];
+  int n = mcp_json_members(meta->v, meta->vn, t, 8);
+  if (n < 0) return 0;
+  for (int i = 0; i < n; i++)
+    if ((escapes && !plain(&t[i], 0)) || !take(&t[i], names, &token, 1)) return 0;
+  if (token != NULL && (token->vn >= KEY_MAX || !text_key(token, key))) return 0;
+  if (token != NULL) rt->token = token->v, rt->token_len = token->vn;
+  return 1;
+}
+
+static int quick_call(mcp_session *s, const char *data, size_t len) {
+  static const char *const top_names[] = { "jsonrpc", "method", "id", "params", NULL };
+  static const char *const params_names[] = { "name", "arguments", "_meta", NULL };
+  enum { VERSION, METHOD, ID, PARAMS };
+  enum { NAME, ARGS, META };
+  mcp_json_member m[8], p[8];
+  const mcp_json_member *top[4] = { NULL }, *in[3] = { NULL }, *id, *name;
+  mcp_request_text rt = { NULL, NULL, 0, 0, NULL, NULL, 0 };
+  char key[KEY_MAX], tool[NAME_MAX_TEXT];
+  int n, np, escapes;
+  if (s->revision < 0) return 0;
+  escapes = memchr(data, '\\', len) != NULL;
+  if ((escapes && has_nul_escape(data, len)) ||
+      (n = mcp_json_members_in(data, len, m, 8, "params", p, &np)) < 0)
+    return 0;
+  for (int i = 0; i < n; i++)
+    if ((escapes && !plain(&m[i], 1)) || !take(&m[i], top_names, top, 0)) return 0;
+  id = top[ID];
+  if (top[METHOD] == NULL || !value_is(top[METHOD], CALL_TEXT, sizeof CALL_TEXT - 1) || top[VERSION] == NULL ||
+      !value_is(top[VERSION], "\"2.0\"", 5) || id == NULL || id->vn >= KEY_MAX ||
+      (escapes && !plain(id, 0)) || !text_key(id, key) || top[PARAMS] == NULL || top[PARAMS]->v[0] != '{')
+    return 0;
+  for (int i = 0; i < np; i++)       /* task, ...: parsed */
+    if ((escapes && !plain(&p[i], 1)) || !take(&p[i], params_names, in, 1)) return 0;
+  name = in[NAME];
+  if (name == NULL || name->v[0] != '"' || (escapes && !plain(name, 0)) || name->vn - 2 >= sizeof tool ||
+      (in[ARGS] != NULL && in[ARGS]->v[0] != '{') ||
+      (in[META] != NULL && (in[META]->v[0] != '{' || !quick_token(in[META], escapes, &rt))) ||
+      mcp_reqtab_find(&s->reqs, key, strlen(key)) != NULL || !mcp_sched_has_method("tools/call"))
+    return 0;
+  memcpy(tool, name->v + 1, name->vn - 2);
+  tool[name->vn - 2] = '\0';
+  rt.params = top[PARAMS]->v, rt.params_len = top[PARAMS]->vn;
+  if (in[ARGS] != NULL) rt.args = in[ARGS]->v, rt.args_len = in[ARGS]->vn;
+  rt.name = tool;
+  call_own(s, NULL, in_stream,
+           mcp_call_start_text(&mcp_session_owner, s->id, key, strlen(key), "tools/call", &rt));
+  s->ncalls++;
+  return 1;
+}
+
 void mcp_session_input(mcp_session *s, const char *data, size_t len, void *stream) {
   char err[256], msg[300];
   json_t *v;
   in_stream = stream;
   in_len = len;
-  if (quick_cancel(s, data, len)) return;
+  if (quick_cancel(s, data, len) || quick_call(s, data, len)) return;
   v = NULL;
   for (int i = 0; v == NULL && i < ntypes; i++)
     if (types[i]->parse) v = types[i]->parse(data, len);

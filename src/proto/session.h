@@ -71,7 +71,9 @@ typedef struct mcp_session_type {
   /* A request outside a batch, before anything else: 1 if the row took it
    * (rev2026.c: a 2026-07-28 request, served statelessly). */
   int (*stateless)(mcp_session *s, json_t *msg, const char *key, void *stream);
-  /* A request of an initialized session: 1 if the row served it (task.c's methods). */
+  /* A request of an initialized session: 1 if the row served it (task.c's
+   * methods). Never a tools/call: that is always a call (session.c may read
+   * it from its text, with no params tree to give). */
   int (*request)(mcp_session *s, mcp_batch *b, void *stream, const char *key, const char *method,
                  json_t *params);
   /* notifications/cancelled for a key no call in s's table has: 1 if the

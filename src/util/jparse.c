@@ -22,7 +22,8 @@ typedef struct jparse {
   const unsigned char *start, *p, *end;
   lua_State *L;          /* Lua mode when set; jansson mode otherwise */
   int skip;              /* check only: nothing is built (neither mode) */
-  int mt;                /* Lua mode: stack index of the array metatable */
+  int base;              /* Lua mode: the stack's top before the value */
+  int mt;                /* Lua mode: the array metatable's index (base + 1), 0 before the first array */
   mcp_buf *str;          /* a string with escapes, unescaped (the static scratch) */
   const char *why;       /* what went wrong, at p */
 } jparse;
@@ -311,6 +312,11 @@ static int array(jparse *j, int depth, json_t **out) {
 done:
   j->p++;
   if (j->L) {
+    if (j->mt == 0) {                /* fetched at the first array, put under what is built */
+      luaL_getmetatable(j->L, MCP_JSON_ARRAY_MT);
+      j->mt = j->base + 1;
+      lua_insert(j->L, j->mt);
+    }
     lua_pushvalue(j->L, j->mt);
     lua_setmetatable(j->L, -2);
   }
@@ -384,25 +390,24 @@ static int run(jparse *j, json_t **out, char *err, size_t errlen) {
 
 json_t *mcp_json_parse(const char *s, size_t n, char *err, size_t errlen) {
   jparse j = { (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + n,
-               NULL, 0, 0, &scratch, NULL };
+               NULL, 0, 0, 0, &scratch, NULL };
   json_t *v = NULL;
   return run(&j, &v, err, errlen) == 0 ? v : NULL;
 }
 
 int mcp_json_decode(lua_State *L, const char *s, size_t n, char *err, size_t errlen) {
   jparse j = { (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + n,
-               L, 0, 0, &scratch, NULL };
+               L, 0, 0, 0, &scratch, NULL };
   int top = lua_gettop(L), rc;
   json_t *unused = NULL;
   luaL_checkstack(L, 8, "JSON decode");
-  luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
-  j.mt = lua_gettop(L);
+  j.base = top;
   rc = run(&j, &unused, err, errlen);
   if (rc != 0) {
     lua_settop(L, top);
     return -1;
   }
-  lua_remove(L, j.mt);
+  if (j.mt != 0) lua_remove(L, j.mt);
   return 0;
 }
 
@@ -414,11 +419,12 @@ typedef mcp_json_member member;
 
 static mcp_buf passed;                 /* the result's text (as scratch: kept, trimmed when big) */
 
-/* The members of the object at j->p, checked, none built: how many, or -1
- * (not an object, not valid, or more than max members). With sub, the
- * members of an object under "result" go there (*nsub of them: the last
- * such key's), read in the same walk. */
-static int members(jparse *j, member *m, int max, member *sub, int *nsub) {
+/* The members of the object at j->p (its values nested depth deep), checked,
+ * none built: how many, or -1 (not an object, not valid, or more than max
+ * members). With sub, the members of an object under subkey go there (*nsub
+ * of them: the last such key's), read in the same walk. */
+static int members(jparse *j, int depth, member *m, int max, const char *subkey, member *sub,
+                   int *nsub) {
   int n = 0;
   json_t *none = NULL;
   skip_ws(j);
@@ -441,9 +447,10 @@ static int members(jparse *j, member *m, int max, member *sub, int *nsub) {
     j->p++;
     skip_ws(j);
     m[n].v = (const char *)j->p;
-    if (sub != NULL && j->p < j->end && *j->p == '{' && strcmp(m[n].key, "result") == 0) {
-      if ((*nsub = members(j, sub, max, NULL, NULL)) < 0) return -1;
-    } else if (value(j, 1, &none) != 0) {
+    if (sub != NULL && j->p < j->end && *j->p == '{' && strcmp(m[n].key, subkey) == 0) {
+      if (depth >= MCP_JSON_MAX_DEPTH || (*nsub = members(j, depth + 1, sub, max, NULL, NULL, NULL)) < 0)
+        return -1;
+    } else if (value(j, depth, &none) != 0) {
       return -1;
     }
     m[n].vn = (size_t)((const char *)j->p - m[n].v);
@@ -460,9 +467,16 @@ static int members(jparse *j, member *m, int max, member *sub, int *nsub) {
 }
 
 int mcp_json_members(const char *s, size_t n, mcp_json_member *m, int max) {
+  return mcp_json_members_in(s, n, m, max, NULL, NULL, NULL);
+}
+
+int mcp_json_members_in(const char *s, size_t n, mcp_json_member *m, int max, const char *subkey,
+                        mcp_json_member *sub, int *nsub) {
   jparse j = { (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + n,
-               NULL, 1, 0, &scratch, NULL };
-  int count = members(&j, m, max, NULL, NULL);
+               NULL, 1, 0, 0, &scratch, NULL };
+  int count;
+  if (sub != NULL) *nsub = -1;
+  count = members(&j, 1, m, max, subkey, sub, nsub);
   if (count < 0) return -1;
   skip_ws(&j);
   return j.p == j.end ? count : -1;
@@ -509,13 +523,13 @@ static void push_value(lua_State *L, const member *m) {
 
 int mcp_json_decode_response(lua_State *L, const char *s, size_t n) {
   jparse j = { (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + n,
-               NULL, 0, 0, &scratch, NULL };
+               NULL, 0, 0, 0, &scratch, NULL };
   member top[MAX_MEMBERS], res[MAX_MEMBERS];
   const member *type;
   int nt, nr = -1, r = -1;
   char err[8];
   j.skip = 1;
-  if ((nt = members(&j, top, MAX_MEMBERS, res, &nr)) < 0) return -1;
+  if ((nt = members(&j, 1, top, MAX_MEMBERS, "result", res, &nr)) < 0) return -1;
   skip_ws(&j);
   if (j.p != j.end) return -1;
   for (int i = 0; i < nt; i++) {

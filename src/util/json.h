@@ -44,6 +44,11 @@ typedef struct {
  * mcp_json_parse checks them (but for \u0000 in a key) and nothing built:
  * how many, or -1 when the text is not a valid object or has more than max. */
 int mcp_json_members(const char *s, size_t n, mcp_json_member *m, int max);
+/* The same, with the members of the object under subkey (the last such
+ * member's, when its value is an object) in sub, read in the same walk:
+ * *nsub of them, -1 when there was none. */
+int mcp_json_members_in(const char *s, size_t n, mcp_json_member *m, int max, const char *subkey,
+                        mcp_json_member *sub, int *nsub);
 /* Append the compact JSON text of v. */
 void mcp_json_dump(const json_t *v, mcp_buf *b);
 /* Push v as a Lua value. Raises a Lua error on out of memory: call it protected. */
