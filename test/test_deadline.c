@@ -93,7 +93,7 @@ static void test_an_entry_with_its_own_fire_skips_the_common_callback(void) {
   uv_loop_t loop;
   mcp_deadline a = MCP_DEADLINE_INIT;
   begin(&loop, fake_clock);
-  a.fire = own_fire;
+  mcp_deadline_init(&a, own_fire);
   mcp_deadline_set(&a, 2000);
   now_ns = 2000;
   mcp_deadlines_run();
@@ -115,7 +115,7 @@ static void test_a_callback_may_set_its_entry_again(void) {
   mcp_deadline a = MCP_DEADLINE_INIT;
   begin(&loop, fake_clock);
   refires = 0;
-  a.fire = again;
+  mcp_deadline_init(&a, again);
   mcp_deadline_set(&a, 2000);
   now_ns = 2000;
   mcp_deadlines_run();

@@ -12,6 +12,25 @@ static struct {
   uint64_t armed_for;        /* the due the timer is set for; 0 = stopped */
 } D;
 
+/* The entries' own callbacks, numbered from 1 (kept across close). */
+static void (*fires[8])(mcp_deadline *d);
+static uint32_t nfires;
+
+void mcp_deadline_init(mcp_deadline *d, void (*fire)(mcp_deadline *d)) {
+  uint32_t i = 0;
+  d->due = 0;
+  d->index = -1;
+  if (fire != NULL) {
+    while (i < nfires && fires[i] != fire) i++;
+    if (i == nfires) {
+      if (nfires == sizeof fires / sizeof fires[0]) abort();
+      fires[nfires++] = fire;
+    }
+    i++;
+  }
+  d->fire = i;
+}
+
 static void place(int i, mcp_deadline *d) {
   D.heap[i] = d;
   d->index = i;
@@ -87,7 +106,7 @@ void mcp_deadlines_run(void) {
   while (D.n > 0 && D.heap[0]->due <= now) {
     mcp_deadline *d = D.heap[0];
     heap_remove(d);
-    if (d->fire) d->fire(d);  /* may set it, or others, again */
+    if (d->fire) fires[d->fire - 1](d);  /* may set it, or others, again */
     else D.cb(d);
   }
   rearm();                    /* stops the timer when nothing is left */

@@ -496,8 +496,7 @@ static void sleep_woke(mcp_deadline *d) {
 }
 
 static void sleep_arrive(mcp_call *c) {
-  c->sleep_dl.index = -1;
-  c->sleep_dl.fire = sleep_woke;
+  mcp_deadline_init(&c->sleep_dl, sleep_woke);
 }
 
 static void sleep_stop(mcp_call *c) {
@@ -552,8 +551,7 @@ static int l_sleep(lua_State *L) {
   h = mcp_op_reserve(L);
   s = calloc(1, sizeof *s);
   if (s == NULL) abort();
-  s->dl.index = -1;
-  s->dl.fire = sleep_fired;
+  mcp_deadline_init(&s->dl, sleep_fired);
   mcp_op_init(&s->op, &sleep_type, c);
   mcp_op_attach(h, &s->op);
   mcp_deadline_set(&s->dl, due ? due : 1);
