@@ -649,10 +649,10 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
 
 mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char *key, size_t keylen,
                          const char *method, json_t *params) {
-  mcp_call *c = calloc(1, sizeof *c);
+  mcp_call *c = calloc(1, sizeof *c + keylen + 1);     /* its id's text after it */
   int mode = MCP_CANCEL_COOPERATIVE;
   if (c == NULL) abort();
-  c->dl.index = -1;
+  mcp_deadline_init(&c->dl, NULL);
   c->timeout = (float)mcp_cfg.timeout;
   c->grace = (float)mcp_cfg.grace;
   if (strcmp(method, "tools/call") == 0) {
@@ -675,7 +675,7 @@ mcp_call *mcp_call_start(const mcp_call_owner *owner, long long sid, const char 
     mcp_buf_addc(&b, '\0');
     c->progress_token = b.data;
   }
-  mcp_req_init(&c->req, key, keylen, mode);
+  mcp_req_init_in(&c->req, (char *)(c + 1), key, keylen, mode);
   c->owner = owner;
   c->sid = sid;
   c->method = mcp_name_intern(method);

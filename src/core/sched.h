@@ -32,8 +32,9 @@ typedef struct mcp_call_owner {
   const char *(*session_name)(const mcp_call *c);
 } mcp_call_owner;
 
-/* A call is owned by the scheduler: created by mcp_call_start, freed at the
- * end of the loop turn in which the state machine said FINISH. */
+/* A call is owned by the scheduler: created by mcp_call_start (its id's
+ * text right after it, one allocation), freed at the end of the loop turn
+ * in which the state machine said FINISH. */
 struct mcp_call {
   mcp_req req;               /* the state machine; first member */
   const mcp_call_owner *owner;
