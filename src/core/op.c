@@ -508,7 +508,9 @@ static void sleep_stop(mcp_call *c) {
 
 static int own_sleep_k(lua_State *L, int status, lua_KContext ctx) {
   mcp_call *c = mcp_call_current(L);
+  char msg[sizeof REASON_HEAD + REASON_MAX];
   const char *why;
+  size_t n;
   (void)status;
   mcp__call_await_clear(c);
   if (c->sleep_dl.index >= 0) {
@@ -521,10 +523,11 @@ static int own_sleep_k(lua_State *L, int status, lua_KContext ctx) {
     return 1;
   }
   why = c->req.reason ? c->req.reason : "request stopped";     /* as mcp_op_cancel's */
+  n = reason_len(why);
+  memcpy(msg, REASON_HEAD, sizeof REASON_HEAD - 1);
+  memcpy(msg + sizeof REASON_HEAD - 1, why, n);
   lua_pushnil(L);
-  lua_pushliteral(L, REASON_HEAD);
-  lua_pushlstring(L, why, reason_len(why));
-  lua_concat(L, 2);
+  lua_pushlstring(L, msg, sizeof REASON_HEAD - 1 + n);
   lua_pushliteral(L, "cancelled");
   return 3;
 }
