@@ -70,16 +70,19 @@ static void heap_remove(mcp_deadline *d) {
 
 static void on_timer(uv_timer_t *t);
 
-/* The timer follows the earliest entry. */
+/* The timer is armed for the earliest entry, or for an earlier time: an
+ * entry that was the earliest and left (or moved later) leaves it as it is,
+ * to wake once for nothing and arm again, so that 10,000 entries cleared at
+ * once restart no timer. Stopped when no entry is left (the loop may end). */
 static void rearm(void) {
   uint64_t due, now;
   if (D.n == 0) {
-    if (D.armed_for) uv_timer_stop(&D.timer);
+    uv_timer_stop(&D.timer);
     D.armed_for = 0;
     return;
   }
   due = D.heap[0]->due;
-  if (due == D.armed_for) return;
+  if (D.armed_for != 0 && D.armed_for <= due) return;
   now = D.clock();
   D.armed_for = due;
   uv_timer_start(&D.timer, on_timer, due > now ? (due - now + 999999) / 1000000 : 0, 0);
@@ -109,6 +112,7 @@ void mcp_deadlines_run(void) {
     if (d->fire) fires[d->fire - 1](d);  /* may set it, or others, again */
     else D.cb(d);
   }
+  D.armed_for = 0;            /* the clock may have jumped (--test-clock): arm anew */
   rearm();                    /* stops the timer when nothing is left */
 }
 
@@ -121,6 +125,7 @@ static void on_timer(uv_timer_t *t) {
 void mcp_deadlines_init(uv_loop_t *loop, uint64_t (*clock)(void), void (*cb)(mcp_deadline *d)) {
   D.clock = clock;
   D.cb = cb;
+  D.armed_for = 0;
   uv_timer_init(loop, &D.timer);
 }
 
