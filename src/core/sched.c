@@ -315,9 +315,9 @@ static void call_free(mcp_call *c) {
   free(c);
 }
 
-/* A call's one deadline entry (deadline.c) serves its deadline (timeout,
- * then grace) and its next progress heartbeat, whichever is earliest (its
- * waits are ops, each with its own). */
+/* A call's deadline entry (deadline.c) serves its deadline (timeout, then
+ * grace) and its next progress heartbeat, whichever is earliest (its waits
+ * are ops with their own, and its own sleep has op.c's sleep_dl). */
 static void timer_arm(mcp_call *c) {
   uint64_t due = c->due_ns;
   if (c->beat_ns && (due == 0 || c->beat_ns < due)) due = c->beat_ns;
