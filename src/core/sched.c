@@ -632,10 +632,10 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
     if (c->co) queue_push(c);
     run_oncancel(c);
   }
-  if (act & MCP_ACT_GRACE) {
+  if (act & MCP_ACT_GRACE) {        /* queued: armed after its resume, if it is still running */
     uint64_t ms = (uint64_t)(c->grace * 1000.0);
     c->hard_ns = c->due_ns = mcp_clock_ns() + ms * 1000000ull;
-    timer_arm(c);
+    if (c->queued) c->arm_late = 1; else timer_arm(c);
   }
   if (act & MCP_ACT_ABORT) call_abort(c);
   if (act & MCP_ACT_RESULT) mcp__respond_result(c, lua_gettop(c->co));
@@ -739,6 +739,7 @@ static void run_queue(uv_check_t *h) {
     if (c->finished) continue;
     if (c->req.state == MCP_REQ_QUEUED) call_admit(c);
     else if (c->co && !c->waiting && lua_status(c->co) == LUA_YIELD) call_resume(c, 0);
+    if (c->arm_late && !c->finished) c->arm_late = 0, timer_arm(c);
   }
   if (S.reset_due) {
     S.reset_due = 0;

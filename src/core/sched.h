@@ -100,6 +100,7 @@ struct mcp_call {
   unsigned tool_error : 1;   /* its response was a tool's isError result (respond.c) */
   unsigned held : 1;         /* it waited in its tool's queue (limit.c), for traces */
   unsigned sleep_cut : 1;    /* op.c's: a stop ended that sleep */
+  unsigned arm_late : 1;     /* its grace is armed after the resume it is queued for */
   int rpc_code;              /* its response's JSON-RPC error code, 0 for none (respond.c) */
 };
 
