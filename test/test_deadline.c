@@ -93,7 +93,7 @@ static void test_an_entry_with_its_own_fire_skips_the_common_callback(void) {
   uv_loop_t loop;
   mcp_deadline a = MCP_DEADLINE_INIT;
   begin(&loop, fake_clock);
-  a.fire = own_fire;
+  mcp_deadline_init(&a, own_fire);
   mcp_deadline_set(&a, 2000);
   now_ns = 2000;
   mcp_deadlines_run();
@@ -115,7 +115,7 @@ static void test_a_callback_may_set_its_entry_again(void) {
   mcp_deadline a = MCP_DEADLINE_INIT;
   begin(&loop, fake_clock);
   refires = 0;
-  a.fire = again;
+  mcp_deadline_init(&a, again);
   mcp_deadline_set(&a, 2000);
   now_ns = 2000;
   mcp_deadlines_run();
@@ -185,6 +185,37 @@ static void test_the_timer_fires_on_the_loop(void) {
   end(&loop);
 }
 
+/* The earliest entry cleared: the timer, armed for it, wakes once for
+ * nothing and is armed again for the next, which fires on time. */
+static void test_clearing_the_earliest_still_fires_the_next(void) {
+  uv_loop_t loop;
+  mcp_deadline a = MCP_DEADLINE_INIT, b = MCP_DEADLINE_INIT;
+  uint64_t t0;
+  begin(&loop, real_clock);
+  t0 = uv_hrtime();
+  mcp_deadline_set(&a, t0 + 10000000);     /* 10 ms */
+  mcp_deadline_set(&b, t0 + 30000000);     /* 30 ms */
+  mcp_deadline_set(&a, 0);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK(nfired == 1 && fired[0] == &b, "%d fired", nfired);
+  CHECK(uv_hrtime() >= t0 + 30000000, "fired early");
+  end(&loop);
+}
+
+/* An entry moved earlier than the timer is armed for re-arms it. */
+static void test_an_earlier_entry_rearms_the_timer(void) {
+  uv_loop_t loop;
+  mcp_deadline a = MCP_DEADLINE_INIT;
+  uint64_t t0;
+  begin(&loop, real_clock);
+  t0 = uv_hrtime();
+  mcp_deadline_set(&a, t0 + 60000000000ull);   /* a minute */
+  mcp_deadline_set(&a, t0 + 10000000);         /* 10 ms */
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK(nfired == 1 && uv_hrtime() < t0 + 30000000000ull, "waited for the minute");
+  end(&loop);
+}
+
 int main(void) {
   test_entries_fire_earliest_first();
   test_an_entry_not_due_waits();
@@ -195,5 +226,7 @@ int main(void) {
   test_many_entries_keep_the_heap_order();
   test_running_the_last_entry_stops_the_timer();
   test_the_timer_fires_on_the_loop();
+  test_clearing_the_earliest_still_fires_the_next();
+  test_an_earlier_entry_rearms_the_timer();
   TEST_END("test_deadline");
 }

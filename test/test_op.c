@@ -209,6 +209,47 @@ static void test_a_wait_in_a_coroutine_the_handler_made_raises(void) {
   fixture_close();
 }
 
+/* The handler's own sleep is the call's (no op, no handle); a cancel ends
+ * it with the same outcome an op's wait gives, and it leaves the heap. */
+static void test_the_handlers_own_sleep_holds_no_op(void) {
+  mcp_call *c;
+  fixture_open();
+  lua("handlers['t/s'] = function()\n"
+      "  got = table.pack(core.sleep(60))\n"
+      "  return {}\n"
+      "end");
+  c = start("1", "t/s", NULL);
+  turns(3);
+  CHECK(c->ops == NULL && c->sleep_dl.index >= 0, "ops %p, entry %d", (void *)c->ops, c->sleep_dl.index);
+  mcp_call_fire(c, MCP_EV_CANCEL, "user");
+  CHECK(c->sleep_dl.index < 0, "the sleep's entry is still in the heap");
+  run();
+  lua("got_text = tostring(got[1]) .. '|' .. got[2] .. '|' .. got[3] .. '|' .. got.n");
+  CHECK(strcmp(global("got_text"), "nil|cancelled: user|cancelled|3") == 0, "sleep gave %s", global("got_text"));
+  fixture_close();
+}
+
+/* A long reason is cut alike in the outcome of the handler's own sleep and
+ * of an op's wait (a function of mcp.all sleeps with an op). */
+static void test_a_long_reason_is_cut_alike_for_a_sleep_and_an_op(void) {
+  mcp_call *a, *b;
+  char why[301];
+  memset(why, 'r', 300);
+  why[300] = '\0';
+  fixture_open();
+  lua("handlers['t/s'] = function() sleep_why = select(2, core.sleep(60)) return {} end\n"
+      "handlers['t/t'] = function() op_why = select(2, core.wait(core.timer(60))) return {} end");
+  a = start("1", "t/s", NULL);
+  b = start("2", "t/t", NULL);
+  turns(3);
+  mcp_call_fire(a, MCP_EV_CANCEL, why);
+  mcp_call_fire(b, MCP_EV_CANCEL, why);
+  run();
+  lua("same = sleep_why == op_why and #sleep_why == #'cancelled: ' + 148");
+  CHECK(strcmp(global("same"), "true") == 0, "sleep: %s", global("sleep_why"));
+  fixture_close();
+}
+
 static void test_a_handle_names_its_kind(void) {
   fixture_open();
   lua("name = tostring(core.future())");
@@ -231,6 +272,8 @@ int main(void) {
   test_a_plugin_level_op_is_cancelled_at_shutdown();
   test_a_wait_outside_a_request_raises();
   test_a_wait_in_a_coroutine_the_handler_made_raises();
+  test_the_handlers_own_sleep_holds_no_op();
+  test_a_long_reason_is_cut_alike_for_a_sleep_and_an_op();
   test_a_handle_names_its_kind();
   mcp_metrics_close();
   TEST_END("test_op");

@@ -161,6 +161,19 @@ static void test_reason_first_wins(void) {
   mcp_req_close(&req);
 }
 
+/* A key in its owner's memory is copied there and not freed by close (a
+ * call keeps its id's text right after it). */
+static void test_a_key_in_the_owners_memory(void) {
+  mcp_req req;
+  char store[8];
+  mcp_req_init_in(&req, store, "\"ab\"x", 4, MCP_CANCEL_COOPERATIVE);
+  CHECK(req.key == store && strcmp(store, "\"ab\"") == 0 && req.keylen == 4, "key %s", store);
+  mcp_req_fire(&req, MCP_EV_START, NULL);
+  mcp_req_fire(&req, MCP_EV_CANCEL, "user");
+  mcp_req_close(&req);                           /* frees the reason only */
+  CHECK(req.key == NULL && req.reason == NULL, "closed");
+}
+
 static void test_table(void) {
   mcp_reqtab t;
   mcp_req a, b, *many;
@@ -218,6 +231,7 @@ int main(void) {
   test_cells();
   test_random_orders();
   test_reason_first_wins();
+  test_a_key_in_the_owners_memory();
   test_table();
   TEST_END("test_request");
 }

@@ -240,6 +240,27 @@ static void test_grace_over_aborts_a_handler_that_ignores_the_cancel(void) {
   fixture_close();
 }
 
+/* The grace of a queued call is armed after its resume (one that returns
+ * then never arms it): a handler that waits again is still aborted. */
+static void test_a_grace_armed_after_the_resume_still_aborts(void) {
+  mcp_call *c;
+  fixture_open();
+  mcp_cfg.grace = 0.05;
+  lua("handlers['t/again'] = function()\n"
+      "  local guard <close> = setmetatable({}, {__close = function() closed = true end})\n"
+      "  core.wait(core.future())\n"
+      "  core.wait(core.future())\n"
+      "end");
+  c = start("1", "t/again", NULL);
+  run();
+  mcp_call_fire(c, MCP_EV_CANCEL, "user");
+  CHECK(c->dl.index < 0 && c->arm_late, "the grace was armed before the resume");
+  run();                                          /* waits again: the grace ends it */
+  CHECK(strcmp(global("closed"), "true") == 0, "its <close> did not run");
+  CHECK(F.nresp == 0 && F.gone == 1, "%d responses, gone %d", F.nresp, F.gone);
+  fixture_close();
+}
+
 /* TIMING_OUT + GRACE: aborted, and the timeout is answered. */
 static void test_grace_over_after_a_timeout_answers_timed_out(void) {
   fixture_open();
@@ -471,6 +492,7 @@ int main(void) {
   test_a_timeout_wakes_the_handler_and_answers_timed_out();
   test_a_timeout_before_start_answers_without_running();
   test_grace_over_aborts_a_handler_that_ignores_the_cancel();
+  test_a_grace_armed_after_the_resume_still_aborts();
   test_grace_over_after_a_timeout_answers_timed_out();
   test_the_abort_policy_stops_the_handler_at_once();
   test_the_ignore_policy_lets_the_handler_finish();

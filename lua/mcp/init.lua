@@ -450,11 +450,7 @@ local ctx_fields = {                  -- read from the call, not kept in each ct
   session = core.session,
   auth = core.auth,                   -- {subject=, client_id=, scopes=, claims=} with --auth-*
 }
-Ctx.__index = function(_, k)
-  local f = ctx_fields[k]
-  if f then return f() end
-  return Ctx[k]
-end
+Ctx.__index = core.ctx_index(ctx_fields, Ctx)   -- ctx_fields[k](), else Ctx[k]
 
 function Ctx.cancelled() return core.cancelled() end
 function Ctx.check()

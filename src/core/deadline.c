@@ -12,6 +12,25 @@ static struct {
   uint64_t armed_for;        /* the due the timer is set for; 0 = stopped */
 } D;
 
+/* The entries' own callbacks, numbered from 1 (kept across close). */
+static void (*fires[8])(mcp_deadline *d);
+static uint32_t nfires;
+
+void mcp_deadline_init(mcp_deadline *d, void (*fire)(mcp_deadline *d)) {
+  uint32_t i = 0;
+  d->due = 0;
+  d->index = -1;
+  if (fire != NULL) {
+    while (i < nfires && fires[i] != fire) i++;
+    if (i == nfires) {
+      if (nfires == sizeof fires / sizeof fires[0]) abort();
+      fires[nfires++] = fire;
+    }
+    i++;
+  }
+  d->fire = i;
+}
+
 static void place(int i, mcp_deadline *d) {
   D.heap[i] = d;
   d->index = i;
@@ -51,16 +70,19 @@ static void heap_remove(mcp_deadline *d) {
 
 static void on_timer(uv_timer_t *t);
 
-/* The timer follows the earliest entry. */
+/* The timer is armed for the earliest entry, or for an earlier time: an
+ * entry that was the earliest and left (or moved later) leaves it as it is,
+ * to wake once for nothing and arm again, so that 10,000 entries cleared at
+ * once restart no timer. Stopped when no entry is left (the loop may end). */
 static void rearm(void) {
   uint64_t due, now;
   if (D.n == 0) {
-    if (D.armed_for) uv_timer_stop(&D.timer);
+    uv_timer_stop(&D.timer);
     D.armed_for = 0;
     return;
   }
   due = D.heap[0]->due;
-  if (due == D.armed_for) return;
+  if (D.armed_for != 0 && D.armed_for <= due) return;
   now = D.clock();
   D.armed_for = due;
   uv_timer_start(&D.timer, on_timer, due > now ? (due - now + 999999) / 1000000 : 0, 0);
@@ -87,9 +109,10 @@ void mcp_deadlines_run(void) {
   while (D.n > 0 && D.heap[0]->due <= now) {
     mcp_deadline *d = D.heap[0];
     heap_remove(d);
-    if (d->fire) d->fire(d);  /* may set it, or others, again */
+    if (d->fire) fires[d->fire - 1](d);  /* may set it, or others, again */
     else D.cb(d);
   }
+  D.armed_for = 0;            /* the clock may have jumped (--test-clock): arm anew */
   rearm();                    /* stops the timer when nothing is left */
 }
 
@@ -102,6 +125,7 @@ static void on_timer(uv_timer_t *t) {
 void mcp_deadlines_init(uv_loop_t *loop, uint64_t (*clock)(void), void (*cb)(mcp_deadline *d)) {
   D.clock = clock;
   D.cb = cb;
+  D.armed_for = 0;
   uv_timer_init(loop, &D.timer);
 }
 

@@ -10,11 +10,16 @@
 
 typedef struct mcp_deadline {
   uint64_t due;              /* on the clock given to mcp_deadlines_init; 0 = none */
-  int index;                 /* in the heap, or -1 */
-  void (*fire)(struct mcp_deadline *d);  /* its own callback; NULL: mcp_deadlines_init's */
+  int32_t index;             /* in the heap, or -1 */
+  uint32_t fire;             /* its own callback, by number (mcp_deadline_init); 0: mcp_deadlines_init's */
 } mcp_deadline;
 
-#define MCP_DEADLINE_INIT { 0, -1, NULL }
+#define MCP_DEADLINE_INIT { 0, -1, 0 }
+
+/* d, not armed, with its own callback (NULL: mcp_deadlines_init's). An
+ * entry keeps the callback's number among the few there are (16 bytes an
+ * entry: a call embeds two). */
+void mcp_deadline_init(mcp_deadline *d, void (*fire)(struct mcp_deadline *d));
 
 /* cb runs for each entry that comes due (but one with its own fire), already
  * out of the heap (it may set it again). clock gives the time in ns. */

@@ -37,6 +37,7 @@ void mcp_op_init(mcp_op *op, const mcp_op_type *type, mcp_call *c) {
   mcp_op **head;
   op->type = type;
   op->call = c;
+  op->reason = NULL;
   op->engine = 1;
   head = list_of(op);
   op->next = *head;
@@ -68,6 +69,7 @@ static void maybe_free(mcp_op *op) {
   if (op->engine || op->handle) return;
   if (op->span) span_end(op);
   unlink_op(op);
+  free(op->reason);
   op->type->free(op);
 }
 
@@ -84,15 +86,24 @@ void mcp_op_release(mcp_op *op) {
   maybe_free(op);
 }
 
-/* op->reason: "cancelled: <why>", cut to fit (no printf: 10,000 cancels
- * at once each come here). */
+/* A cancel's reason as an outcome gives it: "cancelled: <why>", why cut
+ * to REASON_MAX bytes (no printf: 10,000 cancels at once may come here). */
+#define REASON_HEAD "cancelled: "
+#define REASON_MAX  148
+
+static size_t reason_len(const char *why) {
+  size_t n = strlen(why);
+  return n > REASON_MAX ? REASON_MAX : n;
+}
+
 static void reason_set(mcp_op *op, const char *why) {
-  static const char head[] = "cancelled: ";
-  size_t n = strlen(why), room = sizeof op->reason - sizeof head;
-  memcpy(op->reason, head, sizeof head - 1);
-  if (n > room) n = room;
-  memcpy(op->reason + sizeof head - 1, why, n);
-  op->reason[sizeof head - 1 + n] = '\0';
+  size_t n = reason_len(why);
+  char *r = malloc(sizeof REASON_HEAD + n);
+  if (r == NULL) abort();
+  memcpy(r, REASON_HEAD, sizeof REASON_HEAD - 1);
+  memcpy(r + sizeof REASON_HEAD - 1, why, n);
+  r[sizeof REASON_HEAD - 1 + n] = '\0';
+  op->reason = r;
 }
 
 /* Done first, then the engine stops (and may let go, freeing the op). */
@@ -104,8 +115,11 @@ void mcp_op_cancel(mcp_op *op, const char *why) {
   op->type->cancel(op);
 }
 
+static void sleep_stop(mcp_call *c);
+
 static void ops_stop(mcp_call *c, const char *why, int finished) {
   mcp_op *op = c->ops;
+  sleep_stop(c);
   while (op != NULL) {
     mcp_op *next = op->next;
     mcp_op_cancel(op, why);
@@ -118,7 +132,9 @@ static void ops_stop(mcp_call *c, const char *why, int finished) {
   }
 }
 
-static const mcp_call_type op_type = { .stop = ops_stop };
+static void sleep_arrive(mcp_call *c);
+
+static const mcp_call_type op_type = { .arrive = sleep_arrive, .stop = ops_stop };
 
 void mcp_ops_init(void) { mcp__sched_register(&op_type); }
 
@@ -473,6 +489,52 @@ static void sleep_free(mcp_op *op) { free(op); }
 
 static const mcp_op_type sleep_type = { "sleep", sleep_cancel, timer_push, sleep_free };
 
+/* The handler's own coroutine sleeps on its call (c->sleep_dl): no op, no
+ * handle, nothing allocated. One such sleep at a time can be armed, since
+ * the coroutine waits in it; a function of mcp.all sleeps with an op. A
+ * stop of the call disarms it (ops_stop) and the wait's outcome is then
+ * the cancelled one, with the reason the op's would have had. */
+static void sleep_woke(mcp_deadline *d) {
+  mcp__call_await_done((mcp_call *)((char *)d - offsetof(mcp_call, sleep_dl)));
+}
+
+static void sleep_arrive(mcp_call *c) {
+  mcp_deadline_init(&c->sleep_dl, sleep_woke);
+}
+
+static void sleep_stop(mcp_call *c) {
+  if (c->sleep_dl.index < 0) return;
+  mcp_deadline_set(&c->sleep_dl, 0);
+  c->sleep_cut = 1;
+  mcp__call_await_done(c);
+}
+
+static int own_sleep_k(lua_State *L, int status, lua_KContext ctx) {
+  mcp_call *c = mcp_call_current(L);
+  char msg[sizeof REASON_HEAD + REASON_MAX];
+  const char *why;
+  size_t n;
+  (void)status;
+  mcp__call_await_clear(c);
+  if (c->sleep_dl.index >= 0) {
+    mcp__call_await(c);
+    return lua_yieldk(L, 0, ctx, own_sleep_k);
+  }
+  lua_settop(L, 0);
+  if (!c->sleep_cut) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  why = c->req.reason ? c->req.reason : "request stopped";     /* as mcp_op_cancel's */
+  n = reason_len(why);
+  memcpy(msg, REASON_HEAD, sizeof REASON_HEAD - 1);
+  memcpy(msg + sizeof REASON_HEAD - 1, why, n);
+  lua_pushnil(L);
+  lua_pushlstring(L, msg, sizeof REASON_HEAD - 1 + n);
+  lua_pushliteral(L, "cancelled");
+  return 3;
+}
+
 /* sleep(seconds): true once they passed, or nil, "cancelled: <reason>",
  * "cancelled" when a cancel of the request ended the wait. */
 static int l_sleep(lua_State *L) {
@@ -484,15 +546,20 @@ static int l_sleep(lua_State *L) {
   op_sleep *s;
   int n;
   if ((n = mcp_op_refuse(L, c)) != 0) return n;
+  due = now + (sec > 0 ? (uint64_t)(sec * 1e9) : 0);
+  if (L == c->co) {
+    c->sleep_cut = 0;
+    mcp_deadline_set(&c->sleep_dl, due ? due : 1);
+    mcp__call_await(c);
+    return lua_yieldk(L, 0, 0, own_sleep_k);
+  }
   lua_settop(L, base);
   h = mcp_op_reserve(L);
   s = calloc(1, sizeof *s);
   if (s == NULL) abort();
-  s->dl.index = -1;
-  s->dl.fire = sleep_fired;
+  mcp_deadline_init(&s->dl, sleep_fired);
   mcp_op_init(&s->op, &sleep_type, c);
   mcp_op_attach(h, &s->op);
-  due = now + (sec > 0 ? (uint64_t)(sec * 1e9) : 0);
   mcp_deadline_set(&s->dl, due ? due : 1);
   return mcp_op_wait(L);
 }

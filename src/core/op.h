@@ -37,7 +37,7 @@ struct mcp_op {
   const mcp_op_type *type;
   mcp_call *call;                        /* the owner call; NULL: plugin-level, or the call ended */
   mcp_op *prev, *next;                   /* the owner's list */
-  char reason[160];                      /* a cancelled op's "cancelled: <reason>" */
+  char *reason;                          /* a cancelled op's "cancelled: <reason>" (owned), or NULL */
   struct mcp_span *span;                 /* its CLIENT span while it runs (tracing on), or NULL */
   unsigned done : 1;                     /* the outcome is in, or it was cancelled */
   unsigned cancelled : 1;

@@ -103,10 +103,10 @@ int mcp_cancel_mode_parse(const char *name) {
   return -1;
 }
 
-void mcp_req_init(mcp_req *req, const char *key, size_t keylen, mcp_cancel_mode mode) {
+void mcp_req_init_in(mcp_req *req, char *store, const char *key, size_t keylen, mcp_cancel_mode mode) {
   memset(req, 0, sizeof *req);
-  req->key = malloc(keylen + 1);
-  if (req->key == NULL) abort();
+  req->key = store;
+  req->key_kept = 1;
   memcpy(req->key, key, keylen);
   req->key[keylen] = '\0';
   req->keylen = keylen;
@@ -114,8 +114,15 @@ void mcp_req_init(mcp_req *req, const char *key, size_t keylen, mcp_cancel_mode 
   req->state = MCP_REQ_QUEUED;
 }
 
+void mcp_req_init(mcp_req *req, const char *key, size_t keylen, mcp_cancel_mode mode) {
+  char *store = malloc(keylen + 1);
+  if (store == NULL) abort();
+  mcp_req_init_in(req, store, key, keylen, mode);
+  req->key_kept = 0;
+}
+
 void mcp_req_close(mcp_req *req) {
-  free(req->key);
+  if (!req->key_kept) free(req->key);
   free(req->reason);
   req->key = req->reason = NULL;
 }

@@ -67,12 +67,16 @@ struct mcp_req {
   uint8_t state;         /* mcp_req_state */
   uint8_t mode;          /* mcp_cancel_mode */
   uint8_t linked;        /* in a table */
+  uint8_t key_kept;      /* key is in its owner's memory (mcp_req_init_in) */
   char *key;             /* the id as exact JSON text: 7 and "7" differ */
   size_t keylen;
   char *reason;          /* why it was cancelled or timed out; NULL before */
 };
 
 void mcp_req_init(mcp_req *req, const char *key, size_t keylen, mcp_cancel_mode mode);
+/* The same, with the key copied into store (keylen + 1 bytes of the
+ * owner's, kept as long as req: no allocation of its own). */
+void mcp_req_init_in(mcp_req *req, char *store, const char *key, size_t keylen, mcp_cancel_mode mode);
 void mcp_req_close(mcp_req *req);
 /* Apply an event: moves the state, records the first reason, returns MCP_ACT_*. */
 unsigned mcp_req_fire(mcp_req *req, mcp_req_event ev, const char *reason);

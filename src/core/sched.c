@@ -323,9 +323,9 @@ static void call_free(mcp_call *c) {
   free(c);
 }
 
-/* A call's one deadline entry (deadline.c) serves its deadline (timeout,
- * then grace) and its next progress heartbeat, whichever is earliest (its
- * waits are ops, each with its own). */
+/* A call's deadline entry (deadline.c) serves its deadline (timeout, then
+ * grace) and its next progress heartbeat, whichever is earliest (its waits
+ * are ops with their own, and its own sleep has op.c's sleep_dl). */
 static void timer_arm(mcp_call *c) {
   uint64_t due = c->due_ns;
   if (c->beat_ns && (due == 0 || c->beat_ns < due)) due = c->beat_ns;
@@ -638,10 +638,10 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
     if (c->co) queue_push(c);
     run_oncancel(c);
   }
-  if (act & MCP_ACT_GRACE) {
+  if (act & MCP_ACT_GRACE) {        /* queued: armed after its resume, if it is still running */
     uint64_t ms = (uint64_t)(c->grace * 1000.0);
     c->hard_ns = c->due_ns = mcp_clock_ns() + ms * 1000000ull;
-    timer_arm(c);
+    if (c->queued) c->arm_late = 1; else timer_arm(c);
   }
   if (act & MCP_ACT_ABORT) call_abort(c);
   if (act & MCP_ACT_RESULT) mcp__respond_result(c, lua_gettop(c->co));
@@ -664,10 +664,10 @@ struct mcp_params_text {
  * progress token the JSON text given. */
 static mcp_call *call_new(const mcp_call_owner *owner, long long sid, const char *key, size_t keylen,
                           const char *method, const char *name, const char *token, size_t token_len) {
-  mcp_call *c = calloc(1, sizeof *c);
+  mcp_call *c = calloc(1, sizeof *c + keylen + 1);     /* its id's text after it */
   int mode = MCP_CANCEL_COOPERATIVE;
   if (c == NULL) abort();
-  c->dl.index = -1;
+  mcp_deadline_init(&c->dl, NULL);
   c->timeout = (float)mcp_cfg.timeout;
   c->grace = (float)mcp_cfg.grace;
   if (name != NULL) {
@@ -687,7 +687,7 @@ static mcp_call *call_new(const mcp_call_owner *owner, long long sid, const char
     memcpy(c->progress_token, token, token_len);
     c->progress_token[token_len] = '\0';
   }
-  mcp_req_init(&c->req, key, keylen, mode);
+  mcp_req_init_in(&c->req, (char *)(c + 1), key, keylen, mode);
   c->owner = owner;
   c->sid = sid;
   c->method = mcp_name_intern(method);
@@ -803,6 +803,7 @@ static void run_queue(uv_check_t *h) {
     if (c->finished) continue;
     if (c->req.state == MCP_REQ_QUEUED) call_admit(c);
     else if (c->co && !c->waiting && lua_status(c->co) == LUA_YIELD) call_resume(c, 0);
+    if (c->arm_late && !c->finished) c->arm_late = 0, timer_arm(c);
   }
   if (S.reset_due) {
     S.reset_due = 0;

@@ -32,8 +32,9 @@ typedef struct mcp_call_owner {
   const char *(*session_name)(const mcp_call *c);
 } mcp_call_owner;
 
-/* A call is owned by the scheduler: created by mcp_call_start, freed at the
- * end of the loop turn in which the state machine said FINISH. */
+/* A call is owned by the scheduler: created by mcp_call_start (its id's
+ * text right after it, one allocation), freed at the end of the loop turn
+ * in which the state machine said FINISH. */
 struct mcp_call {
   mcp_req req;               /* the state machine; first member */
   const mcp_call_owner *owner;
@@ -57,6 +58,7 @@ struct mcp_call {
   int oncancel_ref;          /* table of ctx:on_cancel functions, or LUA_NOREF */
   int token_ref;             /* userdata naming this call to coroutines it creates */
   mcp_deadline dl;           /* the earliest of due_ns and beat_ns (deadline.c) */
+  mcp_deadline sleep_dl;     /* op.c's: the handler's own ctx:sleep (no op of its own) */
   uint64_t due_ns;           /* hrtime of the timeout, then of the grace end; 0 = none */
   struct mcp_span *span;     /* its SERVER span (trace.c) while tracing is on, else NULL */
   struct mcp_task *task;     /* a task-augmented tools/call: its task (task.c), until either ends */
@@ -98,6 +100,8 @@ struct mcp_call {
   unsigned over : 2;         /* MCP_OVER_*: the sandbox limit that ended it */
   unsigned tool_error : 1;   /* its response was a tool's isError result (respond.c) */
   unsigned held : 1;         /* it waited in its tool's queue (limit.c), for traces */
+  unsigned sleep_cut : 1;    /* op.c's: a stop ended that sleep */
+  unsigned arm_late : 1;     /* its grace is armed after the resume it is queued for */
   int rpc_code;              /* its response's JSON-RPC error code, 0 for none (respond.c) */
 };
 

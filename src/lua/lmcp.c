@@ -65,6 +65,31 @@ static int l_session(lua_State *L) {
   return 1;
 }
 
+/* ctx_index(fields, methods): the ctx's __index (init.lua's Ctx), a C
+ * closure over both tables: a computed field's function called (it reads
+ * the running call), else the method. No Lua frame per lookup, and neither
+ * table is reachable through a ctx (a sandboxed plugin must not get the
+ * methods table). stack: ctx key -> value */
+static int ctx_index(lua_State *L) {
+  lua_settop(L, 2);
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) {
+    lua_call(L, 0, 1);
+    return 1;
+  }
+  lua_settop(L, 2);
+  lua_rawget(L, lua_upvalueindex(2));
+  return 1;
+}
+
+static int l_ctx_index(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  lua_pushcclosure(L, ctx_index, 2);
+  return 1;
+}
+
 /* ctx.auth: {subject=, client_id=, scopes={...}, claims={...}} of the
  * call's request, or nothing without authorization. */
 static int l_auth(lua_State *L) {
@@ -251,6 +276,7 @@ static const luaL_Reg core_funcs[] = {
   {"tool", l_tool},
   {"session", l_session},
   {"auth", l_auth},
+  {"ctx_index", l_ctx_index},
   {"now", l_now},
   {"deadline", l_deadline},
   {"on_cancel", l_on_cancel},

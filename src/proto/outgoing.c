@@ -163,8 +163,7 @@ int mcp_call_request(lua_State *L, mcp_call *c, const char *method, int params, 
   o->timeout = timeout;
   o->timeout_ns = (uint64_t)(timeout * 1e9);
   o->max_ns = now + (uint64_t)(max_total * 1e9);
-  o->dl.index = -1;
-  o->dl.fire = out_timeout;
+  mcp_deadline_init(&o->dl, out_timeout);
   snprintf(o->method, sizeof o->method, "%s", method);
   snprintf(o->key, sizeof o->key, "%.64s", c->req.key);
   o->next = c->session->out_waiters;

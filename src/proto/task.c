@@ -511,8 +511,7 @@ int mcp_task_input_wait(lua_State *L, mcp_call *c, int idx, double timeout, int 
   if (op == NULL) abort();
   op->task = t;
   op->single = single;
-  op->dl.index = -1;
-  op->dl.fire = input_timeout;
+  mcp_deadline_init(&op->dl, input_timeout);
   mcp_op_init(&op->op, &input_type, c);
   mcp_op_attach(h, &op->op);
   inputs_clear(t);
