@@ -308,15 +308,8 @@ static void hook(lua_State *L, lua_Debug *ar) {
 
 /* Timers and the end of a call. */
 
-/* c's params, tree or text, are dropped (it started, or it ends). */
-static void params_drop(mcp_call *c) {
-  if (c->params) json_decref(c->params), c->params = NULL;
-  free(c->ptext);
-  c->ptext = NULL;
-}
-
 static void call_free(mcp_call *c) {
-  params_drop(c);
+  mcp__call_params_drop(c);
   mcp_req_close(&c->req);
   if (c->tool_owned) free(c->tool);
   free(c->progress_token);
@@ -456,7 +449,7 @@ static void call_finish(mcp_call *c) {
   queue_remove(c);
   EACH_TYPE(leave, c);               /* its slot or its place in a limit's queue */
   mcp_deadline_set(&c->dl, 0);
-  params_drop(c);
+  mcp__call_params_drop(c);
   if (c->oncancel_ref != LUA_NOREF) {
     luaL_unref(S.L, LUA_REGISTRYINDEX, c->oncancel_ref);
     c->oncancel_ref = LUA_NOREF;
@@ -551,7 +544,7 @@ static int call_begin_path(mcp_call *c) {
   int n = S.path->begin(c, c->co);
   if (n == MCP_PATH_LUA) return 0;
   c->fast = 1;
-  params_drop(c);
+  mcp__call_params_drop(c);
   if (n == MCP_PATH_ANSWERED) mcp_call_fire(c, MCP_EV_RETURN, NULL);
   else call_resume(c, n);
   return 1;
@@ -571,7 +564,7 @@ static void call_begin(mcp_call *c) {
     mcp_call_fire(c, MCP_EV_RAISE, NULL);
     return;
   }
-  params_drop(c);
+  mcp__call_params_drop(c);
   call_resume(c, 4);
 }
 
@@ -653,13 +646,6 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
   }
 }
 
-/* What a call's params came as, when text (mcp_call_start_text): one
- * block, freed when the call starts. */
-struct mcp_params_text {
-  size_t len, args_off, args_len;    /* args_len 0: no arguments */
-  char text[];                       /* the params object, NUL-terminated */
-};
-
 /* A call of method, its tool's policy looked up by name (tools/call), its
  * progress token the JSON text given. */
 static mcp_call *call_new(const mcp_call_owner *owner, long long sid, const char *key, size_t keylen,
@@ -733,34 +719,8 @@ mcp_call *mcp_call_start_text(const mcp_call_owner *owner, long long sid, const 
                               size_t keylen, const char *method, const mcp_request_text *rt) {
   mcp_call *c = call_new(owner, sid, key, keylen, method, strcmp(method, "tools/call") == 0 ? rt->name : NULL,
                          rt->token, rt->token_len);
-  struct mcp_params_text *t = malloc(sizeof *t + rt->params_len + 1);
-  if (t == NULL) abort();
-  t->len = rt->params_len;
-  t->args_off = rt->args ? (size_t)(rt->args - rt->params) : 0;
-  t->args_len = rt->args ? rt->args_len : 0;
-  memcpy(t->text, rt->params, rt->params_len);
-  t->text[rt->params_len] = '\0';
-  c->ptext = t;
+  c->ptext = mcp__params_text_new(rt);
   return call_arrive(c);
-}
-
-json_t *mcp_call_params(mcp_call *c) {
-  if (c->params == NULL && c->ptext != NULL)
-    c->params = mcp_json_parse(c->ptext->text, c->ptext->len, NULL, 0);   /* checked: never NULL */
-  return c->params;
-}
-
-void mcp_call_push_params(lua_State *L, mcp_call *c) {
-  if (c->params) mcp_json_push(L, c->params);
-  else if (c->ptext == NULL || mcp_json_decode(L, c->ptext->text, c->ptext->len, NULL, 0) != 0)
-    lua_newtable(L);
-}
-
-int mcp_call_args_text(const mcp_call *c, const char **args, size_t *len) {
-  if (c->ptext == NULL) return 0;
-  *args = c->ptext->args_len ? c->ptext->text + c->ptext->args_off : NULL;
-  *len = c->ptext->args_len;
-  return 1;
 }
 
 /* A request about to start: a registered row (limit.c: its tool's limits)

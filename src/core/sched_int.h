@@ -41,6 +41,11 @@ extern void (*mcp__alloc_over_cb)(mcp_call *c);
 /* core.c's: server.reset_due(), protected (mcp_sched_reset_due). */
 extern void (*mcp__reset_due_cb)(void);
 
+/* params.c: a call's params as the text they came as (mcp_call_start_text),
+ * and their drop (tree or text: the call started, or it ends). */
+struct mcp_params_text *mcp__params_text_new(const mcp_request_text *rt);
+void mcp__call_params_drop(mcp_call *c);
+
 /* Add a row (once; the same row again is ignored). */
 void mcp__sched_register(const mcp_call_type *t);
 /* The scheduler proper, under mcp_sched_init and mcp_sched_close (core.c). */
