@@ -84,58 +84,17 @@ static inline mcp_call **extra(lua_State *L) { return (mcp_call **)lua_getextras
 
 static void hook(lua_State *L, lua_Debug *ar);
 
-#define TOKEN_MT "mcp.token"
-#define NESTED_KEY "mcp.nested"
-
-/* A handler's own coroutine names its call in its extra space. A coroutine
- * the handler created is looked up in the weak "nested" table, which maps it
- * to the call's token. */
+/* A handler's own coroutine names its call in its extra space; one it
+ * created is found through its call's token (token.c). */
 mcp_call *mcp_call_current(lua_State *L) {
-  mcp_call *c = *extra(L), **tok;
+  mcp_call *c = *extra(L);
   if (c != NULL) return c;
   if (L == S.L) return S.main_as;
-  lua_getfield(L, LUA_REGISTRYINDEX, NESTED_KEY);
-  lua_pushthread(L);
-  lua_rawget(L, -2);
-  tok = luaL_testudata(L, -1, TOKEN_MT);
-  c = tok ? *tok : NULL;
-  lua_pop(L, 2);
-  return c;
-}
-
-void mcp_call_token(lua_State *L, mcp_call *c) {
-  if (c->token_ref == LUA_NOREF) {
-    mcp_call **tok = lua_newuserdatauv(L, sizeof *tok, 0);
-    *tok = c;
-    luaL_setmetatable(L, TOKEN_MT);
-    c->token_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  }
-  lua_rawgeti(L, LUA_REGISTRYINDEX, c->token_ref);
+  return mcp__token_call(L);
 }
 
 void mcp_call_watch(lua_State *co) {
   if (mcp_slice_on()) lua_sethook(co, hook, LUA_MASKCOUNT, HOOK_COUNT);
-}
-
-void mcp_call_tokens_open(lua_State *L) {
-  luaL_newmetatable(L, TOKEN_MT);
-  lua_pop(L, 1);
-  lua_newtable(L);
-  lua_createtable(L, 0, 1);
-  lua_pushliteral(L, "k");
-  lua_setfield(L, -2, "__mode");
-  lua_setmetatable(L, -2);
-  lua_pushvalue(L, -1);
-  lua_setfield(L, LUA_REGISTRYINDEX, NESTED_KEY);
-}
-
-static void call_token_drop(mcp_call *c) {
-  if (c->token_ref == LUA_NOREF) return;
-  lua_rawgeti(S.L, LUA_REGISTRYINDEX, c->token_ref);
-  *(mcp_call **)lua_touserdata(S.L, -1) = NULL;
-  lua_pop(S.L, 1);
-  luaL_unref(S.L, LUA_REGISTRYINDEX, c->token_ref);
-  c->token_ref = LUA_NOREF;
 }
 
 int mcp_sched_live(void) { return S.live; }
@@ -457,7 +416,7 @@ static void call_finish(mcp_call *c) {
   c->owner->stopping(c, "request finished");
   EACH_TYPE(stop, c, "request finished", 1);
   co_release(c);
-  call_token_drop(c);
+  mcp__token_drop(S.L, c);
   if (c->aprev) c->aprev->anext = c->anext; else S.all = c->anext;
   if (c->anext) c->anext->aprev = c->aprev;
   S.live--;

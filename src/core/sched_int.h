@@ -46,6 +46,11 @@ extern void (*mcp__reset_due_cb)(void);
 struct mcp_params_text *mcp__params_text_new(const mcp_request_text *rt);
 void mcp__call_params_drop(mcp_call *c);
 
+/* token.c: the call a coroutine a handler created runs for (NULL: none),
+ * and c's token cleared and released (c ends). */
+mcp_call *mcp__token_call(lua_State *L);
+void mcp__token_drop(lua_State *L, mcp_call *c);
+
 /* Add a row (once; the same row again is ignored). */
 void mcp__sched_register(const mcp_call_type *t);
 /* The scheduler proper, under mcp_sched_init and mcp_sched_close (core.c). */
