@@ -27,6 +27,18 @@ return mcp.plugin { name = "up", mount = { command = { %q, "--plugins", %q }, pr
   return c
 end
 
+local function metrics(port)
+  local p = io.popen("curl -s http://127.0.0.1:" .. port .. "/metrics")
+  local text = p:read("a")
+  p:close()
+  return text
+end
+
+-- The value of a sample of /metrics (0 when it is not there).
+local function sample(text, name)
+  return tonumber(text:match("\n" .. H.esc(name) .. " (%d+)")) or 0
+end
+
 local function slow(c, id, tag, meta)
   c:send { jsonrpc = "2.0", id = id, method = "tools/call",
            params = { name = "up_slow", arguments = { tag = tag, delay = 0.05, steps = 10 }, _meta = meta } }
@@ -99,5 +111,33 @@ describe("forward (a mounted tool's call written upstream from C)", function()
                                                      content = { type = "text", text = "hi" } } }
     assert.are.equal("sampled: hi", H.text(response(c, 31)))
     assert.are.equal("echo: then", H.text(c:call("up_echo", { text = "then" })))
+  end)
+
+  it("counts its upstream requests in /metrics as the Lua path does", function()
+    local port = H.free_port()
+    local c = serve({ "--metrics", "127.0.0.1:" .. port })
+    local R, D = "luamcp_upstream_requests_total", "mcp_client_operation_duration_seconds_count"
+    local function tool(name, etype)
+      return ('%s{mcp_method_name="tools/call",gen_ai_tool_name="%s",error_type="%s"}'):format(D, name, etype)
+    end
+    local before = metrics(port)
+    c:call("up_echo", { text = "1" })
+    c:call("up_echo", { text = "2" })
+    c:call("up_fail", {})
+    slow(c, 41, "m1")
+    c:expect_stderr("upstream up: fixture: slow started m1", nil, { plain = true })
+    c:send(H.cancel_msg(41, "enough"))
+    local text
+    assert.truthy(H.poll_until(function()
+      text = metrics(port)
+      return sample(text, tool("slow", "cancelled")) > 0
+    end, 5), text)
+    local function delta(name) return sample(text, name) - sample(before, name) end
+    assert.are.equal(2, delta(R .. '{outcome="ok"}'))
+    assert.are.equal(1, delta(R .. '{outcome="error"}'))
+    assert.are.equal(1, delta(R .. '{outcome="cancelled"}'))
+    assert.are.equal(2, delta(tool("echo", "")))
+    assert.are.equal(1, delta(tool("fail", "-32099")))
+    assert.are.equal(1, delta(tool("slow", "cancelled")))
   end)
 end)

@@ -260,7 +260,7 @@ int mcp_forward_call(lua_State *L) {
   size_t n;
   const char *s;
   lua_settop(L, 4);
-  if (c == NULL || L != c->co || c->progress_token != NULL || (mcp_trace_on && c->span != NULL) ||
+  if (c == NULL || L != c->co || c->signalled || c->progress_token != NULL || (mcp_trace_on && c->span != NULL) ||
       outcome_ref == LUA_NOREF || !lua_istable(L, 4) || lua_getfield(L, 4, "client") != LUA_TTABLE)
     return call_handler(L);
   lua_pushliteral(L, "conn");                      /* 5: client 6: conn */
