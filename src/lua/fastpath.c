@@ -356,6 +356,10 @@ static int returned(mcp_call *c, lua_State *co, int nres) {
     size_t n;                        /* written here: encoding the table costs ten times more */
     const char *s = lua_tolstring(co, -1, &n);
     text_result(s, n);
+  } else if (type == LUA_TLIGHTUSERDATA && t->upstream) {   /* forward.c's reply, as it is */
+    lua_settop(co, v);
+    lua_replace(co, 1);
+    return 0;
   } else if (shape == SHAPE_AS_IS) {
     lua_settop(co, v);
     lua_replace(co, 1);              /* stack: res */

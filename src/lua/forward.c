@@ -114,14 +114,16 @@ static void cancel_req(mcp_op *op) {
   mcp_op_release(op);
 }
 
-/* stack: -> json_raw | nil, text, kind */
+/* stack: -> reply (a light userdata) | nil, text, kind. The reply is the
+ * result's text in an mcp_buf that the call's response is written from
+ * (fastpath.c's returned, then respond.c) before any other call runs. */
 static int push_req(lua_State *L, mcp_op *op) {
+  static mcp_buf reply;
   fwd_req *r = (fwd_req *)op;
   if (r->kind == FWD_RESULT) {
-    lua_createtable(L, 1, 0);
-    lua_pushlstring(L, r->text, r->len);
-    lua_rawseti(L, -2, 1);
-    luaL_setmetatable(L, MCP_JSON_RAW_MT);
+    reply.len = 0;
+    mcp_buf_add(&reply, r->text, r->len);
+    lua_pushlightuserdata(L, &reply);
     return 1;
   }
   lua_pushnil(L);
@@ -231,7 +233,7 @@ static void count_ok(const char *name, uint64_t t0) {
 static int answered(lua_State *L, int status, lua_KContext ctx) {
   (void)status;
   (void)ctx;
-  if (lua_type(L, 7) == LUA_TTABLE) {              /* the upstream's result, spliced as it is */
+  if (lua_type(L, 7) == LUA_TLIGHTUSERDATA) {      /* the upstream's result, spliced as it is */
     lua_getfield(L, 4, "name");
     count_ok(lua_tostring(L, -1), (uint64_t)lua_tointeger(L, 6));
     lua_settop(L, 7);
