@@ -64,7 +64,8 @@ struct fwd_conn {
 
 static mcp_buf line;                   /* the request or notification being written */
 static mcp_buf text;                   /* a result read from a line */
-static int outcome_ref = LUA_NOREF;    /* mount.lua's forwarded(handler, up, args, ctx, msg, kind, t0) */
+static int outcome_ref = LUA_NOREF;
+static int raw_mt_ref = LUA_NOREF;     /* core.json_raw's metatable */    /* mount.lua's forwarded(handler, up, args, ctx, msg, kind, t0) */
 
 static fwd_req **bucket(fwd_conn *fc, long long id) { return &fc->buckets[(unsigned long long)id % NBUCKETS]; }
 
@@ -189,7 +190,7 @@ static int raw_true(lua_State *L, int t, const char *k) {
 static int is_raw(lua_State *L, int idx) {
   int yes;
   if (!lua_istable(L, idx) || !lua_getmetatable(L, idx)) return 0;
-  luaL_getmetatable(L, MCP_JSON_RAW_MT);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, raw_mt_ref);
   yes = lua_rawequal(L, -1, -2);
   lua_pop(L, 2);
   if (yes) {
@@ -357,5 +358,7 @@ void mcp_forward_open_lib(lua_State *L) {
   lua_setfield(L, -2, "forward_fail");
   lua_pushcfunction(L, l_forward_outcome);
   lua_setfield(L, -2, "forward_outcome");
+  luaL_getmetatable(L, MCP_JSON_RAW_MT);
+  raw_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   mcp_proc_set_fwd(on_line, on_free);
 }
