@@ -1,7 +1,7 @@
 /* The forward path: a mounted tool's call (no wrap) written to its stdio
  * upstream from C and answered with the upstream's result text, with no
  * Lua of mount.lua's or client.lua's in between (fastpath.c starts the
- * call's coroutine with core.forward in front of the tool's handler).
+ * call's coroutine with mcp_forward_call in front of the tool's handler).
  *
  * Only the plain case: a connection client.lua has up, initialized and at
  * 2026-07-28 (its _meta encoded once, meta_raw), over stdio, that never sent
@@ -11,9 +11,10 @@
  * A request takes its id from the connection's counter (conn.next_id, the
  * one client.lua's requests use: the two never clash) and is kept, as an op
  * of its call, in its connection's table of pending ids until the line with
- * that id comes: a plain result is spliced as it is (a json_raw); anything
- * else (an error, input_required, a shape not read here) goes to
- * mount.lua's forwarded(), which answers as client.lua would. A cancel of
+ * that id comes (proc.c hands each stdout line here first): a result is
+ * spliced into the response as it is; anything else (an error,
+ * input_required, a line not read here) goes to mount.lua's function
+ * (core.forward_outcome), which answers as client.lua would. A cancel of
  * the call cancels the op, whose cancel writes notifications/cancelled with
  * the reason; client.lua's Conn:fail fails every pending request with its
  * reason (core.forward_fail). */
@@ -56,7 +57,7 @@ enum { FWD_RESULT, FWD_LINE, FWD_GONE };
 /* A connection's pending requests: owned by its child (proc.c's fwd slot),
  * freed with it. */
 struct fwd_conn {
-  mcp_proc *proc;
+  mcp_proc *proc;                      /* its child */
   char name[64];                       /* the client's, for the log */
   fwd_req *buckets[NBUCKETS];
   int count;
@@ -64,10 +65,12 @@ struct fwd_conn {
 
 static mcp_buf line;                   /* the request or notification being written */
 static mcp_buf text;                   /* a result read from a line */
-static int outcome_ref = LUA_NOREF;
-static int raw_mt_ref = LUA_NOREF;     /* core.json_raw's metatable */    /* mount.lua's forwarded(handler, up, args, ctx, msg, kind, t0) */
+static int outcome_ref = LUA_NOREF;    /* mount.lua's (handler, up, args, ctx, msg, kind, t0) */
+static int raw_mt_ref = LUA_NOREF;     /* core.json_raw's metatable */
 
-static fwd_req **bucket(fwd_conn *fc, long long id) { return &fc->buckets[(unsigned long long)id % NBUCKETS]; }
+static fwd_req **bucket(fwd_conn *fc, long long id) {
+  return &fc->buckets[(unsigned long long)id % NBUCKETS];
+}
 
 static void unlink_req(fwd_req *r) {
   fwd_req **pp = bucket(r->conn, r->id);
@@ -95,22 +98,22 @@ static void finish(fwd_req *r, int kind, const char *s, size_t n) {
   mcp_op_release(&r->op);
 }
 
+/* The call stopped (a cancel, a timeout, an abort): the upstream is told,
+ * with the reason, as client.lua's Conn:cancel tells it. */
 static void cancel_req(mcp_op *op) {
   fwd_req *r = (fwd_req *)op;
   fwd_conn *fc = r->conn;
+  const char *why = op->reason + sizeof "cancelled: " - 1;
   if (fc != NULL) {
     unlink_req(r);
-    {
-      line.len = 0;
-      mcp_buf_adds(&line, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":");
-      mcp_buf_add_int(&line, r->id);
-      mcp_buf_adds(&line, ",\"reason\":");
-      mcp_json_add_string(&line, op->reason + sizeof "cancelled: " - 1, strlen(op->reason) - (sizeof "cancelled: " - 1));
-      mcp_buf_adds(&line, "}}\n");
-      mcp_proc_write(fc->proc, line.data, line.len);
-    }
-    mcp_debug("%s: request %lld (tools/call) cancelled upstream: %s", fc->name, r->id,
-              op->reason + sizeof "cancelled: " - 1);
+    line.len = 0;
+    mcp_buf_adds(&line, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":");
+    mcp_buf_add_int(&line, r->id);
+    mcp_buf_adds(&line, ",\"reason\":");
+    mcp_json_add_string(&line, why, strlen(why));
+    mcp_buf_adds(&line, "}}\n");
+    mcp_proc_write(fc->proc, line.data, line.len);
+    mcp_debug("%s: request %lld (tools/call) cancelled upstream: %s", fc->name, r->id, why);
   }
   mcp_op_release(op);
 }
@@ -263,8 +266,9 @@ int mcp_forward_call(lua_State *L) {
   size_t n;
   const char *s;
   lua_settop(L, 4);
-  if (c == NULL || L != c->co || c->signalled || c->progress_token != NULL || (mcp_trace_on && c->span != NULL) ||
-      outcome_ref == LUA_NOREF || !lua_istable(L, 4) || lua_getfield(L, 4, "client") != LUA_TTABLE)
+  if (c == NULL || L != c->co || c->signalled || c->progress_token != NULL ||
+      (mcp_trace_on && c->span != NULL) || outcome_ref == LUA_NOREF || !lua_istable(L, 4) ||
+      lua_getfield(L, 4, "client") != LUA_TTABLE)
     return call_handler(L);
   lua_pushliteral(L, "conn");                      /* 5: client 6: conn */
   if (lua_rawget(L, 5) != LUA_TTABLE || raw_true(L, 6, "closed") || raw_true(L, 6, "handshake") ||
