@@ -276,6 +276,36 @@ int main(void) {
     CHECK(strcmp(o, "2.0") == 0 && lua_type(L, -1) == LUA_TSTRING, "jsonrpc %s", o);
   }
 
+  {                                                /* the same read without Lua (forward.c) */
+    static const struct { const char *in; int rc; long long id; const char *want; } cases[] = {
+      { "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"a\":[1],\"resultType\":\"complete\",\"ttlMs\":5}}", 1, 7, "{\"a\":[1]}" },
+      { "{\"result\":{\"isError\":true},\"\\u0069d\":-3,\"jsonrpc\":\"2.0\"}", 1, -3, "{\"isError\":true}" },
+      { "{\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{\"resultType\":\"input_required\"}}", 0, 8, "" },
+      { "{\"jsonrpc\":\"2.0\",\"id\":9,\"error\":{\"code\":-32099,\"message\":\"x\"}}", 0, 9, "" },
+      { "{\"jsonrpc\":\"2.0\",\"id\":10,\"result\":5}", 0, 10, "" },
+      { "{\"jsonrpc\":\"1.0\",\"id\":11,\"result\":{}}", -1, 0, "" },
+      { "{\"jsonrpc\":\"2.0\",\"id\":\"12\",\"result\":{}}", -1, 0, "" },
+      { "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"result\":{}}", -1, 0, "" },
+      { "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"x\"}", -1, 0, "" },
+      { "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}", -1, 0, "" },
+      { "{\"jsonrpc\":\"2.0\",\"id\":14,\"result\":{\"x\":}}", -2, 0, "" },
+      { "{\"jsonrpc\":\"2.0\",\"id\":15,\"result\":{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"i\":9}}", -2, 0, "" },
+    };
+    mcp_buf out = MCP_BUF_INIT;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      long long id = 0;
+      int rc;
+      out.len = 0;
+      rc = mcp_json_response_text(cases[i].in, strlen(cases[i].in), &id, &out);
+      CHECK(rc == cases[i].rc, "response text %s: %d, want %d", cases[i].in, rc, cases[i].rc);
+      if (rc >= 0) CHECK(id == cases[i].id, "response text %s: id %lld, want %lld", cases[i].in, id, cases[i].id);
+      if (rc == 1)
+        CHECK(out.len == strlen(cases[i].want) && memcmp(out.data, cases[i].want, out.len) == 0,
+              "response text %s: %.*s, want %s", cases[i].in, (int)out.len, out.data, cases[i].want);
+    }
+    mcp_buf_free(&out);
+  }
+
   ENC("return 1/3", "0.3333333333333333");
   ENC("return 0.5", "0.5");
   ENC("return 3.0", "3");

@@ -80,6 +80,7 @@ function Conn:fail(why, kind)
   log(self.handshake and "warning" or "info", "%s: %s", self.client.name, why)
   local pending = self.pending
   self.pending, self.by_token = {}, {}
+  if self.fwd then core.forward_fail(self.fwd, why) end   -- the requests forward.c sent
   for _, rq in pairs(pending) do
     rq.gone, rq.gone_kind = why, kind or "closed"
     wake(rq)
@@ -149,6 +150,9 @@ end
 
 function Conn:on_request(msg, hint)
   if msg.method == "ping" then return self:reply(msg.id, {}) end
+  -- it asks during calls: they go through client.lua from now on (forward.c
+  -- cannot tell which call a request belongs to)
+  self.lua_only = true
   if not CAPABILITY[msg.method] then
     return self:reply(msg.id, nil, { code = -32601, message = "Method not found: " .. tostring(msg.method) })
   end
@@ -427,6 +431,20 @@ local function request(self, method, params, o)
   return nil, rq.what .. ": too many input-required rounds", "protocol"
 end
 
+-- A request's outcome for /metrics: its error.type (nil when it did well).
+local function counted(method, name, t0, res, kind, obj)
+  local outcome = res ~= nil and "ok" or (kind == "timeout" or kind == "cancelled") and kind or "error"
+  core.count("luamcp_upstream_requests_total", outcome)
+  local etype
+  if res == nil then
+    etype = kind == "rpc" and type(obj) == "table" and math.type(obj.code) and tostring(obj.code) or kind or "error"
+  elseif method == "tools/call" and res.isError == true then
+    etype = "tool_error"
+  end
+  core.client_duration(method, name, etype, core.mono() - t0)
+  return etype
+end
+
 -- The CLIENT span of a request (tracing on): "tools/call NAME"; nil when off.
 local function span_of(self, method, params)
   if not core.traced() then return nil end
@@ -444,18 +462,27 @@ function Conn:request(method, params, o)
   local span = span_of(self, method, params)   -- not <close>: a raise leaves it to its __gc
   local t0 = core.mono()
   local res, msg, kind, obj = request(self, method, params, o)
-  local outcome = res ~= nil and "ok" or (kind == "timeout" or kind == "cancelled") and kind or "error"
-  core.count("luamcp_upstream_requests_total", outcome)
-  local etype
-  if res == nil then
-    etype = kind == "rpc" and type(obj) == "table" and math.type(obj.code) and tostring(obj.code) or kind or "error"
-  elseif method == "tools/call" and res.isError == true then
-    etype = "tool_error"
-  end
-  core.client_duration(method, method == "tools/call" and type(params) == "table" and type(params.name) == "string"
-                       and params.name or nil, etype, core.mono() - t0)
+  local etype = counted(method, method == "tools/call" and type(params) == "table" and type(params.name) == "string"
+                        and params.name or nil, t0, res, kind, obj)
   if span and etype then span:fail(etype, msg) end
   if span then span:finish() end
+  return res, msg, kind, obj
+end
+
+-- A tools/call the forward path in C sent (src/lua/forward.c, mount.lua)
+-- whose outcome is not a result passed on: m is the response (decoded), or
+-- why the request ended (kind "closed" or "cancelled"); t0 in seconds. As
+-- request() and Conn:request give it, counted alike.
+function M.forwarded(what, name, m, kind, t0)
+  local res, msg, obj
+  if kind == "line" then
+    if m.error ~= nil then msg, kind, obj = error_text(what, m.error), "rpc", m.error
+    elseif type(m.result) ~= "table" then msg, kind = what .. ": the upstream's result is not an object", "protocol"
+    else res, kind = plain(m.result), nil end
+  else
+    msg = m
+  end
+  counted("tools/call", name, t0, res, kind, obj)
   return res, msg, kind, obj
 end
 

@@ -53,6 +53,22 @@ function M.result(res, msg, code, obj)
   return mcp.error(msg or "the upstream failed")
 end
 
+-- What forward.c's call gives the handler when it is not the upstream's
+-- result passed on: the line of another response, or why it ended ("closed",
+-- "cancelled"). An input_required result is asked again through the
+-- handler, whose client.lua answers its rounds.
+core.forward_outcome(function(handler, up, args, ctx, msg, kind, t0)
+  if kind == "line" then
+    msg = core.decode_response(msg) or core.decode(msg)
+    local r = msg.result
+    if msg.error == nil and (msg.result_type == "input_required"
+                             or type(r) == "table" and r.resultType == "input_required") then
+      return handler(args, ctx)
+    end
+  end
+  return M.result(require("mcp.client").forwarded(up.what, up.name, msg, kind, t0 / 1e9))
+end)
+
 local function notified(st, method, params)
   if method == "notifications/tools/list_changed" or method == "notifications/resources/list_changed"
      or method == "notifications/prompts/list_changed" then
@@ -157,6 +173,12 @@ local function make_tool(st, t)
   -- without wrap nothing reads them: the C path hands them over as the JSON
   -- text they came as (a core.json_raw; fastpath.c)
   tool.forward = wrap == nil
+  -- with no timeout either, its call may be forwarded from C (forward.c):
+  -- mcp.connect's client over stdio, in the plain case
+  if wrap == nil and (st.timeout == nil or st.timeout <= 0) and st.call_timeout == nil
+     and client.opts.timeout == nil then
+    tool.upstream = { client = client, name = up, what = what }
+  end
   return tool
 end
 

@@ -24,6 +24,7 @@
 
 #include "config.h"
 #include "fastpath.h"
+#include "forward.h"
 #include "json.h"
 #include "log.h"
 #include "schema.h"
@@ -39,8 +40,9 @@ typedef struct fast_tool {
   unsigned output : 1;       /* an outputSchema its results are checked against */
   unsigned tasks : 1;        /* task support: a 2026-07-28 call may become a task (Lua's) */
   unsigned forward : 1;      /* a mounted tool without wrap: its arguments go on as JSON text */
+  unsigned upstream : 1;     /* and its call may be forwarded from C (forward.c) */
 } fast_tool;
-enum { UV_TOOL = 1, UV_HANDLER, UV_COMPILED };
+enum { UV_TOOL = 1, UV_HANDLER, UV_COMPILED, UV_UPSTREAM };
 
 static struct {
   int on_call, on_list;      /* core.fast_methods: may C run tools/call, tools/list? */
@@ -181,6 +183,12 @@ static int call_setup(lua_State *L) {
     lua_pop(L, 1);
   }
   lua_remove(L, 1);
+  if (raw && t->upstream) {          /* stack: entry forward handler args ctx up */
+    lua_pushcfunction(L, mcp_forward_call);
+    lua_insert(L, 2);
+    lua_getiuservalue(L, 1, UV_UPSTREAM);
+    return 6;
+  }
   return 4;
 }
 
@@ -211,12 +219,12 @@ static int begin_call(mcp_call *c, lua_State *co) {
     return MCP_PATH_LUA;
   }
   n = lua_gettop(L) - top;
-  if (n != 4) {
+  if (n != 4 && n != 6) {
     lua_settop(L, top);
     return MCP_PATH_LUA;
   }
-  lua_xmove(L, co, 4);               /* co: entry handler args ctx */
-  return 2;
+  lua_xmove(L, co, n);               /* co: entry handler args ctx, or entry forward handler args ctx up */
+  return n - 2;
 }
 
 /* On the main thread, protected, for c: the chain of its tool (a sandboxed
@@ -369,7 +377,7 @@ static void text_result(const char *s, size_t n) {
 /* What a chain returned (the method's protocol, shaped): as it is, or
  * mcp.text's shape written here. stack: false res... */
 static int chain_returned(lua_State *co, int nres) {
-  static const fast_tool shaped = { 0, 0, 0, 0 };
+  static const fast_tool shaped = { 0, 0, 0, 0, 0, 0 };
   lua_remove(co, 1);
   if (nres == 2 && lua_type(co, 1) == LUA_TTABLE && table_shape(co, &shaped, 1, 1) == SHAPE_TEXT) {
     size_t n;
@@ -400,6 +408,10 @@ static int returned(mcp_call *c, lua_State *co, int nres) {
     size_t n;                        /* written here: encoding the table costs ten times more */
     const char *s = lua_tolstring(co, -1, &n);
     text_result(s, n);
+  } else if (type == LUA_TLIGHTUSERDATA && t->upstream) {   /* forward.c's reply, as it is */
+    lua_settop(co, v);
+    lua_replace(co, 1);
+    return 0;
   } else if (shape == SHAPE_AS_IS) {
     lua_settop(co, v);
     lua_replace(co, 1);              /* stack: res */
@@ -567,7 +579,8 @@ static int l_fast_methods(lua_State *L) {
 
 /* core.fast_tools(list, ctx_mt, shape, input_open, input_args): the registry's tools,
  * in list order, each {name=, tool=, handler=, schema=, output=, lua_only=,
- * scopes=, tasks=, forward=, entry= (its tools/list entry as JSON text)}. */
+ * scopes=, tasks=, forward=, upstream= (a forwarded call's, for forward.c),
+ * entry= (its tools/list entry as JSON text)}. */
 static int l_fast_tools(lua_State *L) {
   int n;
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -586,12 +599,15 @@ static int l_fast_tools(lua_State *L) {
     fast_tool *t;
     lua_rawgeti(L, 1, i);                                        /* 5 */
     luaL_checktype(L, 5, LUA_TTABLE);
-    t = lua_newuserdatauv(L, sizeof *t, 3);                      /* 6 */
+    t = lua_newuserdatauv(L, sizeof *t, 4);                      /* 6 */
     t->lua_only = field_true(L, 5, "lua_only");
     t->scopes = field_true(L, 5, "scopes");
     t->output = field_true(L, 5, "output");
     t->tasks = field_true(L, 5, "tasks");
     t->forward = field_true(L, 5, "forward");
+    t->upstream = lua_getfield(L, 5, "upstream") == LUA_TTABLE && t->forward;
+    if (t->upstream) lua_setiuservalue(L, 6, UV_UPSTREAM);
+    else lua_pop(L, 1);
     lua_getfield(L, 5, "tool");
     lua_setiuservalue(L, 6, UV_TOOL);
     lua_getfield(L, 5, "handler");

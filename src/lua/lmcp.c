@@ -11,6 +11,7 @@
 #include "config.h"
 #include "fail.h"
 #include "fastpath.h"
+#include "forward.h"
 #include "fsread.h"
 #include "httpc.h"
 #include "identity.h"
@@ -342,6 +343,7 @@ int luaopen_mcp_core(lua_State *L) {
   mcp_sandbox_open(L);
   mcp_sandbox_mem_open(L);
   mcp_fastpath_open_lib(L);
+  mcp_forward_open_lib(L);
   luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
   lua_setfield(L, -2, "array_mt");
   lua_pushlightuserdata(L, NULL);

@@ -42,7 +42,6 @@
 #define SHUTDOWN_GRACE 2.0             /* seconds between SIGTERM and SIGKILL at shutdown */
 
 
-typedef struct mcp_proc mcp_proc;
 
 /* The Lua handle: a full userdata, user value 1 the table of callbacks. */
 typedef struct {
@@ -73,6 +72,7 @@ struct mcp_proc {
   int open;                            /* handles not closed yet */
   double grace;
   char name[64];
+  void *fwd;                           /* the forward path's state (forward.c), or NULL */
   unsigned in_on : 1, in_closing : 1, exited : 1, reported : 1, terminating : 1;
 };
 
@@ -86,7 +86,17 @@ static void push_weak(lua_State *L) { lua_rawgetp(L, LUA_REGISTRYINDEX, &P); }
 
 static const char *const stream_names[2] = { "stdout", "stderr" };
 
+/* The forward path's hooks (mcp_proc_set_fwd). */
+static int (*fwd_line)(void *fwd, const char *line, size_t len);
+static void (*fwd_free)(void *fwd);
+
+void mcp_proc_set_fwd(int (*line)(void *fwd, const char *line, size_t len), void (*free_fn)(void *fwd)) {
+  fwd_line = line;
+  fwd_free = free_fn;
+}
+
 static void proc_free(mcp_proc *p) {
+  if (p->fwd != NULL) fwd_free(p->fwd);
   if (p->prev) p->prev->next = p->next; else P.all = p->next;
   if (p->next) p->next->prev = p->prev;
   if (p->ud) p->ud->p = NULL;
@@ -158,6 +168,7 @@ static void emit_line(mcp_proc *p, int i, const char *line, size_t len) {
   lua_State *L = mcp_sched_lua();
   const char *name = i == 0 ? "on_line" : "on_stderr";
   if (len > 0 && line[len - 1] == '\r') len--;
+  if (i == 0 && p->fwd != NULL && fwd_line(p->fwd, line, len)) return;   /* a forwarded call's answer */
   if (!push_callback(L, p, name)) return;
   lua_pushlstring(L, line, len);
   run_callback(L, p, name, 1);
@@ -321,6 +332,29 @@ static proc_handle *check_handle(lua_State *L) {
   return luaL_checkudata(L, 1, PROC_MT);
 }
 
+static int writable(const mcp_proc *p) {
+  return p != NULL && p->in_on && !p->in_closing && !p->exited;
+}
+
+static void queue(mcp_proc *p, const char *s, size_t len) {
+  if (len == 0) return;
+  if (p->pend.len == 0) uv_prepare_start(&p->flusher, on_flush);
+  mcp_buf_add(&p->pend, s, len);
+}
+
+mcp_proc *mcp_proc_get(lua_State *L, int idx) {
+  proc_handle *h = luaL_testudata(L, idx, PROC_MT);
+  return h != NULL && writable(h->p) ? h->p : NULL;
+}
+
+int mcp_proc_write(mcp_proc *p, const char *s, size_t len) {
+  if (!writable(p)) return -1;
+  queue(p, s, len);
+  return 0;
+}
+
+void **mcp_proc_fwd(mcp_proc *p) { return &p->fwd; }
+
 /* p:write(text, ...): each queued in turn (written before the loop polls
  * again; a line and its "\n" without a concatenation); false when stdin is
  * closed or the child is gone. */
@@ -330,16 +364,14 @@ static int h_write(lua_State *L) {
   mcp_proc *p = h->p;
   luaL_checkstring(L, 2);
   for (int i = 3; i <= top; i++) luaL_checkstring(L, i);
-  if (p == NULL || !p->in_on || p->in_closing || p->exited) {
+  if (!writable(p)) {
     lua_pushboolean(L, 0);
     return 1;
   }
   for (int i = 2; i <= top; i++) {
     size_t len;
     const char *s = lua_tolstring(L, i, &len);
-    if (len == 0) continue;
-    if (p->pend.len == 0) uv_prepare_start(&p->flusher, on_flush);
-    mcp_buf_add(&p->pend, s, len);
+    queue(p, s, len);
   }
   lua_pushboolean(L, 1);
   return 1;

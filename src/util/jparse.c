@@ -485,22 +485,26 @@ int mcp_json_members_in(const char *s, size_t n, mcp_json_member *m, int max, co
 static int is_key(const member *m, const char *k) { return strcmp(m->key, k) == 0; }
 
 /* The result's members but those a 2026-07-28 result says about itself,
- * into passed; the resultType's text in *type (NULL when none). */
-static void pass_result(const member *res, int nr, const member **type) {
+ * into out; the resultType's text in *type (NULL when none). */
+static void pass_result_to(mcp_buf *out, const member *res, int nr, const member **type) {
   int first = 1;
   *type = NULL;
-  passed.len = 0;
-  mcp_buf_addc(&passed, '{');
+  out->len = 0;
+  mcp_buf_addc(out, '{');
   for (int i = 0; i < nr; i++) {
     if (is_key(&res[i], "resultType")) *type = &res[i];
     if (is_key(&res[i], "resultType") || is_key(&res[i], "ttlMs") || is_key(&res[i], "cacheScope")) continue;
-    if (!first) mcp_buf_addc(&passed, ',');
+    if (!first) mcp_buf_addc(out, ',');
     first = 0;
-    mcp_buf_add(&passed, res[i].k, res[i].kn);
-    mcp_buf_addc(&passed, ':');
-    mcp_buf_add(&passed, res[i].v, res[i].vn);
+    mcp_buf_add(out, res[i].k, res[i].kn);
+    mcp_buf_addc(out, ':');
+    mcp_buf_add(out, res[i].v, res[i].vn);
   }
-  mcp_buf_addc(&passed, '}');
+  mcp_buf_addc(out, '}');
+}
+
+static void pass_result(const member *res, int nr, const member **type) {
+  pass_result_to(&passed, res, nr, type);
 }
 
 /* A member's value (checked already): a short integer or a string without
@@ -519,6 +523,46 @@ static void push_value(lua_State *L, const member *m) {
     return;
   }
   if (mcp_json_decode(L, v, n, err, sizeof err) != 0) lua_pushnil(L);
+}
+
+/* An integer id's text: its value in *id, or -1. */
+static int int_id(const member *m, long long *id) {
+  size_t i = m->v[0] == '-';
+  if (m->vn == i || m->vn > 18) return -1;
+  for (; i < m->vn; i++)
+    if (m->v[i] < '0' || m->v[i] > '9') return -1;
+  *id = strtoll(m->v, NULL, 10);
+  return 0;
+}
+
+int mcp_json_response_text(const char *s, size_t n, long long *id, mcp_buf *out) {
+  jparse j = { (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + n,
+               NULL, 0, 0, &scratch, NULL };
+  member top[MAX_MEMBERS], res[MAX_MEMBERS];
+  const member *type;
+  int nt, nr = -1, r = -1, haveid = 0, plain = 1;
+  j.skip = 1;
+  if ((nt = members(&j, top, MAX_MEMBERS, res, &nr)) < 0) return -2;
+  skip_ws(&j);
+  if (j.p != j.end) return -2;
+  for (int i = 0; i < nt; i++) {
+    if (is_key(&top[i], "method")) return -1;
+    if (is_key(&top[i], "id")) {
+      if (int_id(&top[i], id) != 0) return -1;
+      haveid = 1;
+    } else if (is_key(&top[i], "jsonrpc")) {
+      if (top[i].vn != 5 || memcmp(top[i].v, "\"2.0\"", 5) != 0) return -1;
+    } else if (is_key(&top[i], "result")) {
+      r = i;
+    } else {
+      plain = 0;                                     /* an error, or a member Lua should see */
+    }
+  }
+  if (!haveid) return -1;
+  if (!plain || r < 0 || *top[r].v != '{') return 0;
+  pass_result_to(out, res, nr, &type);
+  if (type != NULL && type->vn == 16 && memcmp(type->v, "\"input_required\"", 16) == 0) return 0;
+  return 1;
 }
 
 int mcp_json_decode_response(lua_State *L, const char *s, size_t n) {

@@ -34,6 +34,13 @@ int mcp_json_decode(lua_State *L, const char *s, size_t n, char *err, size_t err
  * JSON included) pushes nothing and returns -1: decode it the usual way.
  * Raises a Lua error on out of memory. */
 int mcp_json_decode_response(lua_State *L, const char *s, size_t n);
+/* The same without Lua (the C forward, src/lua/forward.c): a response
+ * whose id is an integer (in *id) and whose result is an object, not
+ * input_required: its text, as decode_response keeps it, in out; returns 1.
+ * 0: a response with such an id, anything else (an error, input_required,
+ * a result not an object); -1: not such a response; -2: not read here
+ * (not valid, or too many members: parse it the usual way). */
+int mcp_json_response_text(const char *s, size_t n, long long *id, mcp_buf *out);
 /* An object's member, read as text (mcp_json_members). */
 typedef struct {
   char key[16];                        /* the key unescaped; "" when longer */

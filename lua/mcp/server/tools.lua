@@ -121,6 +121,7 @@ function M.sync_c()
       lua_only = t.task == "required", scopes = t.scopes ~= nil,
       tasks = t.task ~= nil and t.task ~= "forbidden",
       forward = t.mounted and t.forward,       -- its arguments may stay JSON text (mount.lua)
+      upstream = t.mounted and t.forward and t.upstream or nil,   -- and C may forward its call
       entry = core.encode(tool_entry(t)),      -- nil: tools/list stays Lua's, which says why
     }
   end
