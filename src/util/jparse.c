@@ -537,12 +537,12 @@ static int int_id(const member *m, long long *id) {
 
 int mcp_json_response_text(const char *s, size_t n, long long *id, mcp_buf *out) {
   jparse j = { (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + n,
-               NULL, 0, 0, &scratch, NULL };
+               NULL, 0, 0, 0, &scratch, NULL };
   member top[MAX_MEMBERS], res[MAX_MEMBERS];
   const member *type;
-  int nt, nr = -1, r = -1, haveid = 0, plain = 1;
+  int nt, nr = -1, r = -1, haveid = 0, simple = 1;
   j.skip = 1;
-  if ((nt = members(&j, top, MAX_MEMBERS, res, &nr)) < 0) return -2;
+  if ((nt = members(&j, 1, top, MAX_MEMBERS, "result", res, &nr)) < 0) return -2;
   skip_ws(&j);
   if (j.p != j.end) return -2;
   for (int i = 0; i < nt; i++) {
@@ -555,11 +555,11 @@ int mcp_json_response_text(const char *s, size_t n, long long *id, mcp_buf *out)
     } else if (is_key(&top[i], "result")) {
       r = i;
     } else {
-      plain = 0;                                     /* an error, or a member Lua should see */
+      simple = 0;                                     /* an error, or a member Lua should see */
     }
   }
   if (!haveid) return -1;
-  if (!plain || r < 0 || *top[r].v != '{') return 0;
+  if (!simple || r < 0 || *top[r].v != '{') return 0;
   pass_result_to(out, res, nr, &type);
   if (type != NULL && type->vn == 16 && memcmp(type->v, "\"input_required\"", 16) == 0) return 0;
   return 1;
