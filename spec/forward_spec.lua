@@ -27,12 +27,7 @@ return mcp.plugin { name = "up", mount = { command = { %q, "--plugins", %q }, pr
   return c
 end
 
-local function metrics(port)
-  local p = io.popen("curl -s http://127.0.0.1:" .. port .. "/metrics")
-  local text = p:read("a")
-  p:close()
-  return text
-end
+local metrics = H.metrics
 
 -- The value of a sample of /metrics (0 when it is not there).
 local function sample(text, name)

@@ -581,6 +581,14 @@ end
 
 -- End every server started so far. Call it in after_each.
 -- The open file descriptors of process pid, and its resident memory (KB).
+-- The text of GET /metrics on 127.0.0.1:port (curl; empty when refused).
+function H.metrics(port)
+  local p = io.popen("curl -s http://127.0.0.1:" .. port .. "/metrics")
+  local text = p:read("a")
+  p:close()
+  return text
+end
+
 function H.fd_count(pid)
   local req = uv.fs_scandir("/proc/" .. pid .. "/fd")
   local n = 0

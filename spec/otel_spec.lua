@@ -12,12 +12,7 @@ local TRACE, PARENT, TP = OH.TRACE, OH.PARENT, OH.TP
 local env_for, attrs = OH.env, OH.attrs
 local spans_of = OH.json_spans
 
-local function metrics(port)
-  local p = io.popen("curl -s http://127.0.0.1:" .. port .. "/metrics")
-  local text = p:read("a")
-  p:close()
-  return text
-end
+local metrics = H.metrics
 
 local function wait_span(o, name, timeout)
   local found
