@@ -30,6 +30,7 @@ local ROWS = {
   { "false", result = tool_error("failed") },
   { "false_message", result = tool_error("msg") },
   { "text", result = text("hello") },
+  { "text_nothing", result = tool_error("bad argument #1 to 'text' (value expected)") },
   { "error_string", result = tool_error("it failed") },
   { "error_table", result = tool_error("from a table") },
   { "error_table_json", result = tool_error('{"reason":"x"}') },

@@ -239,6 +239,7 @@ static int l_json_raw(lua_State *L) {
 /* text(s): mcp.text's {content = mcp.array{{type = "text", text = tostring(s)}}},
  * the commonest result, made here (upvalue 1: the array metatable). */
 static int l_text(lua_State *L) {
+  luaL_checkany(L, 1);                           /* as tostring(): a value is expected */
   lua_settop(L, 1);
   luaL_tolstring(L, 1, NULL);                    /* stack: s text */
   lua_createtable(L, 0, 1);
