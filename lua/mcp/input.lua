@@ -71,6 +71,13 @@ end
 -- For a tools/call, prompts/get or resources/read of a 2026-07-28 client:
 -- read params.inputResponses and params.requestState into ctx. Returns true,
 -- or nil, code, message.
+-- A request's first-round state: no answers yet, bound to its method, name,
+-- arguments and (with --auth-*) the token's subject, whose retry it is.
+local function new_state(method, name, args)
+  local auth = core.auth()
+  return { answers = {}, kept = {}, n = 0, request = { method, name, args, auth and auth.subject } }
+end
+
 function M.open(ctx, method, params, name, args)
   if not core.rev2026() then return true end
   local responses, state = params.inputResponses, params.requestState
@@ -81,8 +88,7 @@ function M.open(ctx, method, params, name, args)
     return nil, -32602, "Invalid params: requestState must be a string"
   end
   -- with --auth-*, the state is the token subject's: another subject's retry fails the binding
-  local auth = core.auth()
-  local st = { answers = {}, kept = {}, n = 0, request = { method, name, args or {}, auth and auth.subject } }
+  local st = new_state(method, name, args or {})
   if state ~= nil then
     local text = core.unseal(state)
     local p = text and core.decode(text)
@@ -108,8 +114,7 @@ end
 getmetatable(decl.input_of).__index = function(t, ctx)
   local args = decl.input_args[ctx]
   if args == nil then return nil end
-  local auth = core.auth()
-  local st = { answers = {}, kept = {}, n = 0, request = { "tools/call", core.tool(), args, auth and auth.subject } }
+  local st = new_state("tools/call", core.tool(), args)
   rawset(t, ctx, st)
   decl.input_args[ctx] = nil
   return st
