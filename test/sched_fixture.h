@@ -43,6 +43,8 @@ static const char server_lua[] =
   "function M.capabilities() return { tools = {} } end\n"
   "return M\n";
 
+#define LIB_SOURCE "@/luamcp-test/mcp/"
+
 static struct {
   uv_loop_t loop;
   uv_prepare_t turn;
@@ -105,7 +107,8 @@ static void fixture_open(void) {
   lua_setglobal(F.L, "token");
   mcp_call_tokens_open(F.L);
   lua_setglobal(F.L, "nested");
-  if (luaL_loadstring(F.L, server_lua) != LUA_OK) abort();
+  /* named as the host's own Lua files are: LIB_SOURCE is beside it */
+  if (luaL_loadbuffer(F.L, server_lua, sizeof server_lua - 1, LIB_SOURCE "server.lua") != LUA_OK) abort();
   lua_newtable(F.L);                              /* stack: chunk core */
   mcp_op_open(F.L);
   lua_pushvalue(F.L, -1);

@@ -433,6 +433,34 @@ static void test_a_cpu_bound_handler_yields_at_its_time_slice(void) {
   fixture_close();
 }
 
+/* A slice does not end in the host's own Lua (lua/mcp/), which checks and
+ * then waits as if nothing could happen between: it ends in the plugin's
+ * code that comes next. spin(n) runs until the loop has turned n times or
+ * 0.2 s of CPU have gone; lib_spin is the same function in a library file. */
+static void test_a_slice_ends_in_the_plugins_code_not_the_hosts(void) {
+  fixture_open();
+  lua("local spin = 'local n = ... local t0, c0 = loop_turns(), os.clock()\\n'\n"
+      "  .. 'while loop_turns() < t0 + n and os.clock() - c0 < 0.2 do end\\n'\n"
+      "  .. 'return loop_turns() - t0'\n"
+      "local lib_spin = load(spin, '" LIB_SOURCE "spin.lua')\n"
+      "local plugin_spin = load(spin, '@/plugins/spin.lua')\n"
+      "handlers['t/lib'] = function()\n"
+      "  local in_lib = lib_spin(1)\n"
+      "  return {in_lib = in_lib, after = plugin_spin(1)}\n"
+      "end\n"
+      "handlers['t/ok'] = function() return {quick = true} end");
+  start("1", "t/lib", NULL);
+  start("2", "t/ok", NULL);
+  run();
+  CHECK(F.nresp == 2, "%d responses", F.nresp);
+  CHECK(strcmp(field(0, "result", "quick"), "true") == 0, "the quick call came second: %s", F.resp[0]);
+  CHECK(strcmp(field(1, "result", "in_lib"), "0") == 0, "the loop turned %s times in the host's Lua",
+        field(1, "result", "in_lib"));
+  CHECK(strcmp(field(1, "result", "after"), "1") == 0, "the loop turned %s times in the plugin's",
+        field(1, "result", "after"));
+  fixture_close();
+}
+
 /* Where it cannot yield (a table.sort comparator), a handler past its
  * timeout is killed by the hook, and the timeout is answered. */
 static void test_a_handler_that_cannot_yield_is_killed_at_its_deadline(void) {
@@ -504,6 +532,7 @@ int main(void) {
   test_the_idle_callback_runs_when_the_last_call_ends();
   test_the_end_of_a_call_cancels_its_ops();
   test_a_cpu_bound_handler_yields_at_its_time_slice();
+  test_a_slice_ends_in_the_plugins_code_not_the_hosts();
   test_a_handler_that_cannot_yield_is_killed_at_its_deadline();
   test_a_limited_tool_queues_then_refuses();
   mcp_metrics_close();

@@ -18,6 +18,7 @@
 #define SLICE_NS      2000000ull    /* a CPU-bound handler yields after 2 ms */
 #define STUCK_NS      50000000ull   /* a sandboxed call may run this long unable to yield */
 #define HOOK_COUNT    1000          /* instructions between hook checks */
+#define LIB_COUNT     97            /* ... while a slice's end waits for the plugin's code */
 #define CLOSE_NS      1000000000ull /* <close> handlers of an aborted call: 1 s */
 #define POOL_MAX      256           /* idle coroutines kept for reuse */
 
@@ -43,6 +44,8 @@ static struct {
   const mcp_call_type *types[8];    /* the rows registered (sched_int.h) */
   const mcp_call_path *path;        /* the C path (fastpath.c), or NULL */
   int ntypes;
+  char lib[512];                    /* "@DIR/": the source of the host's own Lua files */
+  size_t lib_len;                   /* 0: none known */
 } S;
 
 /* Each registered row's hook, in the order registered. */
@@ -217,6 +220,15 @@ static int call_too_long(lua_State *L, mcp_call *c) {
  *    and cancels are read while a CPU-bound handler runs. The scheduler
  *    resumes it on the next loop turn; an abort then simply resets the
  *    suspended thread.
+ *    A slice never ends inside the host's own Lua (lua/mcp/): the hook
+ *    checks every LIB_COUNT instructions until the plugin's code runs, and
+ *    yields there. That Lua is written as C is, assuming that nothing
+ *    happens between two of its lines but what they do: client.lua checks
+ *    that a request's connection is not gone, then makes the future that
+ *    the connection's end completes. Were the slice to end between the two,
+ *    the loop could end the connection (finding no future to complete) and
+ *    the request would wait for an answer that never comes. Only a call
+ *    past its hard deadline yields anywhere, as it is aborted anyway.
  * 3. Hard deadline: when the handler cannot yield (inside a non-yieldable C
  *    call such as a table.sort comparator, or in a coroutine it created) and
  *    its timeout or grace is over, the loop never gets a chance to act, so the
@@ -227,10 +239,15 @@ static int call_too_long(lua_State *L, mcp_call *c) {
  * restores that flag only in pcall), so a thread the hook raised in is
  * never reused: it is marked tainted and left to the collector.
  */
+/* Is the function running in L one of the host's own Lua files? */
+static int in_library(lua_State *L, lua_Debug *ar) {
+  return S.lib_len > 0 && lua_getinfo(L, "S", ar) && ar->what[0] != 'C' &&
+         strncmp(ar->source, S.lib, S.lib_len) == 0;
+}
+
 static void hook(lua_State *L, lua_Debug *ar) {
   mcp_call *c = mcp_call_current(L);
   int why;
-  (void)ar;
   if (c == NULL) return;
   if (c->killing) {
     char msg[200];
@@ -254,6 +271,11 @@ static void hook(lua_State *L, lua_Debug *ar) {
   if (lua_gethookcount(L) == 1) lua_sethook(L, hook, LUA_MASKCOUNT, HOOK_COUNT);  /* the alarm's */
   if (uv_hrtime() < S.slice_end_ns) return;      /* slices are real CPU time */
   if (L == c->co && lua_isyieldable(L)) {
+    if (in_library(L, ar) && (c->hard_ns == 0 || mcp_clock_ns() < c->hard_ns)) {
+      lua_sethook(L, hook, LUA_MASKCOUNT, LIB_COUNT);
+      return;
+    }
+    if (lua_gethookcount(L) != HOOK_COUNT) lua_sethook(L, hook, LUA_MASKCOUNT, HOOK_COUNT);
     lua_yield(L, 0);
     return;
   }
@@ -739,6 +761,25 @@ void mcp_sched_reset_due(void) {
 
 static void over_memory(mcp_call *c) { call_over(c, MCP_OVER_MEMORY); }
 
+/* The host's own Lua files are those beside the server module, whose
+ * dispatch function names its file ("@DIR/server.lua" gives "@DIR/"). */
+static void lib_find(lua_State *L) {
+  lua_Debug ar;
+  const char *slash;
+  S.lib_len = 0;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, S.dispatch_ref);
+  if (!lua_isfunction(L, -1)) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_getinfo(L, ">S", &ar);
+  if (ar.source[0] != '@' || (slash = strrchr(ar.source, '/')) == NULL) return;
+  if ((size_t)(slash + 1 - ar.source) >= sizeof S.lib) return;
+  S.lib_len = (size_t)(slash + 1 - ar.source);
+  memcpy(S.lib, ar.source, S.lib_len);
+  S.lib[S.lib_len] = '\0';
+}
+
 void mcp__sched_start(uv_loop_t *loop, lua_State *L, int server_ref) {
   mcp__alloc_over_cb = over_memory;
   S.loop = loop;
@@ -749,6 +790,7 @@ void mcp__sched_start(uv_loop_t *loop, lua_State *L, int server_ref) {
   S.dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);
   mcp__respond_init(L, server_ref);
+  lib_find(L);
   mcp_slice_init(hook, SLICE_NS);
   mcp_deadlines_init(loop, mcp_clock_ns, on_deadline);
   uv_idle_init(loop, &S.idle);
