@@ -15,6 +15,7 @@
 #include "op.h"
 #include "sched_int.h"
 #include "trace.h"
+#include "weak.h"
 
 #define OP_MT "mcp.op"
 
@@ -573,11 +574,7 @@ static const luaL_Reg op_methods[] = {
 };
 
 void mcp_op_open(lua_State *L) {
-  lua_newtable(L);                               /* stack: core children */
-  lua_createtable(L, 0, 1);
-  lua_pushliteral(L, "k");
-  lua_setfield(L, -2, "__mode");
-  lua_setmetatable(L, -2);
+  mcp_weak_table(L, "k");                        /* stack: core children */
   lua_pushvalue(L, -1);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &children_key);
   lua_setfield(L, -2, "all_children");

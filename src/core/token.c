@@ -5,6 +5,7 @@
 #include <lauxlib.h>
 
 #include "sched_int.h"
+#include "weak.h"
 
 #define TOKEN_MT "mcp.token"
 #define NESTED_KEY "mcp.nested"
@@ -23,11 +24,7 @@ void mcp_call_token(lua_State *L, mcp_call *c) {
 void mcp_call_tokens_open(lua_State *L) {
   luaL_newmetatable(L, TOKEN_MT);
   lua_pop(L, 1);
-  lua_newtable(L);
-  lua_createtable(L, 0, 1);
-  lua_pushliteral(L, "k");
-  lua_setfield(L, -2, "__mode");
-  lua_setmetatable(L, -2);
+  mcp_weak_table(L, "k");
   lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, NESTED_KEY);
 }

@@ -35,6 +35,7 @@
 #include "proc.h"
 #include "sandbox.h"
 #include "sched.h"
+#include "weak.h"
 
 #define PROC_MT "mcp.proc"
 #define MAX_LINE (16u << 20)           /* default longest line of stdout or stderr */
@@ -596,11 +597,7 @@ void mcp_proc_open_lib(lua_State *L) {
   }
   lua_pop(L, 1);
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &P) == LUA_TNIL) {
-    lua_newtable(L);
-    lua_createtable(L, 0, 1);
-    lua_pushliteral(L, "v");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
+    mcp_weak_table(L, "v");
     lua_rawsetp(L, LUA_REGISTRYINDEX, &P);
   }
   lua_pop(L, 1);

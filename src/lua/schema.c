@@ -24,6 +24,7 @@
 
 #include "json.h"
 #include "schema.h"
+#include "weak.h"
 
 #define SCHEMA_MT "mcp.schema"
 #define MAX_NEST 64              /* schema nesting (a schema may contain itself) */
@@ -604,11 +605,7 @@ void mcp_schema_open_lib(lua_State *L) {
     lua_setfield(L, -2, "__gc");
   }
   lua_pop(L, 1);
-  lua_newtable(L);
-  lua_createtable(L, 0, 1);
-  lua_pushliteral(L, "k");
-  lua_setfield(L, -2, "__mode");
-  lua_setmetatable(L, -2);
+  mcp_weak_table(L, "k");
   lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, CACHE_KEY);
   lua_pushcclosure(L, l_validate, 1);
