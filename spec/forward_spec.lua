@@ -98,14 +98,18 @@ describe("forward (a mounted tool's call written upstream from C)", function()
     assert.are.equal("done lua", H.text(response(c, 21)))
   end)
 
-  it("lets the Lua path answer an upstream's input round (sampling) through our client", function()
+  it("answers an upstream's input round (sampling) through our client, without sending the call again", function()
     local c = serve(nil, { sampling = {} })
     c:send { jsonrpc = "2.0", id = 31, method = "tools/call", params = { name = "up_ask", arguments = {} } }
     local req = assert(c:take(function(m) return m.method == "sampling/createMessage" end, 10), c:stderr_text())
     c:send { jsonrpc = "2.0", id = req.id, result = { role = "assistant", model = "m",
                                                      content = { type = "text", text = "hi" } } }
     assert.are.equal("sampled: hi", H.text(response(c, 31)))
+    -- the upstream's handler ran twice: asking, then answered (the first request is not sent again)
+    local function runs() return select(2, c:stderr_text():gsub("fixture: ask runs", "")) end
+    H.until_equal(runs, 2)
     assert.are.equal("echo: then", H.text(c:call("up_echo", { text = "then" })))
+    assert.are.equal(2, runs(), c:stderr_text())
   end)
 
   it("counts its upstream requests in /metrics as the Lua path does", function()

@@ -391,7 +391,8 @@ end }
 -- module: the session is gone and the request may be sent again).
 -- o: timeout, on_progress, ctx, relay_logs, what, raw (a result over stdio
 -- may stay JSON text: a core.json_raw, passed on as is), owned (params is
--- the caller's to give: sent without a copy).
+-- the caller's to give: sent without a copy), answered (the response of its
+-- first round, which forward.c sent: an input_required result).
 local function request(self, method, params, o)
   o = o or {}
   local meta = type(params) == "table" and params._meta or nil    -- what a retry starts from
@@ -402,11 +403,14 @@ local function request(self, method, params, o)
   -- the wait's on_cancel: a cancel of the calling request cancels upstream
   rq.stop = function(reason) self:cancel(rq, reason) end
   local timer = o.timeout and o.timeout > 0 and core.timer(o.timeout) or nil
+  local res, msg, kind = o.answered, nil, nil
   for _ = 1, MAX_ROUNDS do
-    local ok, err = self:send_request(rq)
-    if not ok then return nil, rq.what .. ": " .. err, "closed" end
-    local res, msg, kind = self:await_response(rq, timer)
-    if res == nil then return nil, msg, kind end
+    if res == nil then
+      local ok, err = self:send_request(rq)
+      if not ok then return nil, rq.what .. ": " .. err, "closed" end
+      res, msg, kind = self:await_response(rq, timer)
+      if res == nil then return nil, msg, kind end
+    end
     if res.error ~= nil then return nil, error_text(rq.what, res.error), "rpc", res.error end
     local result = res.result
     if type(result) ~= "table" then return nil, rq.what .. ": the upstream's result is not an object", "protocol" end
@@ -427,6 +431,7 @@ local function request(self, method, params, o)
     rq.params._meta = meta
     rq.params.inputResponses = answers
     rq.params.requestState = result.requestState
+    res = nil
   end
   return nil, rq.what .. ": too many input-required rounds", "protocol"
 end

@@ -55,15 +55,17 @@ end
 
 -- What forward.c's call gives the handler when it is not the upstream's
 -- result passed on: the line of another response, or why it ended ("closed",
--- "cancelled"). An input_required result is asked again through the
--- handler, whose client.lua answers its rounds.
-core.forward_outcome(function(handler, up, args, ctx, msg, kind, t0)
+-- "cancelled"). An input_required result goes on in client.lua, which
+-- answers its rounds (the request is not sent again).
+core.forward_outcome(function(up, args, ctx, line, kind, t0)
+  local msg = line
   if kind == "line" then
-    msg = core.decode_response(msg) or core.decode(msg)
+    msg = core.decode_response(line) or core.decode(line)
     local r = msg.result
     if msg.error == nil and (msg.result_type == "input_required"
                              or type(r) == "table" and r.resultType == "input_required") then
-      return handler(args, ctx)
+      return M.result(up.client:_forward(up.name, args, { ctx = ctx, relay_logs = true, raw = true, what = up.what,
+                                                          owned = true, answered = core.decode(line) }))
     end
   end
   return M.result(require("mcp.client").forwarded(up.what, up.name, msg, kind, t0 / 1e9))
