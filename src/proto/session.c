@@ -1,7 +1,7 @@
 /* Sessions: classify incoming JSON-RPC messages, the lifecycle (revision
  * negotiation, initialize, ping, logging/setLevel), cancellation notices,
  * batches; everything else becomes a call. */
-#define _GNU_SOURCE          /* memmem */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +48,10 @@ void mcp_session_register(const mcp_session_type *t) {
   if (known == NULL) known = t->known;
 }
 
+_Static_assert(offsetof(mcp_session, reqs) == 0, "reqs first: mcp__session_init zeroes what follows");
+
 void mcp__session_init(mcp_session *s, mcp_session_write_cb write, void *transport) {
-  memset(s, 0, sizeof *s);
+  memset((char *)s + sizeof s->reqs, 0, sizeof *s - sizeof s->reqs);   /* reqs: its own init */
   s->id = ++last_id;
   mcp_reqtab_init(&s->reqs);
   s->revision = -1;
@@ -57,6 +59,7 @@ void mcp__session_init(mcp_session *s, mcp_session_write_cb write, void *transpo
   s->write = write;
   s->transport = transport;
   s->next = mcp_sessions;
+  if (mcp_sessions != NULL) mcp_sessions->prev = s;
   mcp_sessions = s;
 }
 
@@ -75,12 +78,15 @@ mcp_session *mcp_session_find(long long id) {
 }
 
 void mcp_session_close(mcp_session *s) {
-  mcp_session **p = &mcp_sessions;
   for (int i = 0; i < ntypes; i++)
     if (types[i]->closed) types[i]->closed(s);
   if (!s->rev2026) mcp_sched_session_closed(s->id);   /* a stateless request subscribes to nothing */
-  while (*p && *p != s) p = &(*p)->next;
-  if (*p) *p = s->next;
+  if (s->prev != NULL || mcp_sessions == s) {        /* linked: unlinked, with no walk */
+    if (s->prev != NULL) s->prev->next = s->next;
+    else mcp_sessions = s->next;
+    if (s->next != NULL) s->next->prev = s->prev;
+    s->prev = NULL;                                   /* next kept: a walk that closes s goes on */
+  }
   mcp_reqtab_close(&s->reqs);
   free(s->init_key);
   if (s->client_capabilities) json_decref(s->client_capabilities);
@@ -628,9 +634,18 @@ static int quick_token(const mcp_json_member *meta, int escapes, mcp_request_tex
   return 1;
 }
 
-/* Does the text hold CALL_TEXT? (before initialize: only a 2026-07-28 request may be a call) */
+/* Does the text hold CALL_TEXT? (its '/' found first, as names_cancel does;
+ * before initialize only a 2026-07-28 request may be a call) */
 static int names_call(const char *data, size_t len) {
-  return memmem(data, len, CALL_TEXT, sizeof CALL_TEXT - 1) != NULL;
+  const char *end = data + len, *p = data;
+  const size_t before = sizeof "\"tools" - 1, after = sizeof "call\"" - 1;
+  while ((p = memchr(p, '/', (size_t)(end - p))) != NULL) {
+    if ((size_t)(p - data) >= before && (size_t)(end - p - 1) >= after && p[-1] == 's' &&
+        memcmp(p - before, CALL_TEXT, before) == 0 && memcmp(p + 1, "call\"", after) == 0)
+      return 1;
+    p++;
+  }
+  return 0;
 }
 
 /* A call whose _meta is not a session's: a row's (rev2026.c), or none. */

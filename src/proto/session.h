@@ -34,7 +34,7 @@ struct mcp_session {
   json_t *client_capabilities;
   mcp_session_write_cb write;
   void *transport;
-  mcp_session *next;             /* all sessions */
+  mcp_session *next, *prev;      /* all sessions (mcp_sessions) */
   int ncalls;                    /* live calls */
   long long out_last;            /* last id of a request sent to the client */
   struct mcp_out *out_waiters;   /* requests to the client waiting for answers (outgoing.c) */
