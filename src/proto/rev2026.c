@@ -710,8 +710,8 @@ static int stateless_text(mcp_session *s, const char *key, const mcp_request_tex
       f->token != NULL ||
       (level != NULL && (!json_is_string(level) || mcp_log_level_parse(json_string_value(level)) < 0)) ||
       !mcp_sched_has_method("tools/call") ||            /* mcp_rev2026_has_method's answer for it */
-      (tasks_offered() && !mcp_rev2026_declares(f->caps, MCP_EXT_TASKS) &&
-       mcp_policy_task(rt->name) == MCP_TASK_REQUIRED) ||
+      (mcp_policy_task(rt->name) == MCP_TASK_REQUIRED && tasks_offered() &&
+       !mcp_rev2026_declares(f->caps, MCP_EXT_TASKS)) ||
       in_flight(s, key, stream))
     return 0;
   checked_set(NULL);
