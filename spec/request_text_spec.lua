@@ -26,10 +26,37 @@ local function canon(v)
   table.sort(out)
   return "{" .. table.concat(out, ",") .. "}"
 end
+local function supports(ctx)
+  local out = {}
+  for _, cap in ipairs { "elicitation", "roots", "sampling", "tasks" } do
+    if ctx:supports(cap) then out[#out + 1] = cap end
+  end
+  return table.concat(out, ",")
+end
 return mcp.plugin { name = "text", tools = {
   mcp.tool { name = "canon", handler = function(args, ctx)
     if args.progress then ctx:progress(1, 2) end
-    return canon(args) .. " id=" .. canon(ctx.id)
+    if args.log then ctx:log("info", "logged " .. canon(args)) end
+    local seen = canon(args) .. " id=" .. canon(ctx.id)
+    if args.ctx then seen = seen .. " supports=" .. supports(ctx) .. " resumed=" .. tostring(ctx.resumed) end
+    return seen
+  end },
+  mcp.tool { name = "typed", inputSchema = { type = "object", properties = { n = { type = "integer" } },
+                                             required = { "n" } },
+             handler = function(args) return "n=" .. canon(args.n) end },
+  mcp.tool { name = "ask", handler = function(args, ctx)
+    local r, err = ctx:elicit({ message = "Your name?", requestedSchema = { type = "object",
+                                properties = { name = { type = "string" } } } }, { key = "name" })
+    if not r then return mcp.error("no name: " .. err) end
+    return "hello " .. tostring(r.content and r.content.name) .. " " .. canon(args)
+  end },
+  mcp.tool { name = "only_task", task = "required", handler = function() return "task" end },
+  mcp.tool { name = "maybe_task", task = "optional", handler = function(args) return canon(args) end },
+  mcp.tool { name = "wait", handler = function(_, ctx)
+    io.stderr:write("text: wait started " .. canon(ctx.id) .. "\n")
+    ctx:sleep(30)
+    io.stderr:write("text: wait ended " .. canon(ctx.id) .. " cancelled=" .. tostring(ctx:cancelled()) .. "\n")
+    return "waited"
   end },
 } }
 ]]
@@ -114,7 +141,8 @@ local function answer(c, text)
   assert(msg, "no response to " .. text .. "\n" .. c:stderr_text())
   local notes = {}
   for i = #c.inbox, 1, -1 do
-    if c.inbox[i].msg.method == "notifications/progress" then
+    local method = c.inbox[i].msg.method
+    if method == "notifications/progress" or method == "notifications/message" then
       notes[#notes + 1] = table.remove(c.inbox, i).msg
     end
   end
@@ -183,6 +211,154 @@ describe("a tools/call read from its text or parsed whole", function()
       end
       table.sort(codes, function(a, b) return tostring(a) < tostring(b) end)
       assert.are.same({ -32600, "result" }, codes)
+    end
+  end)
+end)
+
+---------------------------------------------------------------------------
+-- 2026-07-28: a stateless tools/call is read from its text too when its
+-- _meta is a recent request's (rev2026_meta.c keeps it: the first line with
+-- it is parsed whole, which keeps it); anything unusual is parsed whole. Each
+-- case is sent with its _meta kept (a line with it first), with and without
+-- a session initialized, both ways, with every id.
+
+local V26 = '"io.modelcontextprotocol/protocolVersion":"2026-07-28"'
+local CAPS = '"io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"sampling":{}}'
+local INFO = '"io.modelcontextprotocol/clientInfo":{"name":"spec","version":"1"}'
+local function meta(...) return "{" .. table.concat({ ... }, ",") .. "}" end
+local META = meta(CAPS, V26, INFO)
+local TASKS = '"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}'
+
+local CASES26 = {
+  { "a mount's line", META, '{"arguments":{"text":"hello"},"name":"canon","_meta":META}' },
+  { "_meta first, white space", META, ' { "_meta" : META , "name" : "canon" , "arguments" : { "x" : [ 1 ] } } ' },
+  { "no arguments", META, '{"name":"canon","_meta":META}' },
+  { "what ctx says", META, '{"name":"canon","arguments":{"ctx":true},"_meta":META}' },
+  { "a log level, and a log", meta(CAPS, V26, '"io.modelcontextprotocol/logLevel":"debug"'),
+    '{"name":"canon","arguments":{"log":true},"_meta":META}' },
+  { "no log level, and a log", META, '{"name":"canon","arguments":{"log":true},"_meta":META}' },
+  { "a log level that is none", meta(CAPS, V26, '"io.modelcontextprotocol/logLevel":"loud"'),
+    '{"name":"canon","_meta":META}' },
+  { "a log level not a string", meta(CAPS, V26, '"io.modelcontextprotocol/logLevel":3'),
+    '{"name":"canon","_meta":META}' },
+  { "a progressToken in the _meta", meta(CAPS, V26, '"progressToken":"tok"'),
+    '{"name":"canon","arguments":{"progress":true},"_meta":META}' },
+  { "another version", meta(CAPS, '"io.modelcontextprotocol/protocolVersion":"2099-01-01"'),
+    '{"name":"canon","_meta":META}' },
+  { "a version not a string", meta(CAPS, '"io.modelcontextprotocol/protocolVersion":20260728'),
+    '{"name":"canon","_meta":META}' },
+  { "no client capabilities", meta(V26, INFO), '{"name":"canon","_meta":META}' },
+  { "client capabilities not an object", meta(V26, '"io.modelcontextprotocol/clientCapabilities":[]'),
+    '{"name":"canon","_meta":META}' },
+  { "the version given twice (the last counts)",
+    meta('"io.modelcontextprotocol/protocolVersion":"2099-01-01"', CAPS, V26), '{"name":"canon","_meta":META}' },
+  { "an escape in a _meta key", meta(CAPS, '"io.modelcontextprotocol\\/protocolVersion":"2026-07-28"'),
+    '{"name":"canon","arguments":{"ctx":true},"_meta":META}' },
+  { "an escape in a _meta value", meta(CAPS, V26, '"io.modelcontextprotocol/clientInfo":{"name":"s\\u0070ec"}'),
+    '{"name":"canon","arguments":{"ctx":true},"_meta":META}' },
+  { "an unknown tool", META, '{"name":"missing","arguments":{},"_meta":META}' },
+  { "arguments the schema refuses", META, '{"name":"typed","arguments":{"n":"x"},"_meta":META}' },
+  { "arguments the schema takes", META, '{"name":"typed","arguments":{"n":3},"_meta":META}' },
+  { "arguments an array", META, '{"name":"canon","arguments":[1],"_meta":META}' },
+  { "\\u0000 in a key of the arguments", META, '{"name":"canon","arguments":{"a\\u0000b":1},"_meta":META}' },
+  { "a name with an escape", META, '{"name":"c\\u0061non","arguments":{},"_meta":META}' },
+  { "a name given twice (the last counts)", META, '{"name":"missing","name":"canon","_meta":META}' },
+  { "_meta given twice (the last counts)", META, '{"name":"canon","_meta":{"progressToken":1},"_meta":META}' },
+  { "params with task", META, '{"name":"maybe_task","arguments":{},"task":{"ttl":1000},"_meta":META}' },
+  { "a tool with task support", META, '{"name":"maybe_task","arguments":{"a":1},"_meta":META}' },
+  { "a tool with task support, the tasks extension", meta(TASKS, V26),
+    '{"name":"maybe_task","arguments":{"a":1},"_meta":META}' },
+  { "a task-only tool without the tasks extension", META, '{"name":"only_task","_meta":META}' },
+  { "a task-only tool with the tasks extension", meta(TASKS, V26), '{"name":"only_task","_meta":META}' },
+  { "input asked (an input_required result)", META, '{"name":"ask","arguments":{"a":1},"_meta":META}' },
+  { "input asked of a client that cannot give it", meta(V26, '"io.modelcontextprotocol/clientCapabilities":{}'),
+    '{"name":"ask","arguments":{"a":1},"_meta":META}' },
+  { "a retry with answers", META, '{"name":"ask","arguments":{"a":1},"inputResponses":{"name":' ..
+                                  '{"action":"accept","content":{"name":"Ada"}}},"_meta":META}' },
+  { "a retry with a requestState", META, '{"name":"ask","requestState":"bogus","_meta":META}' },
+}
+
+-- What differs from one answer to the next by design: a task's id and
+-- times, a sealed requestState.
+local VARIES = { taskId = true, createdAt = true, lastUpdatedAt = true, requestState = true }
+local function settled(v)
+  if type(v) ~= "table" then return v end
+  local out = {}
+  for k, x in pairs(v) do out[k] = VARIES[k] and type(x) or settled(x) end
+  return out
+end
+
+local function line26(id, params, meta_text)
+  return '{"jsonrpc":"2.0","id":' .. id .. ',"method":"tools/call","params":' ..
+         params:gsub("META", (meta_text:gsub("%%", "%%%%"))) .. '}'
+end
+
+describe("a 2026-07-28 tools/call read from its text or parsed whole", function()
+  local dir
+  setup(function()
+    dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/text.lua", "w"))
+    f:write(PLUGIN)
+    f:close()
+  end)
+  teardown(function()
+    os.remove(dir .. "/text.lua")
+    os.remove(dir)
+  end)
+  after_each(H.cleanup)
+
+  for _, case in ipairs(CASES26) do
+    it("gets the same answer with " .. case[1], function()
+      for _, initialized in ipairs { false, true } do
+        local c = initialized and H.session { plugins = { dir } } or H.start { plugins = { dir } }
+        answer(c, line26('"keep"', '{"name":"canon","_meta":META}', case[2]))
+        for _, id in ipairs(IDS) do
+          local text = line26(id[1], case[3], case[2])
+          local fast, fast_notes, fast_id = answer(c, padded(text))
+          local slow, slow_notes, slow_id = answer(c, whole(text))
+          local what = text .. (initialized and " (initialized)" or "")
+          assert.are.same(settled(slow), settled(fast), what)
+          assert.are.same(slow_notes, fast_notes, what)
+          assert.are.equal(slow_id, fast_id, what)
+          if fast.result then assert.are.equal(id[2], fast_id, what) end
+        end
+      end
+    end)
+  end
+
+  it("gives the handler what the tree did", function()
+    local c = H.start { plugins = { dir } }
+    answer(c, line26("1", '{"name":"canon","_meta":META}', META))
+    local r = answer(c, line26("2", '{"name":"canon","arguments":{"i":1,"ctx":true},"_meta":META}', META))
+    assert.are.equal('{"ctx"=true,"i"=integer:1} id=integer:2 supports=elicitation,sampling resumed=false',
+                     H.text(r))
+    assert.are.equal("complete", r.result.resultType)
+    r = answer(c, line26("3", '{"name":"ask","arguments":{},"_meta":META}', META))
+    assert.are.equal("input_required", r.result.resultType)
+    assert.are.equal("elicitation/create", r.result.inputRequests.name.method)
+    local retry = '{"name":"ask","arguments":{},"requestState":' .. cjson.encode(r.result.requestState) ..
+                  ',"inputResponses":{"name":{"action":"accept","content":{"name":"Ada"}}},"_meta":META}'
+    r = answer(c, line26("4", retry, META))
+    assert.are.equal("hello Ada {}", H.text(r))
+  end)
+
+  it("refuses an id in flight and cancels it, read from its text or parsed whole", function()
+    local c = H.start { plugins = { dir } }
+    answer(c, line26('"keep"', '{"name":"canon","_meta":META}', META))
+    for round, form in ipairs { padded, whole } do
+      c:send(form(line26('"w"', '{"name":"wait","_meta":META}', META)) .. "\n")
+      assert.are.equal(round, H.until_equal(function() return c:count_stderr('text: wait started "w"', true) end,
+                                            round), c:stderr_text())
+      for _, second in ipairs { padded, whole } do
+        local r, _, id = answer(c, second(line26('"w"', '{"name":"canon","_meta":META}', META)))
+        assert.are.equal('"w"', id)
+        assert.are.equal(-32600, r.error.code, cjson.encode(r))
+      end
+      c:send(H.cancel_raw('"w"', "enough"))
+      assert.are.equal(round, H.until_equal(function()
+        return c:count_stderr('text: wait ended "w" cancelled=true', true)
+      end, round), c:stderr_text())
+      c:no_response(0.3)
     end
   end)
 end)

@@ -113,6 +113,13 @@ static void dump_as_jansson(const char *json) {
   json_decref(v);
 }
 
+/* For members_in: the text {"k":[1]} is known. */
+static int known_calls;
+static size_t known_k(const char *s, size_t n) {
+  known_calls++;
+  return n >= 9 && memcmp(s, "{\"k\":[1]}", 9) == 0 ? 9 : 0;
+}
+
 int main(void) {
   mcp_log_threshold = MCP_LOG_EMERGENCY;
   L = luaL_newstate();
@@ -165,18 +172,33 @@ int main(void) {
     /* an object's members and those of its params, located in one walk */
     const char *req = "{\"id\":1, \"params\" : {\"name\":\"x\",\"arguments\":{\"a\":[1]}},\"m\":null}";
     mcp_json_member m[8], p[8];
-    int np = 0, n = mcp_json_members_in(req, strlen(req), m, 8, "params", p, &np);
+    int np = 0, n = mcp_json_members_in(req, strlen(req), m, 8, "params", p, &np, NULL);
     CHECK(n == 3 && np == 2, "members_in: %d members, %d in params", n, np);
     CHECK(n == 3 && strcmp(m[1].key, "params") == 0 && m[1].vn == 34 && m[1].v[0] == '{', "members_in: params");
     CHECK(np == 2 && strcmp(p[1].key, "arguments") == 0 && p[1].vn == 9 && memcmp(p[1].v, "{\"a\":[1]}", 9) == 0,
           "members_in: arguments' text");
-    CHECK(mcp_json_members_in(req, strlen(req) - 1, m, 8, "params", p, &np) < 0, "members_in: a truncated text");
-    CHECK(mcp_json_members_in("{\"a\":1}", 7, m, 8, "params", p, &np) == 1 && np == -1, "members_in: no params");
-    CHECK(mcp_json_members_in("{\"params\":{\"a\":1,\"b\":2}}", 24, m, 8, "params", p, &np) == 1 && np == 2,
+    CHECK(mcp_json_members_in(req, strlen(req) - 1, m, 8, "params", p, &np, NULL) < 0, "members_in: a truncated text");
+    CHECK(mcp_json_members_in("{\"a\":1}", 7, m, 8, "params", p, &np, NULL) == 1 && np == -1, "members_in: no params");
+    CHECK(mcp_json_members_in("{\"params\":{\"a\":1,\"b\":2}}", 24, m, 8, "params", p, &np, NULL) == 1 && np == 2,
           "members_in: params alone");
-    CHECK(mcp_json_members_in("{\"params\":{\"a\":1,\"b\":2}}", 24, m, 8, "params", p, &np) == 1 &&
-          mcp_json_members_in("{\"params\":{\"a\":1,\"b\":2,\"c\":3}}", 30, m, 2, "params", p, &np) < 0,
+    CHECK(mcp_json_members_in("{\"params\":{\"a\":1,\"b\":2}}", 24, m, 8, "params", p, &np, NULL) == 1 &&
+          mcp_json_members_in("{\"params\":{\"a\":1,\"b\":2,\"c\":3}}", 30, m, 2, "params", p, &np, NULL) < 0,
           "members_in: more params members than max");
+  }
+  {
+    /* a value of params the caller knows is passed over, unread; what follows is still read */
+    const char *req = "{\"params\":{\"_meta\":{\"k\":[1]},\"a\":2}}";
+    mcp_json_member m[8], p[8];
+    int np = 0;
+    CHECK(mcp_json_members_in(req, strlen(req), m, 8, "params", p, &np, known_k) == 1 && np == 2 &&
+          p[0].vn == 9 && memcmp(p[0].v, "{\"k\":[1]}", 9) == 0, "members_in: a known value's text");
+    CHECK(known_calls == 1, "members_in: known asked once (an object value of params): %d", known_calls);
+    req = "{\"params\":{\"_meta\":{\"k\":[1]}x,\"a\":2}}";
+    CHECK(mcp_json_members_in(req, strlen(req), m, 8, "params", p, &np, known_k) < 0,
+          "members_in: text after a known value is read");
+    req = "{\"params\":{\"_meta\":{\"k\":[1}}}";
+    CHECK(mcp_json_members_in(req, strlen(req), m, 8, "params", p, &np, known_k) < 0,
+          "members_in: a value not known is checked");
   }
 
   BAD("", "a value expected");

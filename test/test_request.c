@@ -224,6 +224,14 @@ static void test_table(void) {
   mcp_req_close(&a);
   mcp_req_close(&b);
   mcp_reqtab_close(&t);
+  mcp_reqtab_init(&t);                 /* a table made again (its buckets kept) remembers nothing */
+  CHECK(mcp_reqtab_find(&t, "7", 1) == NULL && mcp_reqtab_recent(&t, "7", 1) == -1,
+        "a new table has no request and no recent one");
+  mcp_req_init(&a, "7", 1, MCP_CANCEL_COOPERATIVE);
+  CHECK(mcp_reqtab_insert(&t, &a) == 0 && mcp_reqtab_find(&t, "7", 1) == &a, "a new table takes 7");
+  mcp_reqtab_remove(&t, &a);
+  mcp_req_close(&a);
+  mcp_reqtab_close(&t);
 }
 
 int main(void) {

@@ -153,15 +153,27 @@ static uint32_t key_hash(const char *s, size_t n) {
   return h;
 }
 
+/* Empty tables' first bucket arrays, kept for the next tables (a stateless
+ * request's session has one each): all NULL, as an empty table leaves them. */
+#define BUCKETS_FIRST 64
+#define BUCKETS_KEPT 64
+static struct {
+  mcp_req **b[BUCKETS_KEPT];
+  int n;
+} kept;
+
+/* The ring is not zeroed (3 KB): only the entries written since are read. */
 void mcp_reqtab_init(mcp_reqtab *t) {
-  memset(t, 0, sizeof *t);
-  t->nbuckets = 64;
-  t->buckets = calloc(t->nbuckets, sizeof *t->buckets);
+  t->count = 0;
+  t->recent_next = 0;
+  t->nbuckets = BUCKETS_FIRST;
+  t->buckets = kept.n > 0 ? kept.b[--kept.n] : calloc(t->nbuckets, sizeof *t->buckets);
   if (t->buckets == NULL) abort();
 }
 
 void mcp_reqtab_close(mcp_reqtab *t) {
-  free(t->buckets);
+  if (t->count == 0 && t->nbuckets == BUCKETS_FIRST && kept.n < BUCKETS_KEPT) kept.b[kept.n++] = t->buckets;
+  else free(t->buckets);
   t->buckets = NULL;
   t->nbuckets = t->count = 0;
 }
@@ -221,7 +233,7 @@ void mcp_reqtab_remove(mcp_reqtab *t, mcp_req *req) {
 int mcp_reqtab_recent(const mcp_reqtab *t, const char *key, size_t keylen) {
   uint32_t h = key_hash(key, keylen);
   size_t n = keylen < sizeof t->recent[0].key - 1 ? keylen : sizeof t->recent[0].key - 1;
-  for (unsigned i = 1; i <= MCP_REQTAB_RECENT; i++) {   /* newest first */
+  for (unsigned i = 1; i <= MCP_REQTAB_RECENT && i <= t->recent_next; i++) {   /* newest first */
     const mcp_req_recent *rc = &t->recent[(t->recent_next - i) % MCP_REQTAB_RECENT];
     if (rc->key[0] && rc->hash == h && strncmp(rc->key, key, n) == 0 && rc->key[n] == '\0')
       return rc->state;

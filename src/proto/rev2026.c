@@ -134,6 +134,7 @@ typedef struct meta_facts {
   json_t *meta;              /* held */
   const char *version;       /* or NULL */
   json_t *caps, *level;
+  json_t *token;             /* progressToken, or NULL */
 } meta_facts;
 
 static meta_facts *facts_of(json_t *meta) {
@@ -144,6 +145,7 @@ static meta_facts *facts_of(json_t *meta) {
     f.version = json_string_value(json_object_get(meta, META_VERSION));
     f.caps = json_object_get(meta, META_CAPS);
     f.level = json_object_get(meta, META_LEVEL);
+    f.token = json_object_get(meta, "progressToken");
   }
   return &f;
 }
@@ -619,10 +621,41 @@ void mcp_rev2026_listen_close_all(const char *reason) {
   while (listeners) listener_end(listeners, reason, 1);
 }
 
+/* The ephemeral session of a request of s that may run (checked), with
+ * what its _meta says (f): its call is the caller's to start. */
+static eph *eph_open(mcp_session *s, const char *key, void *stream, const char *method,
+                     const meta_facts *f) {
+  const char *level = json_string_value(f->level);
+  eph *e = eph_new(key, strlen(key));
+  mcp__session_init(&e->s, eph_write, e);     /* the session's fields zeroed, a fresh id */
+  e->call = NULL;
+  e->s.parent = s;
+  e->hash = eph_hash(s, key, strlen(key));
+  idx_add(e);
+  e->s.auth = mcp_identity_ref(s->auth);      /* this request's token, whatever later ones bring */
+  e->s.rev2026 = 1;
+  e->s.on_drained = eph_drained;
+  e->stream = stream;
+  e->cacheable = is_cacheable(method) != 0;
+  /* Without a log level, no notifications/message for this request. */
+  e->s.log_level = level ? (mcp_log_level)mcp_log_level_parse(level) : MCP_LOG_NLEVELS;
+  e->s.client_capabilities = json_incref(f->caps);   /* an object: checked */
+  s->ncalls++;
+  e->s.ncalls++;
+  return e;
+}
+
+/* A request id of s in flight over one channel (stdio): ids name requests
+ * for notifications/cancelled, so they must be unique there. Over HTTP each
+ * request has its own stream. */
+static int in_flight(mcp_session *s, const char *key, void *stream) {
+  return stream == NULL && (mcp_reqtab_find(&s->reqs, key, strlen(key)) ||
+                            stateless_find(s, key, strlen(key)) || find_listener(s, NULL, key) != NULL);
+}
+
 static int stateless_request(mcp_session *s, json_t *msg, const char *key, void *stream) {
   const char *method = json_string_value(json_object_get(msg, "method"));
-  json_t *params = json_object_get(msg, "params"), *meta = json_object_get(params, "_meta"), *caps;
-  const char *level;
+  json_t *params = json_object_get(msg, "params"), *meta = json_object_get(params, "_meta");
   mcp_buf *out;
   eph *e;
   int was_checked;
@@ -637,11 +670,7 @@ static int stateless_request(mcp_session *s, json_t *msg, const char *key, void 
     s->write(s, stream, out->data, out->len, 1);
     return 1;
   }
-  /* One channel (stdio): ids name requests for notifications/cancelled, so
-   * they must be unique there. Over HTTP each request has its own stream. */
-  if (stream == NULL &&
-      (mcp_reqtab_find(&s->reqs, key, strlen(key)) || stateless_find(s, key, strlen(key)) ||
-       find_listener(s, NULL, key) != NULL)) {
+  if (in_flight(s, key, stream)) {
     out = mcp_scratch();
     mcp_rpc_error(out, key, MCP_RPC_INVALID_REQUEST,
                   "Invalid Request: request id %.64s is already in flight", key);
@@ -660,25 +689,34 @@ static int stateless_request(mcp_session *s, json_t *msg, const char *key, void 
     if (tasks) tasks->request(s, stream, key, method, params);
     return 1;
   }
-  e = eph_new(key, strlen(key));
-  mcp__session_init(&e->s, eph_write, e);     /* the session's fields zeroed, a fresh id */
-  e->call = NULL;
-  e->s.parent = s;
-  e->hash = eph_hash(s, key, strlen(key));
-  idx_add(e);
-  e->s.auth = mcp_identity_ref(s->auth);      /* this request's token, whatever later ones bring */
-  e->s.rev2026 = 1;
-  e->s.on_drained = eph_drained;
-  e->stream = stream;
-  e->cacheable = is_cacheable(method) != 0;
-  level = json_string_value(facts_of(meta)->level);
-  /* Without a log level, no notifications/message for this request. */
-  e->s.log_level = level ? (mcp_log_level)mcp_log_level_parse(level) : MCP_LOG_NLEVELS;
-  caps = facts_of(meta)->caps;                  /* an object: mcp_rev2026_check says so */
-  e->s.client_capabilities = json_incref(caps);
-  s->ncalls++;
-  e->s.ncalls++;
+  e = eph_open(s, key, stream, method, facts_of(meta));
   e->call = mcp_session_call_start(&e->s, NULL, stream, key, method, params);
+  return 1;
+}
+
+/* A plain tools/call read from its text (session.c's quick_call) whose
+ * _meta is a kept one (rev2026_meta.c): started as stateless_request would,
+ * with no tree of the request. Anything check() would refuse, an id in
+ * flight, a progressToken in the _meta: 0, and the parse does it all. */
+static int stateless_text(mcp_session *s, const char *key, const mcp_request_text *rt,
+                          const char *meta, size_t meta_len, void *stream) {
+  json_t *tree = mcp_rev2026_meta_kept(meta, meta_len), *level;
+  const meta_facts *f;
+  eph *e;
+  if (tree == NULL) return 0;
+  f = facts_of(tree);
+  level = f->level;
+  if (f->version == NULL || strcmp(f->version, MCP_REV_2026) != 0 || !json_is_object(f->caps) ||
+      f->token != NULL ||
+      (level != NULL && (!json_is_string(level) || mcp_log_level_parse(json_string_value(level)) < 0)) ||
+      !mcp_sched_has_method("tools/call") ||            /* mcp_rev2026_has_method's answer for it */
+      (mcp_policy_task(rt->name) == MCP_TASK_REQUIRED && tasks_offered() &&
+       !mcp_rev2026_declares(f->caps, MCP_EXT_TASKS)) ||
+      in_flight(s, key, stream))
+    return 0;
+  checked_set(NULL);
+  e = eph_open(s, key, stream, "tools/call", f);
+  e->call = mcp_session_call_start_text(&e->s, stream, key, rt);
   return 1;
 }
 
@@ -716,7 +754,8 @@ void mcp_rev2026_set_tasks(const mcp_rev2026_tasks *t) { tasks = t; }
 
 void mcp_rev2026_init(void) {
   static const mcp_session_type row = {
-    .parse = mcp_rev2026_parse, .stateless = stateless_request, .cancel = listen_cancel,
+    .parse = mcp_rev2026_parse, .stateless = stateless_request, .stateless_text = stateless_text,
+    .known = mcp_rev2026_meta_at, .cancel = listen_cancel,
     .find = stateless_find,
   };
   mcp_session_register(&row);

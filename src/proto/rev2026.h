@@ -25,6 +25,11 @@ const char *mcp_rev2026_version(json_t *msg);
  * recent one (rev2026_meta.c: the rest parsed, the _meta's tree shared), or
  * NULL: parse it the usual way, with the same outcome. */
 json_t *mcp_rev2026_parse(const char *data, size_t len);
+/* The kept tree of a recent request's _meta whose text this is, or NULL
+ * (borrowed: the next request's may replace it). */
+json_t *mcp_rev2026_meta_kept(const char *text, size_t len);
+/* The length of a kept _meta's text at s (n bytes on), or 0. */
+size_t mcp_rev2026_meta_at(const char *s, size_t n);
 /* Is method served to 2026-07-28 requests? */
 int mcp_rev2026_has_method(const char *method);
 /* Do the client capabilities of a request declare the extension ext

@@ -34,19 +34,24 @@ static mcp_buf rest = MCP_BUF_INIT;   /* the request's text without its _meta */
 static mcp_buf last_text = MCP_BUF_INIT;
 static json_t *last_tree;
 
-/* The kept tree of this _meta text: one kept already, or a new one in the
- * place of the least recently used. NULL when the text is not an object. */
-static json_t *kept_tree(const char *text, size_t len) {
-  kept *k = &K[0];
-  json_t *tree;
-  char *copy;
-  for (int i = 0; i < KEPT_MAX; i++) {
+json_t *mcp_rev2026_meta_kept(const char *text, size_t len) {
+  for (int i = 0; i < KEPT_MAX; i++)
     if (K[i].tree != NULL && K[i].len == len && memcmp(K[i].text, text, len) == 0) {
       K[i].used = ++clock_;
       return K[i].tree;
     }
+  return NULL;
+}
+
+/* The kept tree of this _meta text: one kept already, or a new one in the
+ * place of the least recently used. NULL when the text is not an object. */
+static json_t *kept_tree(const char *text, size_t len) {
+  kept *k = &K[0];
+  json_t *tree = mcp_rev2026_meta_kept(text, len);
+  char *copy;
+  if (tree != NULL) return tree;
+  for (int i = 1; i < KEPT_MAX; i++)
     if (K[i].used < k->used) k = &K[i];
-  }
   tree = mcp_json_parse(text, len, NULL, 0);
   if (!json_is_object(tree) || (copy = malloc(len)) == NULL) {
     json_decref(tree);
@@ -82,6 +87,13 @@ static const kept *kept_at(const char *s, size_t n) {
   for (int i = 0; i < KEPT_MAX; i++)
     if (K[i].tree != NULL && K[i].len <= n && memcmp(K[i].text, s, K[i].len) == 0) return &K[i];
   return NULL;
+}
+
+/* A kept text was parsed whole (kept_tree), nested at most 30 deep
+ * (meta_span), so that another reading may pass it over, unread. */
+size_t mcp_rev2026_meta_at(const char *s, size_t n) {
+  const kept *k = kept_at(s, n);
+  return k != NULL ? k->len : 0;
 }
 
 /* The end of the string that opens at s[i] (after its closing quote), or 0;

@@ -1,6 +1,7 @@
 /* Sessions: classify incoming JSON-RPC messages, the lifecycle (revision
  * negotiation, initialize, ping, logging/setLevel), cancellation notices,
  * batches; everything else becomes a call. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,16 +38,20 @@ static long long last_id;
 static size_t in_len;             /* the size of the message being read (0 in a batch) */
 static const mcp_session_type *types[8];   /* the rows registered */
 static int ntypes;
+static mcp_json_known known;              /* a row's (the first that has one), or NULL */
 
 void mcp_session_register(const mcp_session_type *t) {
   for (int i = 0; i < ntypes; i++)
     if (types[i] == t) return;
   if (ntypes == (int)(sizeof types / sizeof types[0])) abort();
   types[ntypes++] = t;
+  if (known == NULL) known = t->known;
 }
 
+_Static_assert(offsetof(mcp_session, reqs) == 0, "reqs first: mcp__session_init zeroes what follows");
+
 void mcp__session_init(mcp_session *s, mcp_session_write_cb write, void *transport) {
-  memset(s, 0, sizeof *s);
+  memset((char *)s + sizeof s->reqs, 0, sizeof *s - sizeof s->reqs);   /* reqs: its own init */
   s->id = ++last_id;
   mcp_reqtab_init(&s->reqs);
   s->revision = -1;
@@ -54,6 +59,7 @@ void mcp__session_init(mcp_session *s, mcp_session_write_cb write, void *transpo
   s->write = write;
   s->transport = transport;
   s->next = mcp_sessions;
+  if (mcp_sessions != NULL) mcp_sessions->prev = s;
   mcp_sessions = s;
 }
 
@@ -72,12 +78,15 @@ mcp_session *mcp_session_find(long long id) {
 }
 
 void mcp_session_close(mcp_session *s) {
-  mcp_session **p = &mcp_sessions;
   for (int i = 0; i < ntypes; i++)
     if (types[i]->closed) types[i]->closed(s);
   if (!s->rev2026) mcp_sched_session_closed(s->id);   /* a stateless request subscribes to nothing */
-  while (*p && *p != s) p = &(*p)->next;
-  if (*p) *p = s->next;
+  if (s->prev != NULL || mcp_sessions == s) {        /* linked: unlinked, with no walk */
+    if (s->prev != NULL) s->prev->next = s->next;
+    else mcp_sessions = s->next;
+    if (s->next != NULL) s->next->prev = s->prev;
+    s->prev = NULL;                                   /* next kept: a walk that closes s goes on */
+  }
   mcp_reqtab_close(&s->reqs);
   free(s->init_key);
   if (s->client_capabilities) json_decref(s->client_capabilities);
@@ -169,6 +178,12 @@ static mcp_call *call_own(mcp_session *s, mcp_batch *b, void *stream, mcp_call *
 mcp_call *mcp_session_call_start(mcp_session *s, mcp_batch *b, void *stream, const char *key,
                                  const char *method, json_t *params) {
   return call_own(s, b, stream, mcp_call_start(&mcp_session_owner, s->id, key, strlen(key), method, params));
+}
+
+mcp_call *mcp_session_call_start_text(mcp_session *s, void *stream, const char *key,
+                                      const mcp_request_text *rt) {
+  return call_own(s, NULL, stream,
+                  mcp_call_start_text(&mcp_session_owner, s->id, key, strlen(key), "tools/call", rt));
 }
 
 static int of_session(const mcp_call *c, void *ud) {
@@ -564,13 +579,15 @@ static int quick_cancel(mcp_session *s, const char *data, size_t len) {
 
 /* A plain tools/call is read from its text too, with no tree: its params
  * are kept as text and its arguments go to Lua from it (mcp_call_start_text).
- * Plain: a session initialized, the method "tools/call" and jsonrpc "2.0"
- * with no escape, an integer id (not -0) or a string id with no escape not
- * in flight, params an object of name (a string with no escape), arguments
- * (an object) and _meta (a progressToken alone: a string with no escape or
- * an integer), none of these members given twice, no escape in their keys,
- * at most 8 members in each object, and no \u0000 anywhere (a key may not
- * hold it). Anything else is parsed whole, with the same outcome. */
+ * Plain: the method "tools/call" and jsonrpc "2.0" with no escape, an
+ * integer id (not -0) or a string id with no escape not in flight, params an
+ * object of name (a string with no escape), arguments (an object) and _meta,
+ * none of these members given twice, no escape in their keys, at most 8
+ * members in each object, and no \u0000 anywhere (a key may not hold it);
+ * then either a session initialized and a _meta of a progressToken alone (a
+ * string with no escape or an integer), or any other _meta, which a row
+ * (rev2026.c: a 2026-07-28 request) may take. Anything else is parsed
+ * whole, with the same outcome. */
 #define CALL_TEXT "\"tools/call\""
 #define NAME_MAX_TEXT 256           /* longer tool names are parsed */
 
@@ -617,20 +634,45 @@ static int quick_token(const mcp_json_member *meta, int escapes, mcp_request_tex
   return 1;
 }
 
+/* Does the text hold CALL_TEXT? (its '/' found first, as names_cancel does;
+ * before initialize only a 2026-07-28 request may be a call) */
+static int names_call(const char *data, size_t len) {
+  const char *end = data + len, *p = data;
+  const size_t before = sizeof "\"tools" - 1, after = sizeof "call\"" - 1;
+  while ((p = memchr(p, '/', (size_t)(end - p))) != NULL) {
+    if ((size_t)(p - data) >= before && (size_t)(end - p - 1) >= after && p[-1] == 's' &&
+        memcmp(p - before, CALL_TEXT, before) == 0 && memcmp(p + 1, "call\"", after) == 0)
+      return 1;
+    p++;
+  }
+  return 0;
+}
+
+/* A call whose _meta is not a session's: a row's (rev2026.c), or none. */
+static int stateless_text(mcp_session *s, const char *key, const mcp_request_text *rt,
+                          const mcp_json_member *meta) {
+  for (int i = 0; i < ntypes; i++)
+    if (types[i]->stateless_text && types[i]->stateless_text(s, key, rt, meta->v, meta->vn, in_stream))
+      return 1;
+  return 0;
+}
+
 static int quick_call(mcp_session *s, const char *data, size_t len) {
   static const char *const top_names[] = { "jsonrpc", "method", "id", "params", NULL };
   static const char *const params_names[] = { "name", "arguments", "_meta", NULL };
   enum { VERSION, METHOD, ID, PARAMS };
   enum { NAME, ARGS, META };
   mcp_json_member m[8], p[8];
-  const mcp_json_member *top[4] = { NULL }, *in[3] = { NULL }, *id, *name;
+  const mcp_json_member *top[4] = { NULL }, *in[3] = { NULL }, *id, *name, *meta;
   mcp_request_text rt = { NULL, NULL, 0, 0, NULL, NULL, 0 };
   char key[KEY_MAX], tool[NAME_MAX_TEXT];
-  int n, np, escapes;
-  if (s->revision < 0) return 0;
+  int n, np, escapes, session_meta;
+  /* A transport with streams (HTTP) has parsed and checked a 2026-07-28
+   * request's body already: its tree is kept for this reading. */
+  if (s->revision < 0 && (in_stream != NULL || !names_call(data, len))) return 0;
   escapes = memchr(data, '\\', len) != NULL;
   if ((escapes && has_nul_escape(data, len)) ||
-      (n = mcp_json_members_in(data, len, m, 8, "params", p, &np)) < 0)
+      (n = mcp_json_members_in(data, len, m, 8, "params", p, &np, known)) < 0)
     return 0;
   for (int i = 0; i < n; i++)
     if ((escapes && !plain(&m[i], 1)) || !take(&m[i], top_names, top, 0)) return 0;
@@ -642,18 +684,22 @@ static int quick_call(mcp_session *s, const char *data, size_t len) {
   for (int i = 0; i < np; i++)       /* task, ...: parsed */
     if ((escapes && !plain(&p[i], 1)) || !take(&p[i], params_names, in, 1)) return 0;
   name = in[NAME];
+  meta = in[META];
   if (name == NULL || name->v[0] != '"' || (escapes && !plain(name, 0)) || name->vn - 2 >= sizeof tool ||
-      (in[ARGS] != NULL && in[ARGS]->v[0] != '{') ||
-      (in[META] != NULL && (in[META]->v[0] != '{' || !quick_token(in[META], escapes, &rt))) ||
-      mcp_reqtab_find(&s->reqs, key, strlen(key)) != NULL || !mcp_sched_has_method("tools/call"))
+      (in[ARGS] != NULL && in[ARGS]->v[0] != '{') || (meta != NULL && meta->v[0] != '{'))
+    return 0;
+  session_meta = meta == NULL || ((known == NULL || known(meta->v, meta->vn) != meta->vn) &&
+                                   quick_token(meta, escapes, &rt));
+  if (session_meta && (s->revision < 0 || mcp_reqtab_find(&s->reqs, key, strlen(key)) != NULL ||
+                       !mcp_sched_has_method("tools/call")))
     return 0;
   memcpy(tool, name->v + 1, name->vn - 2);
   tool[name->vn - 2] = '\0';
   rt.params = top[PARAMS]->v, rt.params_len = top[PARAMS]->vn;
   if (in[ARGS] != NULL) rt.args = in[ARGS]->v, rt.args_len = in[ARGS]->vn;
   rt.name = tool;
-  call_own(s, NULL, in_stream,
-           mcp_call_start_text(&mcp_session_owner, s->id, key, strlen(key), "tools/call", &rt));
+  if (!session_meta) return stateless_text(s, key, &rt, meta);
+  mcp_session_call_start_text(s, in_stream, key, &rt);
   s->ncalls++;
   return 1;
 }

@@ -12,6 +12,7 @@
 typedef struct mcp_session mcp_session;
 typedef struct mcp_call mcp_call;
 typedef struct mcp_batch mcp_batch;
+struct mcp_request_text;              /* sched.h's */
 
 /* Writes one complete message (no newline) on a stream: the transport's
  * context of the exchange the message belongs to (an HTTP POST), or NULL for
@@ -33,7 +34,7 @@ struct mcp_session {
   json_t *client_capabilities;
   mcp_session_write_cb write;
   void *transport;
-  mcp_session *next;             /* all sessions */
+  mcp_session *next, *prev;      /* all sessions (mcp_sessions) */
   int ncalls;                    /* live calls */
   long long out_last;            /* last id of a request sent to the client */
   struct mcp_out *out_waiters;   /* requests to the client waiting for answers (outgoing.c) */
@@ -71,6 +72,15 @@ typedef struct mcp_session_type {
   /* A request outside a batch, before anything else: 1 if the row took it
    * (rev2026.c: a 2026-07-28 request, served statelessly). */
   int (*stateless)(mcp_session *s, json_t *msg, const char *key, void *stream);
+  /* The same for a plain tools/call read from its text (session.c's
+   * quick_call), whose params._meta is more than a progressToken: meta is
+   * its text. 1 if the row started it; 0 leaves the line to the parse. */
+  int (*stateless_text)(mcp_session *s, const char *key, const struct mcp_request_text *rt,
+                        const char *meta, size_t meta_len, void *stream);
+  /* The length of the text at s, n bytes on, when the row knows it for a
+   * valid object (rev2026.c: a recent request's _meta), or 0: quick_call's
+   * reading passes such a value of params over, unread. */
+  size_t (*known)(const char *s, size_t n);
   /* A request of an initialized session: 1 if the row served it (task.c's
    * methods). Never a tools/call: that is always a call (session.c may read
    * it from its text, with no params tree to give). */
@@ -107,6 +117,9 @@ void mcp_session_send(mcp_session *s, mcp_batch *b, void *stream, const char *da
  * s owns it (its table, its responses, its end) through mcp_session_owner. */
 mcp_call *mcp_session_call_start(mcp_session *s, mcp_batch *b, void *stream, const char *key,
                                  const char *method, json_t *params);
+/* The same for a tools/call read from its text (mcp_call_start_text). */
+mcp_call *mcp_session_call_start_text(mcp_session *s, void *stream, const char *key,
+                                      const struct mcp_request_text *rt);
 extern const struct mcp_call_owner mcp_session_owner;
 /* Fire CLOSE on every live call of s and of its 2026-07-28 requests. */
 void mcp_session_close_calls(mcp_session *s, const char *reason);

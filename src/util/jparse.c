@@ -422,9 +422,11 @@ static mcp_buf passed;                 /* the result's text (as scratch: kept, t
 /* The members of the object at j->p (its values nested depth deep), checked,
  * none built: how many, or -1 (not an object, not valid, or more than max
  * members). With sub, the members of an object under subkey go there (*nsub
- * of them: the last such key's), read in the same walk. */
+ * of them: the last such key's), read in the same walk. An object value
+ * known recognises is passed over. */
 static int members(jparse *j, int depth, member *m, int max, const char *subkey, member *sub,
-                   int *nsub) {
+                   int *nsub, mcp_json_known known) {
+  size_t kn;
   int n = 0;
   json_t *none = NULL;
   skip_ws(j);
@@ -448,8 +450,11 @@ static int members(jparse *j, int depth, member *m, int max, const char *subkey,
     skip_ws(j);
     m[n].v = (const char *)j->p;
     if (sub != NULL && j->p < j->end && *j->p == '{' && strcmp(m[n].key, subkey) == 0) {
-      if (depth >= MCP_JSON_MAX_DEPTH || (*nsub = members(j, depth + 1, sub, max, NULL, NULL, NULL)) < 0)
+      if (depth >= MCP_JSON_MAX_DEPTH || (*nsub = members(j, depth + 1, sub, max, NULL, NULL, NULL, known)) < 0)
         return -1;
+    } else if (known != NULL && sub == NULL && j->p < j->end && *j->p == '{' &&
+               (kn = known(m[n].v, (size_t)(j->end - j->p))) > 0) {
+      j->p += kn;
     } else if (value(j, depth, &none) != 0) {
       return -1;
     }
@@ -467,16 +472,16 @@ static int members(jparse *j, int depth, member *m, int max, const char *subkey,
 }
 
 int mcp_json_members(const char *s, size_t n, mcp_json_member *m, int max) {
-  return mcp_json_members_in(s, n, m, max, NULL, NULL, NULL);
+  return mcp_json_members_in(s, n, m, max, NULL, NULL, NULL, NULL);
 }
 
 int mcp_json_members_in(const char *s, size_t n, mcp_json_member *m, int max, const char *subkey,
-                        mcp_json_member *sub, int *nsub) {
+                        mcp_json_member *sub, int *nsub, mcp_json_known known) {
   jparse j = { (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + n,
                NULL, 1, 0, 0, &scratch, NULL };
   int count;
   if (sub != NULL) *nsub = -1;
-  count = members(&j, 1, m, max, subkey, sub, nsub);
+  count = members(&j, 1, m, max, subkey, sub, nsub, known);
   if (count < 0) return -1;
   skip_ws(&j);
   return j.p == j.end ? count : -1;
@@ -542,7 +547,7 @@ int mcp_json_response_text(const char *s, size_t n, long long *id, mcp_buf *out)
   const member *type;
   int nt, nr = -1, r = -1, haveid = 0, simple = 1;
   j.skip = 1;
-  if ((nt = members(&j, 1, top, MAX_MEMBERS, "result", res, &nr)) < 0) return -2;
+  if ((nt = members(&j, 1, top, MAX_MEMBERS, "result", res, &nr, NULL)) < 0) return -2;
   skip_ws(&j);
   if (j.p != j.end) return -2;
   for (int i = 0; i < nt; i++) {
@@ -573,7 +578,7 @@ int mcp_json_decode_response(lua_State *L, const char *s, size_t n) {
   int nt, nr = -1, r = -1;
   char err[8];
   j.skip = 1;
-  if ((nt = members(&j, 1, top, MAX_MEMBERS, "result", res, &nr)) < 0) return -1;
+  if ((nt = members(&j, 1, top, MAX_MEMBERS, "result", res, &nr, NULL)) < 0) return -1;
   skip_ws(&j);
   if (j.p != j.end) return -1;
   for (int i = 0; i < nt; i++) {

@@ -51,11 +51,15 @@ typedef struct {
  * mcp_json_parse checks them (but for \u0000 in a key) and nothing built:
  * how many, or -1 when the text is not a valid object or has more than max. */
 int mcp_json_members(const char *s, size_t n, mcp_json_member *m, int max);
+/* The length of a JSON text at s [s, s+n) that the caller knows to be a
+ * valid value (checked by mcp_json_parse before, as a whole), or 0. */
+typedef size_t (*mcp_json_known)(const char *s, size_t n);
 /* The same, with the members of the object under subkey (the last such
  * member's, when its value is an object) in sub, read in the same walk:
- * *nsub of them, -1 when there was none. */
+ * *nsub of them, -1 when there was none. An object value of sub's members
+ * that known (unless NULL) recognises is passed over unread. */
 int mcp_json_members_in(const char *s, size_t n, mcp_json_member *m, int max, const char *subkey,
-                        mcp_json_member *sub, int *nsub);
+                        mcp_json_member *sub, int *nsub, mcp_json_known known);
 /* Append the compact JSON text of v. */
 void mcp_json_dump(const json_t *v, mcp_buf *b);
 /* Push v as a Lua value. Raises a Lua error on out of memory: call it protected. */
