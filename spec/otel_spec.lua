@@ -76,6 +76,43 @@ describe("traces", function()
     c:close()
   end)
 
+  -- a plain tools/call is read from its text (no JSON tree), as is a
+  -- 2026-07-28 one whose _meta a request before it had (session.c's
+  -- quick_call): their spans are the parsed requests'
+  it("give a tools/call read from its text the same span: its name, its tool, a _meta traceparent", function()
+    local c = H.session{ env = env_for(o.url .. "/status/200") }
+    c:send('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a"}}}\n')
+    local meta = H.cjson.encode(HH.meta_rev2026(nil, { ["io.modelcontextprotocol/clientInfo"] = { name = "spec", version = "1" },
+                                                       traceparent = TP })):gsub("\\/", "/")   -- no escape: a plain line
+    for id = 2, 3 do                               -- the second's _meta is one kept: read from its text
+      c:send(('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"b"},"_meta":%s}}\n')
+             :format(id, meta))
+    end
+    for id = 1, 3 do
+      local r = assert(c:take(function(m) return m.id == id and m.method == nil end, 10), c:stderr_text())
+      assert.is_table(r.result, H.cjson.encode(r))
+    end
+    local spans
+    H.poll_until(function()
+      spans = {}
+      for _, sp in ipairs(spans_of(o)) do if sp.name == "tools/call echo" then spans[#spans + 1] = sp end end
+      return #spans == 3
+    end, 5)
+    assert.are.equal(3, #spans)
+    local parented = 0
+    for _, sp in ipairs(spans) do
+      local a = attrs(sp.attributes)
+      assert.are.equal("echo", a["gen_ai.tool.name"])
+      assert.are.equal("execute_tool", a["gen_ai.operation.name"])
+      if sp.parentSpanId ~= nil then
+        assert.are.equal(PARENT, sp.parentSpanId)
+        assert.are.equal(TRACE, sp.traceId)
+        parented = parented + 1
+      end
+    end
+    assert.are.equal(2, parented)
+  end)
+
   it("start a new trace for a request without a context, or with a malformed one", function()
     local c = H.session{ env = env_for(o.url .. "/status/200") }
     c:request("tools/list", {})

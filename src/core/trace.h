@@ -28,6 +28,10 @@ typedef struct {
   const char *transport;                  /* network.transport: "pipe" (stdio) or "tcp" (static) */
   const char *enduser;                    /* the token's subject (--auth-*) */
   const json_t *params;                   /* the request's (mcp_call_params), or NULL */
+  /* A tools/call read from its text has no params tree: its name is the
+   * call's tool and meta its _meta's tree (or NULL, no traceparent). */
+  int from_text;
+  const json_t *meta;
 } mcp_trace_origin;
 
 /* Start c's SERVER span: its parent is params._meta.traceparent, else the

@@ -716,7 +716,7 @@ static int stateless_text(mcp_session *s, const char *key, const mcp_request_tex
     return 0;
   checked_set(NULL);
   e = eph_open(s, key, stream, "tools/call", f);
-  e->call = mcp_session_call_start_text(&e->s, stream, key, rt);
+  e->call = mcp_session_call_start_text(&e->s, stream, key, rt, tree);
   return 1;
 }
 

@@ -153,11 +153,15 @@ const mcp_call_owner mcp_session_owner = { owner_respond, owner_stopping, owner_
                                            owner_session_name };
 
 /* c's SERVER span, with what its session (or, for a 2026-07-28 request,
- * the transport's session it came on) knows. */
-static void trace_server(mcp_call *c, const mcp_session *s) {
+ * the transport's session it came on) knows; meta: a call read from its
+ * text's _meta tree (NULL: none, or a progressToken alone). */
+static void trace_server(mcp_call *c, const mcp_session *s, const json_t *meta) {
   const mcp_session *t = s->parent ? s->parent : s;
+  const char *args;
+  size_t n;
+  int text = mcp_call_args_text(c, &args, &n);      /* no params tree made for the span */
   mcp_trace_origin o = { t->traceparent, t->tracestate, NULL, NULL, t->tcp ? "tcp" : "pipe", NULL,
-                         mcp_call_params(c) };
+                         text ? NULL : mcp_call_params(c), text, meta };
   if (s->revision >= 0) o.protocol_version = mcp_revisions[s->revision];
   if (t->digest[0]) o.session_digest = t->digest;
   if (s->auth || t->auth) o.enduser = mcp_identity_subject(s->auth ? s->auth : t->auth);
@@ -165,25 +169,26 @@ static void trace_server(mcp_call *c, const mcp_session *s) {
 }
 
 /* c, just started for s, is s's. */
-static mcp_call *call_own(mcp_session *s, mcp_batch *b, void *stream, mcp_call *c) {
+static mcp_call *call_own(mcp_session *s, mcp_batch *b, void *stream, mcp_call *c, const json_t *meta) {
   c->session = s;
   c->batch = b;
   c->stream = stream;
   c->bytes_in = (uint32_t)in_len;
   if (mcp_reqtab_insert(&s->reqs, &c->req) != 0) abort();   /* the caller checked */
-  if (mcp_trace_on) trace_server(c, s);
+  if (mcp_trace_on) trace_server(c, s, meta);
   return c;
 }
 
 mcp_call *mcp_session_call_start(mcp_session *s, mcp_batch *b, void *stream, const char *key,
                                  const char *method, json_t *params) {
-  return call_own(s, b, stream, mcp_call_start(&mcp_session_owner, s->id, key, strlen(key), method, params));
+  return call_own(s, b, stream, mcp_call_start(&mcp_session_owner, s->id, key, strlen(key), method, params),
+                  NULL);
 }
 
 mcp_call *mcp_session_call_start_text(mcp_session *s, void *stream, const char *key,
-                                      const mcp_request_text *rt) {
+                                      const mcp_request_text *rt, const json_t *meta) {
   return call_own(s, NULL, stream,
-                  mcp_call_start_text(&mcp_session_owner, s->id, key, strlen(key), "tools/call", rt));
+                  mcp_call_start_text(&mcp_session_owner, s->id, key, strlen(key), "tools/call", rt), meta);
 }
 
 static int of_session(const mcp_call *c, void *ud) {
@@ -699,7 +704,7 @@ static int quick_call(mcp_session *s, const char *data, size_t len) {
   if (in[ARGS] != NULL) rt.args = in[ARGS]->v, rt.args_len = in[ARGS]->vn;
   rt.name = tool;
   if (!session_meta) return stateless_text(s, key, &rt, meta);
-  mcp_session_call_start_text(s, in_stream, key, &rt);
+  mcp_session_call_start_text(s, in_stream, key, &rt, NULL);
   s->ncalls++;
   return 1;
 }

@@ -117,9 +117,11 @@ void mcp_session_send(mcp_session *s, mcp_batch *b, void *stream, const char *da
  * s owns it (its table, its responses, its end) through mcp_session_owner. */
 mcp_call *mcp_session_call_start(mcp_session *s, mcp_batch *b, void *stream, const char *key,
                                  const char *method, json_t *params);
-/* The same for a tools/call read from its text (mcp_call_start_text). */
+/* The same for a tools/call read from its text (mcp_call_start_text);
+ * meta: its _meta's tree if it has more than a progressToken (a span reads
+ * its traceparent there), or NULL. */
 mcp_call *mcp_session_call_start_text(mcp_session *s, void *stream, const char *key,
-                                      const struct mcp_request_text *rt);
+                                      const struct mcp_request_text *rt, const json_t *meta);
 extern const struct mcp_call_owner mcp_session_owner;
 /* Fire CLOSE on every live call of s and of its 2026-07-28 requests. */
 void mcp_session_close_calls(mcp_session *s, const char *reason);
