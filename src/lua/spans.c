@@ -71,7 +71,7 @@ struct curl_slist *mcp_span_http_begin(mcp_span *s, const char *url, struct curl
 }
 
 void mcp_span_http_end(mcp_span *s, long status, const char *failure, const char *message) {
-  char code[16];
+  char code[24];                        /* a long's digits */
   if (!s->sampled) return;
   if (status > 0) mcp_attr_int(&s->attrs, "http.response.status_code", status);
   if (failure) {

@@ -7,7 +7,7 @@
 #include "metrics.h"
 
 /* Upper bounds (seconds): a fast tool call to a minute-long one. */
-static const double bounds[MCP_HIST_N] = {
+static const double call_bounds[MCP_HIST_N] = {
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60
 };
 
@@ -16,7 +16,7 @@ const double mcp_hist_semconv[MCP_HIST_N] = {
   0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300
 };
 
-void mcp_hist_observe(mcp_hist *h, double s) { mcp_hist_observe_in(h, bounds, s); }
+void mcp_hist_observe(mcp_hist *h, double s) { mcp_hist_observe_in(h, call_bounds, s); }
 
 void mcp_hist_observe_in(mcp_hist *h, const double *bounds, double s) {
   int i = 0;
@@ -57,7 +57,7 @@ void mcp_metric_sample(mcp_buf *b, const char *name, const char *labels, double 
 }
 
 void mcp_metric_hist(mcp_buf *b, const char *name, const char *labels, const mcp_hist *h) {
-  mcp_metric_hist_in(b, name, labels, h, bounds);
+  mcp_metric_hist_in(b, name, labels, h, call_bounds);
 }
 
 void mcp_metric_hist_in(mcp_buf *b, const char *name, const char *labels, const mcp_hist *h,
