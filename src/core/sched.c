@@ -203,6 +203,12 @@ static int call_too_long(lua_State *L, mcp_call *c) {
   return MCP_OVER_NONE;
 }
 
+/* Is the function running in L one of the host's own Lua files? */
+static int in_library(lua_State *L, lua_Debug *ar) {
+  return S.lib_len > 0 && lua_getinfo(L, "S", ar) && ar->what[0] != 'C' &&
+         strncmp(ar->source, S.lib, S.lib_len) == 0;
+}
+
 /*
  * The count hook. A handler's own coroutine runs without it until its time
  * slice is over: then the alarm (slice.c) installs it, and it runs every
@@ -239,12 +245,6 @@ static int call_too_long(lua_State *L, mcp_call *c) {
  * restores that flag only in pcall), so a thread the hook raised in is
  * never reused: it is marked tainted and left to the collector.
  */
-/* Is the function running in L one of the host's own Lua files? */
-static int in_library(lua_State *L, lua_Debug *ar) {
-  return S.lib_len > 0 && lua_getinfo(L, "S", ar) && ar->what[0] != 'C' &&
-         strncmp(ar->source, S.lib, S.lib_len) == 0;
-}
-
 static void hook(lua_State *L, lua_Debug *ar) {
   mcp_call *c = mcp_call_current(L);
   int why;
