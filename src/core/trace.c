@@ -63,7 +63,7 @@ static void request_id(mcp_span *s, const mcp_call *c) {
   const char *k = c->req.key;
   size_t n = c->req.keylen;
   if (n >= 2 && k[0] == '"') k++, n -= 2;             /* a string id: its text without the quotes */
-  mcp_attr_strn(&s->attrs, "jsonrpc.request.id", k, n);
+  mcp_attr_static_strn(&s->attrs, "jsonrpc.request.id", k, n);
 }
 
 /* "{method} {target}" (or the method alone), cut to size - 1 bytes: one
@@ -92,19 +92,21 @@ void mcp_trace_server(mcp_call *c, const mcp_trace_origin *o) {
   s = c->span = mcp_span_start(MCP_SPAN_SERVER, name, remote ? &parent : NULL, &T.sampler);
   s->remote_parent = remote;
   if (!s->sampled) return;
-  /* attributes that outlive the span are borrowed (interned names, literals) */
+  /* attributes that outlive the span are borrowed (interned names, literals);
+   * each key is new: no search */
   mcp_attr_static(&s->attrs, "mcp.method.name", c->method);
   request_id(s, c);
   if (key && c->tool && !c->tool_owned && strcmp(key, "gen_ai.tool.name") == 0)
     mcp_attr_static(&s->attrs, key, c->tool);
   else if (key)
-    mcp_attr_str(&s->attrs, key, target);
+    mcp_attr_static_strn(&s->attrs, key, target, strlen(target));
   if (c->tool) mcp_attr_static(&s->attrs, "gen_ai.operation.name", "execute_tool");
   if (o->protocol_version) mcp_attr_static(&s->attrs, "mcp.protocol.version", o->protocol_version);
-  if (o->session_digest) mcp_attr_str(&s->attrs, "mcp.session.id", o->session_digest);
+  if (o->session_digest)
+    mcp_attr_static_strn(&s->attrs, "mcp.session.id", o->session_digest, strlen(o->session_digest));
   if (o->transport) mcp_attr_static(&s->attrs, "network.transport", o->transport);
   if (o->transport && strcmp(o->transport, "tcp") == 0) mcp_attr_static(&s->attrs, "network.protocol.name", "http");
-  if (o->enduser) mcp_attr_str(&s->attrs, "enduser.id", o->enduser);
+  if (o->enduser) mcp_attr_static_strn(&s->attrs, "enduser.id", o->enduser, strlen(o->enduser));
 }
 
 static void set_error(mcp_span *s, const char *type) {
