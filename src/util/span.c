@@ -47,12 +47,15 @@ static uint64_t next64(void) {
 
 /* n (8 or 16) random bytes, never all zero (an invalid id). */
 static void random_id(uint8_t *p, size_t n) {
+  uint64_t any;
   do {
+    any = 0;
     for (size_t i = 0; i < n; i += 8) {
       uint64_t v = next64();
       memcpy(p + i, &v, 8);
+      any |= v;
     }
-  } while (all_zero(p, n));
+  } while (any == 0);
 }
 
 /* n bytes of p and a NUL: in a's pool when they fit (*own = 0: freed with
