@@ -219,8 +219,8 @@ static void take_batch(int n) {
   O.in_flight = n;
 }
 
-/* The easy handle, set to POST O.body: made at the first export and kept,
- * so that an export does not set up (and free) a transfer's buffers. */
+/* The easy handle, set to POST O.body: made at the first export and kept
+ * (its options set once), not made and freed per batch. */
 static CURL *easy_for_export(void) {
   CURL *e = O.handle;
   if (e == NULL) {
