@@ -172,6 +172,73 @@ static void test_limits(void) {
   mcp_span_free(s);
 }
 
+/* A span's copies past its own room (the pool, the first slots) are
+ * malloc'd, and a reused span starts clean. */
+static void test_span_room(void) {
+  mcp_span_ctx parent;
+  mcp_span *s, *t;
+  char big[400], key[16];
+  memset(big, 'n', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  mcp_traceparent_parse(TP, strlen(TP), &parent);
+  memset(parent.tracestate, 't', 300);
+  parent.tracestate[300] = '\0';
+  s = mcp_span_start(MCP_SPAN_CLIENT, big, &parent, NULL);
+  CHECK(strcmp(s->name, big) == 0 && strlen(s->tracestate) == 300, "a long name and tracestate kept");
+  for (int i = 0; i < MCP_SPAN_SLOTS + 3; i++) {
+    snprintf(key, sizeof key, "key.%d", i);
+    mcp_attr_str(&s->attrs, key, i % 2 ? big : "short");
+  }
+  CHECK(s->attrs.n == MCP_SPAN_SLOTS + 3, "attributes past the span's slots");
+  CHECK(strcmp(mcp_attr_find(&s->attrs, "key.0")->v.s, "short") == 0, "the first, moved out of the span");
+  CHECK(strcmp(mcp_attr_find(&s->attrs, "key.11")->v.s, big) == 0, "a long value");
+  mcp_span_rename(s, "renamed");
+  mcp_span_set_status(s, MCP_STATUS_ERROR, big);
+  CHECK(strcmp(s->name, "renamed") == 0 && strcmp(s->status_msg, big) == 0, "renamed, with a status");
+  mcp_span_free(s);
+  t = mcp_span_start(MCP_SPAN_INTERNAL, "x", NULL, NULL);
+  CHECK(t->attrs.n == 0 && t->status == 0 && t->status_msg == NULL && t->tracestate == NULL && t->nevents == 0 &&
+        !t->has_parent && strcmp(t->name, "x") == 0, "a reused span starts clean");
+  mcp_attr_static_strn(&t->attrs, "k", "value", 3);
+  CHECK(strcmp(t->attrs.v[0].v.s, "val") == 0, "mcp_attr_static_strn copies len bytes");
+  mcp_span_free(t);
+  mcp_span_spare_free();
+}
+
+/* A span shorter than 128 bytes: its length takes one byte of the two made
+ * room for (msg_end moves it back). */
+static void test_protobuf_short(void) {
+  mcp_attrs res = { 0 };
+  mcp_span *s = mcp_span_start(MCP_SPAN_INTERNAL, "x", NULL, NULL);
+  mcp_otlp_source src = { &res, "luamcp", "1" };
+  mcp_buf b = MCP_BUF_INIT;
+  rd r, rs, ss, sp, sub = { 0 };
+  uint64_t v;
+  int n, seen = 0;
+  mcp_attr_bool(&s->attrs, "b", 1);
+  mcp_attr_double(&s->attrs, "d", 0.5);
+  mcp_span_end(s);
+  mcp_otlp_proto(&b, &src, s, 1);
+  r.p = (const uint8_t *)b.data;
+  r.end = r.p + b.len;
+  CHECK(find(&r, 1, &rs) && r.p == r.end, "one ResourceSpans, all of the body");
+  CHECK(find(&rs, 2, &ss) && find(&ss, 2, &sp), "a span");
+  CHECK(sp.end - sp.p < 128, "shorter than 128 bytes (%d)", (int)(sp.end - sp.p));
+  while (sp.p < sp.end) {
+    switch ((n = field(&sp, &sub, &v))) {
+    case 5: CHECK(v == 1 && sub.p[0] == 'x', "name"); seen |= 1; break;
+    case 8: CHECK(v == s->end_ns, "end"); seen |= 2; break;
+    case 9: seen |= 4; break;
+    case 16: CHECK(v == 0x101, "flags: sampled, parent not remote"); seen |= 8; break;
+    default: CHECK(n > 0, "a field"); break;
+    }
+  }
+  CHECK(seen == 15, "every field seen (%d)", seen);
+  mcp_buf_free(&b);
+  mcp_span_free(s);
+  mcp_span_spare_free();
+}
+
 int main(void) {
   test_traceparent_valid();
   test_traceparent_strict();
@@ -179,5 +246,7 @@ int main(void) {
   test_protobuf();
   test_json();
   test_limits();
+  test_span_room();
+  test_protobuf_short();
   TEST_END("test_otlp");
 }

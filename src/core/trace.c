@@ -22,9 +22,11 @@ static struct {
  * the HTTP header's; a malformed one counts as none (W3C: start anew). */
 static int incoming(const mcp_trace_origin *o, mcp_span_ctx *ctx) {
   const json_t *meta = o->from_text ? o->meta : json_object_get(o->params, "_meta");
-  json_t *tp = json_object_get(meta, "traceparent"), *ts = json_object_get(meta, "tracestate");
+  json_t *tp = NULL, *ts = NULL;
   const char *v = NULL, *state = NULL;
   size_t len = 0, slen = 0;
+  if (meta == NULL && o->traceparent == NULL) return 0;
+  if (meta) tp = json_object_get(meta, "traceparent"), ts = json_object_get(meta, "tracestate");
   if (json_is_string(tp)) {
     v = json_string_value(tp);
     len = json_string_length(tp);
@@ -42,18 +44,21 @@ static int incoming(const mcp_trace_origin *o, mcp_span_ctx *ctx) {
   return 1;
 }
 
+static const char TOOL_KEY[] = "gen_ai.tool.name";
+
 /* The target of "{mcp.method.name} {target}": the tool's or prompt's name,
- * the resource's URI, else none. */
+ * the resource's URI, else none; *key is its attribute's (TOOL_KEY is
+ * compared by address). */
 static const char *target_of(const mcp_call *c, const mcp_trace_origin *o, const char **key) {
   const json_t *params = o->params;
   const char *v;
   *key = NULL;
   if (o->from_text) {                                   /* a tools/call: its tool is its name */
-    *key = "gen_ai.tool.name";
+    *key = TOOL_KEY;
     return c->tool;
   }
   if ((v = json_string_value(json_object_get(params, "name"))) != NULL)
-    *key = strcmp(c->method, "prompts/get") == 0 ? "gen_ai.prompt.name" : c->tool ? "gen_ai.tool.name" : NULL;
+    *key = strcmp(c->method, "prompts/get") == 0 ? "gen_ai.prompt.name" : c->tool ? TOOL_KEY : NULL;
   else if ((v = json_string_value(json_object_get(params, "uri"))) != NULL)
     *key = "mcp.resource.uri";
   return v;
@@ -63,7 +68,7 @@ static void request_id(mcp_span *s, const mcp_call *c) {
   const char *k = c->req.key;
   size_t n = c->req.keylen;
   if (n >= 2 && k[0] == '"') k++, n -= 2;             /* a string id: its text without the quotes */
-  mcp_attr_strn(&s->attrs, "jsonrpc.request.id", k, n);
+  mcp_attr_static_strn(&s->attrs, "jsonrpc.request.id", k, n);
 }
 
 /* "{method} {target}" (or the method alone), cut to size - 1 bytes: one
@@ -92,19 +97,21 @@ void mcp_trace_server(mcp_call *c, const mcp_trace_origin *o) {
   s = c->span = mcp_span_start(MCP_SPAN_SERVER, name, remote ? &parent : NULL, &T.sampler);
   s->remote_parent = remote;
   if (!s->sampled) return;
-  /* attributes that outlive the span are borrowed (interned names, literals) */
+  /* attributes that outlive the span are borrowed (interned names, literals);
+   * each key is new: no search */
   mcp_attr_static(&s->attrs, "mcp.method.name", c->method);
   request_id(s, c);
-  if (key && c->tool && !c->tool_owned && strcmp(key, "gen_ai.tool.name") == 0)
+  if (key == TOOL_KEY && c->tool && !c->tool_owned)
     mcp_attr_static(&s->attrs, key, c->tool);
   else if (key)
-    mcp_attr_str(&s->attrs, key, target);
+    mcp_attr_static_strn(&s->attrs, key, target, strlen(target));
   if (c->tool) mcp_attr_static(&s->attrs, "gen_ai.operation.name", "execute_tool");
   if (o->protocol_version) mcp_attr_static(&s->attrs, "mcp.protocol.version", o->protocol_version);
-  if (o->session_digest) mcp_attr_str(&s->attrs, "mcp.session.id", o->session_digest);
+  if (o->session_digest)
+    mcp_attr_static_strn(&s->attrs, "mcp.session.id", o->session_digest, strlen(o->session_digest));
   if (o->transport) mcp_attr_static(&s->attrs, "network.transport", o->transport);
   if (o->transport && strcmp(o->transport, "tcp") == 0) mcp_attr_static(&s->attrs, "network.protocol.name", "http");
-  if (o->enduser) mcp_attr_str(&s->attrs, "enduser.id", o->enduser);
+  if (o->enduser) mcp_attr_static_strn(&s->attrs, "enduser.id", o->enduser, strlen(o->enduser));
 }
 
 static void set_error(mcp_span *s, const char *type) {
@@ -180,12 +187,11 @@ static void on_finish(const mcp_call *c) {
  * after limit.c's, so it is asked only once the call may run): an event
  * saying how long it queued. */
 static int on_admit(mcp_call *c, char *msg, size_t cap) {
-  uint64_t waited = uv_hrtime() - c->arrive_ns;
   mcp_attrs *a;
   (void)msg; (void)cap;
   if (c->span && c->span->sampled && c->held &&
       (a = mcp_span_event_add(c->span, "queued")) != NULL)
-    mcp_attr_double(a, "mcp.queue.wait_seconds", (double)waited / 1e9);
+    mcp_attr_double(a, "mcp.queue.wait_seconds", (double)(uv_hrtime() - c->arrive_ns) / 1e9);
   return MCP_ADMIT_RUN;
 }
 

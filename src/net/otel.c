@@ -41,7 +41,8 @@ static struct {
   int max_queue;
   mcp_span *head, *tail;                  /* the queue */
   int queued;
-  CURL *easy;                             /* the export in flight, or NULL */
+  CURL *handle;                           /* the exports' easy handle: made once, reused */
+  CURL *easy;                             /* the export in flight (handle), or NULL */
   mcp_buf body;                           /* its body */
   int in_flight;                          /* its spans */
   uint64_t exported, dropped, failed, exports_failed;
@@ -218,16 +219,20 @@ static void take_batch(int n) {
   O.in_flight = n;
 }
 
+/* The easy handle, set to POST O.body: made at the first export and kept
+ * (its options set once), not made and freed per batch. */
 static CURL *easy_for_export(void) {
-  CURL *e = curl_easy_init();
-  if (e == NULL) return NULL;
-  curl_easy_setopt(e, CURLOPT_URL, O.url);
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, O.headers);
+  CURL *e = O.handle;
+  if (e == NULL) {
+    if ((e = O.handle = curl_easy_init()) == NULL) return NULL;
+    curl_easy_setopt(e, CURLOPT_URL, O.url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, O.headers);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  }
   curl_easy_setopt(e, CURLOPT_POSTFIELDS, O.body.data);
   curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)O.body.len);
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, O.timeout_ms);
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   return e;
 }
 
@@ -256,7 +261,6 @@ static void export_done(CURLcode rc) {
                rc != CURLE_OK ? curl_easy_strerror(rc) : status ? "HTTP error status" : "no answer");
   }
   curl_multi_remove_handle(O.cl.multi, e);
-  curl_easy_cleanup(e);
   O.easy = NULL;
   O.in_flight = 0;
   if (O.queued >= MAX_BATCH) export_start();      /* a full batch waits: no need to wait the delay */
@@ -318,11 +322,7 @@ static void export_last(void) {
     take_batch(O.queued < MAX_BATCH ? O.queued : MAX_BATCH);
     if ((e = easy_for_export()) == NULL) return;
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)((end - now) / 1000000));
-    if (curl_easy_perform(e) != CURLE_OK) {
-      curl_easy_cleanup(e);
-      return;
-    }
-    curl_easy_cleanup(e);
+    if (curl_easy_perform(e) != CURLE_OK) return;
   }
 }
 
@@ -332,10 +332,11 @@ void mcp_otel_close(void) {
   mcp_trace_on = 0;
   if (O.easy) {
     curl_multi_remove_handle(O.cl.multi, O.easy);
-    curl_easy_cleanup(O.easy);
     O.easy = NULL;
   }
   export_last();
+  if (O.handle) curl_easy_cleanup(O.handle);
+  O.handle = NULL;
   while (O.head) {
     mcp_span *s = O.head;
     O.head = s->next;
@@ -343,6 +344,7 @@ void mcp_otel_close(void) {
   }
   O.tail = NULL;
   O.queued = 0;
+  mcp_span_spare_free();
   uv_close((uv_handle_t *)&O.flush_timer, NULL);
   curl_slist_free_all(O.headers);
   mcp_attrs_free(&O.resource);

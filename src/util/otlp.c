@@ -35,52 +35,104 @@ static void put_str(mcp_buf *b, int field, const char *s) {
   if (s && *s) put_bytes(b, field, s, strlen(s));
 }
 
-/* A nested message: its tag and one byte for the length, filled in by
- * msg_end, which makes room when the length needs more. */
-static size_t msg_begin(mcp_buf *b, int field) {
+/* A nested message: its tag and room bytes for its length (as many as it
+ * will likely need), filled in by msg_end, which moves the message when
+ * its length needs more or fewer (a varint has no padding). */
+static size_t msg_begin(mcp_buf *b, int field, size_t room) {
   put_tag(b, field, WT_LEN);
-  mcp_buf_addc(b, 0);
+  if (b->cap - b->len < room) mcp_buf_grow(b, room);
+  b->len += room;
   return b->len;
 }
 
-static void msg_end(mcp_buf *b, size_t at) {
-  size_t n = b->len - at, extra = 0;
+static void msg_end(mcp_buf *b, size_t at, size_t room) {
+  size_t n = b->len - at, k = 0;
   char len[10];
   uint64_t v = n;
   while (v >= 0x80) {
-    len[extra++] = (char)(v | 0x80);
+    len[k++] = (char)(v | 0x80);
     v >>= 7;
   }
-  len[extra] = (char)v;
-  if (extra) {
-    if (b->cap - b->len < extra) mcp_buf_grow(b, extra);
-    memmove(b->data + at + extra, b->data + at, n);
-    b->len += extra;
+  len[k++] = (char)v;
+  if (k != room) {
+    if (k > room && b->cap - b->len < k - room) mcp_buf_grow(b, k - room);
+    memmove(b->data + at + k - room, b->data + at, n);
+    b->len = b->len + k - room;
   }
-  memcpy(b->data + at - 1, len, extra + 1);
+  memcpy(b->data + at - room, len, k);
+}
+
+/* Writers into room made beforehand (room): no check per byte. */
+
+static char *room(mcp_buf *b, size_t n) {
+  if (b->cap - b->len < n) mcp_buf_grow(b, n);
+  return b->data + b->len;
+}
+
+static size_t varint_len(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) v >>= 7, n++;
+  return n;
+}
+
+static char *w_varint(char *p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = (char)(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = (char)v;
+  return p;
+}
+
+/* Fields numbered below 16: a one-byte tag. */
+static char *w_bytes(char *p, int field, const void *s, size_t n) {
+  *p++ = (char)(field << 3 | WT_LEN);
+  p = w_varint(p, n);
+  memcpy(p, s, n);
+  return p + n;
+}
+
+/* A fixed64 or fixed32, little-endian. */
+static char *w_le(char *p, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; i++) *p++ = (char)(v >> (8 * i));
+  return p;
+}
+
+/* One KeyValue, its sizes counted first: written in one go, without
+ * msg_begin/msg_end (a span has several; each would be two messages). */
+static void pb_attr(mcp_buf *b, int field, const mcp_attr *x) {
+  size_t kl = strlen(x->key), sl = 0, any, kv;
+  char *p;
+  switch (x->type) {
+  case MCP_ATTR_STR: sl = strlen(x->v.s); any = 1 + varint_len(sl) + sl; break;
+  case MCP_ATTR_BOOL: any = 2; break;
+  case MCP_ATTR_INT: any = 1 + varint_len((uint64_t)x->v.i); break;
+  default: any = 9; break;
+  }
+  kv = (kl ? 1 + varint_len(kl) + kl : 0) + 1 + varint_len(any) + any;
+  p = room(b, kv + 11);
+  *p++ = (char)(field << 3 | WT_LEN);
+  p = w_varint(p, kv);
+  if (kl) p = w_bytes(p, 1, x->key, kl);
+  *p++ = 2 << 3 | WT_LEN;                       /* AnyValue */
+  p = w_varint(p, any);
+  switch (x->type) {
+  case MCP_ATTR_STR: p = w_bytes(p, 1, x->v.s, sl); break;
+  case MCP_ATTR_BOOL: *p++ = 2 << 3 | WT_VARINT; *p++ = (char)(x->v.b != 0); break;
+  case MCP_ATTR_INT: *p++ = 3 << 3 | WT_VARINT; p = w_varint(p, (uint64_t)x->v.i); break;
+  case MCP_ATTR_DOUBLE: {
+    uint64_t bits;
+    memcpy(&bits, &x->v.d, 8);
+    *p++ = 4 << 3 | WT_I64;
+    p = w_le(p, bits, 8);
+    break;
+  }
+  }
+  b->len = (size_t)(p - b->data);
 }
 
 static void pb_attrs(mcp_buf *b, int field, const mcp_attrs *a) {
-  for (int i = 0; i < a->n; i++) {
-    const mcp_attr *x = &a->v[i];
-    size_t kv = msg_begin(b, field), val;
-    put_str(b, 1, x->key);
-    val = msg_begin(b, 2);                      /* AnyValue */
-    switch (x->type) {
-    case MCP_ATTR_STR: put_bytes(b, 1, x->v.s, strlen(x->v.s)); break;
-    case MCP_ATTR_BOOL: put_tag(b, 2, WT_VARINT); put_varint(b, (uint64_t)x->v.b); break;
-    case MCP_ATTR_INT: put_tag(b, 3, WT_VARINT); put_varint(b, (uint64_t)x->v.i); break;
-    case MCP_ATTR_DOUBLE: {
-      uint64_t bits;
-      memcpy(&bits, &x->v.d, 8);
-      put_tag(b, 4, WT_I64);
-      put_fixed(b, bits, 8);
-      break;
-    }
-    }
-    msg_end(b, val);
-    msg_end(b, kv);
-  }
+  for (int i = 0; i < a->n; i++) pb_attr(b, field, &a->v[i]);
 }
 
 static void pb_uint(mcp_buf *b, int field, uint64_t v) {
@@ -90,55 +142,60 @@ static void pb_uint(mcp_buf *b, int field, uint64_t v) {
 }
 
 static void pb_span(mcp_buf *b, const mcp_span *s) {
-  size_t at = msg_begin(b, 2), st;              /* ScopeSpans.spans */
-  put_bytes(b, 1, s->trace_id, 16);
-  put_bytes(b, 2, s->span_id, 8);
-  put_str(b, 3, s->tracestate);
-  if (s->has_parent) put_bytes(b, 4, s->parent_id, 8);
-  put_str(b, 5, s->name);
-  pb_uint(b, 6, s->kind);
-  put_tag(b, 7, WT_I64);
-  put_fixed(b, s->start_ns, 8);
-  put_tag(b, 8, WT_I64);
-  put_fixed(b, s->end_ns, 8);
+  size_t name = strlen(s->name), ts = s->tracestate ? strlen(s->tracestate) : 0, st;
+  size_t at = msg_begin(b, 2, 2);               /* ScopeSpans.spans: most take 128 B to 16 KB */
+  char *p = room(b, 80 + name + ts);            /* the fields up to the attributes: at most that */
+  p = w_bytes(p, 1, s->trace_id, 16);
+  p = w_bytes(p, 2, s->span_id, 8);
+  if (ts) p = w_bytes(p, 3, s->tracestate, ts);
+  if (s->has_parent) p = w_bytes(p, 4, s->parent_id, 8);
+  if (name) p = w_bytes(p, 5, s->name, name);
+  if (s->kind) *p++ = 6 << 3 | WT_VARINT, *p++ = (char)s->kind;
+  *p++ = 7 << 3 | WT_I64;
+  p = w_le(p, s->start_ns, 8);
+  *p++ = 8 << 3 | WT_I64;
+  p = w_le(p, s->end_ns, 8);
+  b->len = (size_t)(p - b->data);
   pb_attrs(b, 9, &s->attrs);
   pb_uint(b, 10, s->attrs.dropped);
   for (int i = 0; i < s->nevents; i++) {
     const mcp_span_event *e = &s->events[i];
-    size_t ev = msg_begin(b, 11);
+    size_t ev = msg_begin(b, 11, 1);
     put_tag(b, 1, WT_I64);
     put_fixed(b, e->time_ns, 8);
     put_str(b, 2, e->name);
     pb_attrs(b, 3, &e->attrs);
     pb_uint(b, 4, e->attrs.dropped);
-    msg_end(b, ev);
+    msg_end(b, ev, 1);
   }
   pb_uint(b, 12, s->dropped_events);
   if (s->status != MCP_STATUS_UNSET) {
-    st = msg_begin(b, 15);
+    st = msg_begin(b, 15, 1);
     put_str(b, 2, s->status_msg);
     pb_uint(b, 3, s->status);
-    msg_end(b, st);
+    msg_end(b, st, 1);
   }
   /* flags: the W3C trace flags, and bits 8-9 say whether the parent is remote */
-  put_tag(b, 16, WT_I32);
-  put_fixed(b, (s->sampled ? 1u : 0u) | 0x100u | (s->remote_parent ? 0x200u : 0u), 4);
-  msg_end(b, at);
+  p = w_varint(room(b, 6), 16 << 3 | WT_I32);
+  p = w_le(p, (s->sampled ? 1u : 0u) | 0x100u | (s->remote_parent ? 0x200u : 0u), 4);
+  b->len = (size_t)(p - b->data);
+  msg_end(b, at, 2);
 }
 
 void mcp_otlp_proto(mcp_buf *b, const mcp_otlp_source *src, const mcp_span *spans, int n) {
-  size_t rs = msg_begin(b, 1), res, ss, scope;  /* ExportTraceServiceRequest.resource_spans */
-  res = msg_begin(b, 1);                         /* ResourceSpans.resource */
+  /* a batch's lengths take 3 bytes (16 KB to 2 MB) */
+  size_t rs = msg_begin(b, 1, 3), res, ss, scope;  /* ExportTraceServiceRequest.resource_spans */
+  res = msg_begin(b, 1, 1);                        /* ResourceSpans.resource */
   pb_attrs(b, 1, src->resource);
-  msg_end(b, res);
-  ss = msg_begin(b, 2);                          /* ResourceSpans.scope_spans */
-  scope = msg_begin(b, 1);                       /* InstrumentationScope */
+  msg_end(b, res, 1);
+  ss = msg_begin(b, 2, 3);                         /* ResourceSpans.scope_spans */
+  scope = msg_begin(b, 1, 1);                      /* InstrumentationScope */
   put_str(b, 1, src->scope);
   put_str(b, 2, src->version);
-  msg_end(b, scope);
+  msg_end(b, scope, 1);
   for (int i = 0; i < n && spans; i++, spans = spans->next) pb_span(b, spans);
-  msg_end(b, ss);
-  msg_end(b, rs);
+  msg_end(b, ss, 3);
+  msg_end(b, rs, 3);
 }
 
 /* JSON. */

@@ -1,4 +1,5 @@
 /* Trace spans, W3C trace-context and the samplers (span.h). */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -9,13 +10,6 @@
 static void *xrealloc(void *p, size_t n) {
   if ((p = realloc(p, n)) == NULL) abort();
   return p;
-}
-
-static char *xstrndup(const char *s, size_t n) {
-  char *d = xrealloc(NULL, n + 1);
-  memcpy(d, s, n);
-  d[n] = '\0';
-  return d;
 }
 
 uint64_t mcp_span_now(void) {
@@ -53,37 +47,98 @@ static uint64_t next64(void) {
 
 /* n (8 or 16) random bytes, never all zero (an invalid id). */
 static void random_id(uint8_t *p, size_t n) {
+  uint64_t any;
   do {
+    any = 0;
     for (size_t i = 0; i < n; i += 8) {
       uint64_t v = next64();
       memcpy(p + i, &v, 8);
+      any |= v;
     }
-  } while (all_zero(p, n));
+  } while (any == 0);
+}
+
+/* n bytes of p and a NUL: in a's pool when they fit (*own = 0: freed with
+ * the span), else malloc'd (*own = 1). */
+static char *copy(mcp_attrs *a, const char *p, size_t n, int *own) {
+  char *d;
+  if (a->pool && (size_t)(a->pool_end - a->pool) > n) {
+    d = a->pool;
+    a->pool += n + 1;
+    *own = 0;
+  } else {
+    d = xrealloc(NULL, n + 1);
+    *own = 1;
+  }
+  memcpy(d, p, n);
+  d[n] = '\0';
+  return d;
+}
+
+/* Freed spans, kept for the next ones, so that a traced call allocates
+ * nothing in the steady state: at most as many as the exporter's queue
+ * holds by default (OTEL_BSP_MAX_QUEUE_SIZE), about 1 MB. */
+#define SPARE_MAX 2048
+static struct {
+  mcp_span *head;
+  int n;
+} spare;
+
+static mcp_span *span_new(void) {
+  mcp_span *s = spare.head;
+  if (s) {
+    spare.head = s->next;
+    spare.n--;
+  } else if ((s = malloc(sizeof *s)) == NULL) {
+    abort();
+  }
+  memset(s, 0, offsetof(mcp_span, slots));
+  s->attrs.v = s->slots;
+  s->attrs.cap = MCP_SPAN_SLOTS;
+  s->attrs.fixed = 1;
+  s->attrs.pool = s->pool;
+  s->attrs.pool_end = s->pool + sizeof s->pool;
+  return s;
+}
+
+void mcp_span_spare_free(void) {
+  while (spare.head) {
+    mcp_span *s = spare.head;
+    spare.head = s->next;
+    free(s);
+  }
+  spare.n = 0;
 }
 
 mcp_span *mcp_span_start(mcp_span_kind kind, const char *name, const mcp_span_ctx *parent,
                          const mcp_sampler *sampler) {
-  mcp_span *s = calloc(1, sizeof *s);
-  if (s == NULL) abort();
+  mcp_span *s = span_new();
+  int own;
   s->kind = (uint8_t)kind;
   if (parent) {
     memcpy(s->trace_id, parent->trace_id, 16);
     memcpy(s->parent_id, parent->span_id, 8);
     s->has_parent = 1;
-    if (parent->tracestate[0]) s->tracestate = strdup(parent->tracestate);
+    if (parent->tracestate[0]) {
+      s->tracestate = copy(&s->attrs, parent->tracestate, strlen(parent->tracestate), &own);
+      s->own_tracestate = (unsigned)own;
+    }
   } else {
     random_id(s->trace_id, 16);
   }
   random_id(s->span_id, 8);
   s->sampled = sampler ? mcp_sampler_decide(sampler, s->trace_id, parent) : parent ? parent->flags & 1 : 1;
-  s->name = strdup(name);
+  s->name = copy(&s->attrs, name, strlen(name), &own);
+  s->own_name = (unsigned)own;
   s->start_ns = mcp_span_now();
   return s;
 }
 
 void mcp_span_rename(mcp_span *s, const char *name) {
-  free(s->name);
-  s->name = strdup(name);
+  int own;
+  if (s->own_name) free(s->name);
+  s->name = copy(&s->attrs, name, strlen(name), &own);
+  s->own_name = (unsigned)own;
 }
 
 void mcp_span_end(mcp_span *s) {
@@ -91,9 +146,11 @@ void mcp_span_end(mcp_span *s) {
 }
 
 void mcp_span_set_status(mcp_span *s, mcp_span_status st, const char *msg) {
+  int own = 0;
   s->status = (uint8_t)st;
-  free(s->status_msg);
-  s->status_msg = msg ? strdup(msg) : NULL;
+  if (s->own_status_msg) free(s->status_msg);
+  s->status_msg = msg ? copy(&s->attrs, msg, strlen(msg), &own) : NULL;
+  s->own_status_msg = (unsigned)own;
 }
 
 void mcp_span_context(const mcp_span *s, mcp_span_ctx *out) {
@@ -105,11 +162,11 @@ void mcp_span_context(const mcp_span *s, mcp_span_ctx *out) {
 }
 
 void mcp_attrs_free(mcp_attrs *a) {
-  for (int i = 0; i < a->n; i++) {
+  for (int i = 0; a->owns && i < a->n; i++) {
     if (a->v[i].own_key) free((char *)a->v[i].key);
     if (a->v[i].type == MCP_ATTR_STR && a->v[i].own_value) free(a->v[i].v.s);
   }
-  free(a->v);
+  if (!a->fixed) free(a->v);
   memset(a, 0, sizeof *a);
 }
 
@@ -121,28 +178,52 @@ void mcp_span_free(mcp_span *s) {
     mcp_attrs_free(&s->events[i].attrs);
   }
   free(s->events);
-  free(s->name);
-  free(s->status_msg);
-  free(s->tracestate);
-  free(s);
+  if (s->own_name) free(s->name);
+  if (s->own_status_msg) free(s->status_msg);
+  if (s->own_tracestate) free(s->tracestate);
+  if (spare.n >= SPARE_MAX) {
+    free(s);
+    return;
+  }
+  s->next = spare.head;
+  spare.head = s;
+  spare.n++;
 }
 
-/* A new slot for key (borrowed: static or outliving a, else copied); NULL
- * past the limit. */
-static mcp_attr *append(mcp_attrs *a, const char *key, int borrowed) {
-  mcp_attr *x;
+/* Room for one more attribute: a's slots doubled (a span's first ones are
+ * its own: copied out of it). */
+static void grow(mcp_attrs *a) {
+  int cap = a->cap ? 2 * a->cap : 12;
+  if (a->fixed) {
+    mcp_attr *v = xrealloc(NULL, (size_t)cap * sizeof *v);
+    memcpy(v, a->v, (size_t)a->n * sizeof *v);
+    a->v = v;
+    a->fixed = 0;
+  } else {
+    a->v = xrealloc(a->v, (size_t)cap * sizeof *a->v);
+  }
+  a->cap = cap;
+}
+
+/* A new slot, its key and value unset; NULL past the limit. */
+static inline mcp_attr *new_slot(mcp_attrs *a) {
   if (a->n >= MCP_SPAN_MAX_ATTRS) {
     a->dropped++;
     return NULL;
   }
-  if (a->n == a->cap) {
-    a->cap = a->cap ? 2 * a->cap : 12;
-    a->v = xrealloc(a->v, (size_t)a->cap * sizeof *a->v);
-  }
-  x = &a->v[a->n++];
-  x->own_key = !borrowed;
+  if (a->n == a->cap) grow(a);
+  return &a->v[a->n++];
+}
+
+/* A new slot for key (borrowed: static or outliving a, else copied). */
+static mcp_attr *append(mcp_attrs *a, const char *key, int borrowed) {
+  mcp_attr *x = new_slot(a);
+  int own = 0;
+  if (x == NULL) return NULL;
+  x->key = borrowed ? key : copy(a, key, strlen(key), &own);
+  x->own_key = (unsigned)own;
   x->own_value = 0;
-  x->key = borrowed ? key : strdup(key);
+  a->owns |= (unsigned)own;
   return x;
 }
 
@@ -158,10 +239,8 @@ static mcp_attr *slot(mcp_attrs *a, const char *key) {
 }
 
 void mcp_attr_static(mcp_attrs *a, const char *key, const char *v) {
-  mcp_attr *x = append(a, key, 1);
-  if (x == NULL) return;
-  x->type = MCP_ATTR_STR;
-  x->v.s = (char *)v;
+  mcp_attr *x = new_slot(a);
+  if (x) *x = (mcp_attr){ .key = key, .type = MCP_ATTR_STR, .v.s = (char *)v };
 }
 
 const mcp_attr *mcp_attr_find(const mcp_attrs *a, const char *key) {
@@ -170,12 +249,22 @@ const mcp_attr *mcp_attr_find(const mcp_attrs *a, const char *key) {
   return NULL;
 }
 
+static void set_copy(mcp_attrs *a, mcp_attr *x, const char *v, size_t len) {
+  int own;
+  x->type = MCP_ATTR_STR;
+  x->v.s = copy(a, v, len, &own);
+  x->own_value = (unsigned)own;
+  a->owns |= (unsigned)own;
+}
+
+void mcp_attr_static_strn(mcp_attrs *a, const char *key, const char *v, size_t len) {
+  mcp_attr *x = append(a, key, 1);
+  if (x) set_copy(a, x, v, len);
+}
+
 void mcp_attr_strn(mcp_attrs *a, const char *key, const char *v, size_t len) {
   mcp_attr *x = slot(a, key);
-  if (x == NULL) return;
-  x->type = MCP_ATTR_STR;
-  x->v.s = xstrndup(v, len);
-  x->own_value = 1;
+  if (x) set_copy(a, x, v, len);
 }
 
 void mcp_attr_str(mcp_attrs *a, const char *key, const char *v) {

@@ -2,7 +2,8 @@
  * kind, name, times, attributes, events, status; W3C trace-context
  * (traceparent, tracestate) read and written; the samplers of
  * OTEL_TRACES_SAMPLER. No loop, no Lua: whoever starts a span owns it until
- * it hands it to the exporter (src/net/otel.c), which frees it. */
+ * it hands it to the exporter (src/net/otel.c), which frees it. One thread
+ * (the loop's): freed spans are kept for the next ones (mcp_span_spare_free). */
 #ifndef MCP_SPAN_H
 #define MCP_SPAN_H
 
@@ -30,6 +31,9 @@ typedef struct {
   mcp_attr *v;
   int n, cap;
   unsigned dropped;
+  unsigned fixed : 1;          /* v is a span's own slots, not malloc'd */
+  unsigned owns : 1;           /* some key or value of v is malloc'd */
+  char *pool, *pool_end;       /* a span's room for short copies (keys, values), else NULL */
 } mcp_attrs;
 
 typedef struct {
@@ -45,12 +49,18 @@ typedef struct {
   char tracestate[MCP_TRACESTATE_MAX + 1];   /* "" when none */
 } mcp_span_ctx;
 
+/* A span's first attributes and short strings (its name, the attributes'
+ * copies) live in the span: a call's span is one allocation. */
+#define MCP_SPAN_SLOTS 10
+#define MCP_SPAN_POOL 192
+
 /* Owned by whoever started it, then by the exporter (mcp_span_free). */
 typedef struct mcp_span {
   uint8_t trace_id[16], span_id[8], parent_id[8];
   unsigned has_parent : 1;
   unsigned sampled : 1;        /* recorded and exported; an unsampled span only carries ids */
   unsigned remote_parent : 1;
+  unsigned own_name : 1, own_status_msg : 1, own_tracestate : 1;   /* malloc'd, else in pool */
   uint8_t kind, status;
   char *name, *status_msg, *tracestate;
   uint64_t start_ns, end_ns;   /* Unix epoch */
@@ -62,6 +72,8 @@ typedef struct mcp_span {
   /* trace.c's, while a call runs: a SERVER span's innermost open plugin
    * span (ctx:span), and each of those the span it opened in. */
   struct mcp_span *inner, *up;
+  mcp_attr slots[MCP_SPAN_SLOTS];   /* attrs.v until it grows past them */
+  char pool[MCP_SPAN_POOL];         /* attrs.pool */
 } mcp_span;
 
 /* Unix time in nanoseconds (CLOCK_REALTIME). */
@@ -76,6 +88,8 @@ void mcp_span_rename(mcp_span *s, const char *name);
 void mcp_span_end(mcp_span *s);                         /* sets end_ns once */
 void mcp_span_set_status(mcp_span *s, mcp_span_status st, const char *msg);
 void mcp_span_free(mcp_span *s);
+/* Free the spans kept for reuse (at exit). */
+void mcp_span_spare_free(void);
 /* s's own context (for its children and for traceparent). */
 void mcp_span_context(const mcp_span *s, mcp_span_ctx *out);
 
@@ -90,6 +104,8 @@ const mcp_attr *mcp_attr_find(const mcp_attrs *a, const char *key);
 /* A new key (not set before) with a string value, both borrowed: literals,
  * interned names, anything that outlives the span. No copy, no search. */
 void mcp_attr_static(mcp_attrs *a, const char *key, const char *v);
+/* A new key, borrowed, with a copy of v's len bytes. No search. */
+void mcp_attr_static_strn(mcp_attrs *a, const char *key, const char *v, size_t len);
 void mcp_attrs_free(mcp_attrs *a);
 /* A new event on s, now; its attributes to fill (NULL past the limit). */
 mcp_attrs *mcp_span_event_add(mcp_span *s, const char *name);
