@@ -150,7 +150,9 @@ local function answer(c, text)
   return msg, notes, H.raw_member(raw, "id")
 end
 
-describe("a tools/call read from its text or parsed whole", function()
+-- A directory with PLUGIN in it for a describe's tests (made before them,
+-- removed after): a function giving the plugins option's list.
+local function plugin_dir()
   local dir
   setup(function()
     dir = H.tmpdir()
@@ -163,10 +165,15 @@ describe("a tools/call read from its text or parsed whole", function()
     os.remove(dir)
   end)
   after_each(H.cleanup)
+  return function() return { dir } end
+end
+
+describe("a tools/call read from its text or parsed whole", function()
+  local plugins = plugin_dir()
 
   for _, case in ipairs(CASES) do
     it("gets the same answer with " .. case[1], function()
-      local c = H.session { plugins = { dir } }
+      local c = H.session { plugins = plugins() }
       for _, id in ipairs(IDS) do
         local text = case[2]:gsub("ID", (id[1]:gsub("%%", "%%%%")))
         local fast, fast_notes, fast_id = answer(c, padded(text))
@@ -180,7 +187,7 @@ describe("a tools/call read from its text or parsed whole", function()
   end
 
   it("reads what the handler gets as the tree did", function()
-    local c = H.session { plugins = { dir } }
+    local c = H.session { plugins = plugins() }
     local r = answer(c, line("1", '{"name":"canon","arguments":{"i":1,"f":1.0,"n":null,"a":[],"o":{}}}'))
     assert.are.equal('{"a"=[],"f"=float:1,"i"=integer:1,"n"=null,"o"={}} id=integer:1', H.text(r))
     r = answer(c, line('"x"', '{"name":"canon","arguments":{"progress":true},"_meta":{"progressToken":"tok"}}'))
@@ -188,7 +195,7 @@ describe("a tools/call read from its text or parsed whole", function()
   end)
 
   it("answers a parse error for \\u0000 in a key and a nesting too deep, as before", function()
-    local c = H.session { plugins = { dir } }
+    local c = H.session { plugins = plugins() }
     for _, text in ipairs { line("1", '{"name":"canon","arguments":{"a\\u0000b":1}}'),
                             line("2", '{"name":"canon","arguments":{"a":' .. TOO_DEEP .. '}}') } do
       local r, _, id = answer(c, text)
@@ -198,7 +205,7 @@ describe("a tools/call read from its text or parsed whole", function()
   end)
 
   it("refuses an id already in flight, as before", function()
-    local c = H.session { plugins = { dir } }
+    local c = H.session { plugins = plugins() }
     for _, second in ipairs { line("5", '{"name":"canon","arguments":{}}'),
                               whole(line("5", '{"name":"canon","arguments":{}}')) } do
       c:send(line("5", '{"name":"canon","arguments":{}}') .. "\n" .. second .. "\n")
@@ -294,23 +301,12 @@ local function line26(id, params, meta_text)
 end
 
 describe("a 2026-07-28 tools/call read from its text or parsed whole", function()
-  local dir
-  setup(function()
-    dir = H.tmpdir()
-    local f = assert(io.open(dir .. "/text.lua", "w"))
-    f:write(PLUGIN)
-    f:close()
-  end)
-  teardown(function()
-    os.remove(dir .. "/text.lua")
-    os.remove(dir)
-  end)
-  after_each(H.cleanup)
+  local plugins = plugin_dir()
 
   for _, case in ipairs(CASES26) do
     it("gets the same answer with " .. case[1], function()
       for _, initialized in ipairs { false, true } do
-        local c = initialized and H.session { plugins = { dir } } or H.start { plugins = { dir } }
+        local c = initialized and H.session { plugins = plugins() } or H.start { plugins = plugins() }
         answer(c, line26('"keep"', '{"name":"canon","_meta":META}', case[2]))
         for _, id in ipairs(IDS) do
           local text = line26(id[1], case[3], case[2])
@@ -327,7 +323,7 @@ describe("a 2026-07-28 tools/call read from its text or parsed whole", function(
   end
 
   it("gives the handler what the tree did", function()
-    local c = H.start { plugins = { dir } }
+    local c = H.start { plugins = plugins() }
     answer(c, line26("1", '{"name":"canon","_meta":META}', META))
     local r = answer(c, line26("2", '{"name":"canon","arguments":{"i":1,"ctx":true},"_meta":META}', META))
     assert.are.equal('{"ctx"=true,"i"=integer:1} id=integer:2 supports=elicitation,sampling resumed=false',
@@ -343,7 +339,7 @@ describe("a 2026-07-28 tools/call read from its text or parsed whole", function(
   end)
 
   it("refuses an id in flight and cancels it, read from its text or parsed whole", function()
-    local c = H.start { plugins = { dir } }
+    local c = H.start { plugins = plugins() }
     answer(c, line26('"keep"', '{"name":"canon","_meta":META}', META))
     for round, form in ipairs { padded, whole } do
       c:send(form(line26('"w"', '{"name":"wait","_meta":META}', META)) .. "\n")

@@ -528,13 +528,14 @@ static int text_key(const mcp_json_member *id, char *key) {
   return 1;
 }
 
-/* Does the text hold CANCEL_TEXT? (its '/' found first: few texts have one) */
-static int names_cancel(const char *data, size_t len) {
-  const char *end = data + len, *p = data;
-  const size_t before = sizeof "\"notifications" - 1, after = sizeof "cancelled\"" - 1;
+/* Does the text hold method, a method's quoted text with one '/'? Its '/'
+ * is found first: few texts have one. */
+static int names(const char *data, size_t len, const char *method, size_t mlen) {
+  const char *end = data + len, *p = data, *slash = memchr(method, '/', mlen);
+  const size_t before = (size_t)(slash - method), after = mlen - before - 1;
   while ((p = memchr(p, '/', (size_t)(end - p))) != NULL) {
-    if ((size_t)(p - data) >= before && (size_t)(end - p - 1) >= after && p[-2] == 'n' &&
-        memcmp(p - before, CANCEL_TEXT, before) == 0 && memcmp(p + 1, "cancelled\"", after) == 0)
+    if ((size_t)(p - data) >= before && (size_t)(end - p - 1) >= after && p[-1] == slash[-1] &&
+        memcmp(p - before, method, before) == 0 && memcmp(p + 1, slash + 1, after) == 0)
       return 1;
     p++;
   }
@@ -546,7 +547,7 @@ static int quick_cancel(mcp_session *s, const char *data, size_t len) {
   const mcp_json_member *params = NULL, *rid = NULL, *why = NULL;
   char key[QUICK_MAX], reason[QUICK_MAX];
   int n, version = 0, method = 0;
-  if (len > QUICK_MAX || !names_cancel(data, len) ||
+  if (len > QUICK_MAX || !names(data, len, CANCEL_TEXT, sizeof CANCEL_TEXT - 1) ||
       memchr(data, '\\', len) != NULL || (n = mcp_json_members(data, len, m, 8)) < 0)
     return 0;
   for (int i = 0; i < n; i++) {
@@ -639,20 +640,6 @@ static int quick_token(const mcp_json_member *meta, int escapes, mcp_request_tex
   return 1;
 }
 
-/* Does the text hold CALL_TEXT? (its '/' found first, as names_cancel does;
- * before initialize only a 2026-07-28 request may be a call) */
-static int names_call(const char *data, size_t len) {
-  const char *end = data + len, *p = data;
-  const size_t before = sizeof "\"tools" - 1, after = sizeof "call\"" - 1;
-  while ((p = memchr(p, '/', (size_t)(end - p))) != NULL) {
-    if ((size_t)(p - data) >= before && (size_t)(end - p - 1) >= after && p[-1] == 's' &&
-        memcmp(p - before, CALL_TEXT, before) == 0 && memcmp(p + 1, "call\"", after) == 0)
-      return 1;
-    p++;
-  }
-  return 0;
-}
-
 /* A call whose _meta is not a session's: a row's (rev2026.c), or none. */
 static int stateless_text(mcp_session *s, const char *key, const mcp_request_text *rt,
                           const mcp_json_member *meta) {
@@ -672,9 +659,11 @@ static int quick_call(mcp_session *s, const char *data, size_t len) {
   mcp_request_text rt = { NULL, NULL, 0, 0, NULL, NULL, 0 };
   char key[KEY_MAX], tool[NAME_MAX_TEXT];
   int n, np, escapes, session_meta;
-  /* A transport with streams (HTTP) has parsed and checked a 2026-07-28
-   * request's body already: its tree is kept for this reading. */
-  if (s->revision < 0 && (in_stream != NULL || !names_call(data, len))) return 0;
+  /* Before initialize only a 2026-07-28 request may be a call. A transport
+   * with streams (HTTP) has parsed and checked such a request's body
+   * already: its tree is kept for this reading. */
+  if (s->revision < 0 && (in_stream != NULL || !names(data, len, CALL_TEXT, sizeof CALL_TEXT - 1)))
+    return 0;
   escapes = memchr(data, '\\', len) != NULL;
   if ((escapes && has_nul_escape(data, len)) ||
       (n = mcp_json_members_in(data, len, m, 8, "params", p, &np, known)) < 0)
