@@ -219,6 +219,23 @@ describe("--store: tasks shared through Redis", function()
     assert.are.equal("failed", get(B, id).result.status)
   end)
 
+  -- Redis restarted empty: until A is back and has written its tasks again,
+  -- B cannot find A's task; "not found" would end the client's wait for it
+  it("while Redis refills after a restart, another's task is 'retry' (-32603), not 'not found'", function()
+    local cl = cluster(2)
+    local A, B = cl.instances[1], cl.instances[2]
+    local id = start_task(A, "slow", { seconds = 1, tag = "refill" })
+    H.uv.kill(A.pid, "sigstop")                     -- A cannot come back until SIGCONT
+    cl:restart_redis()
+    assert.is_truthy(B:wait_stderr("task store redis://.*: connected again"), cl:logs())
+    local resp = get(B, id)
+    H.uv.kill(A.pid, "sigcont")
+    assert.are.equal(-32603, resp.error and resp.error.code, cjson.encode(resp))
+    assert.matches("being written again; retry", resp.error.message, 1, true)
+    assert.is_truthy(A:wait_stderr("task store redis://.*: connected again"), cl:logs())
+    assert.are.equal("slept refill", until_status(cl, B, id, "completed").result.content[1].text)
+  end)
+
   it("Redis killed and restarted under load: precise errors, handlers go on, state comes back", function()
     local cl = cluster(2)
     local A, B = cl.instances[1], cl.instances[2]

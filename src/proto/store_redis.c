@@ -38,7 +38,13 @@
  *   the store's word stands and no task comes back to life. The reap also
  *   tells the owner ("a"): one that lives hears it when it is back and
  *   stops the handler at once, not when it would have finished.
- * - Redis restarted empty: resync writes every local task again. */
+ * - Redis restarted empty: resync writes every local task again. Until
+ *   every instance is back, another's task is not in the store: the first
+ *   instance back after a loss finds the store's mark (luamcp:up) gone and
+ *   sets luamcp:refill for as long as the others may take to come back
+ *   (REFILL_MS); a task missing meanwhile is "the store is being refilled:
+ *   retry" (-32603), not "not found" (-32602), which a client would take as
+ *   the task's end. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +66,8 @@
 #define STALL_MS          3000       /* no reply for this long with commands pending: reconnect */
 #define BACKOFF_MIN_MS    100
 #define BACKOFF_MAX_MS    5000
+#define REFILL_MS         (BACKOFF_MAX_MS + HEARTBEAT_MS)   /* every instance reconnected */
+#define REFILLING "task store unavailable: Redis restarted empty and its tasks are being written again; retry"
 
 void *mcp_store;
 
@@ -122,19 +130,24 @@ static const char lua_put[] =
   "if ARGV[n]~='' then redis.call('PUBLISH',NOTIFY,ARGV[n]) end\n"
   "return {'ok'}\n";
 
+/* A task not in the store: "refilling" while luamcp:refill lives. */
+#define LUA_MISSING "local function missing(r) if redis.call('EXISTS','luamcp:refill')==1 then return {'refilling'} end\n" \
+  "  return r end\n"
+
 /* KEYS: task. ARGV: notify channel, now. The record (after a reap), or nil. */
 static const char lua_get[] =
-  "local NOTIFY=ARGV[1]\n" LUA_COMMON
-  "local h=load(KEYS[1]) if not h then return false end\n"
+  "local NOTIFY=ARGV[1]\n" LUA_COMMON LUA_MISSING
+  "local h=load(KEYS[1]) if not h then return missing(false) end\n"
   "reap(KEYS[1],h,ARGV[2])\n"
   "return redis.call('HGETALL',KEYS[1])\n";
 
 /* KEYS: task. ARGV: notify channel, now, scope, subject, owner channel
  * prefix, then cancel: message; update: "u", responses. */
 static const char lua_cancel[] =
-  "local NOTIFY=ARGV[1]\n" LUA_COMMON
+  "local NOTIFY=ARGV[1]\n" LUA_COMMON LUA_MISSING
   "local h=load(KEYS[1])\n"
-  "if not h or h.scope~=ARGV[3] or h.subject~=ARGV[4] then return {'notfound'} end\n"
+  "if not h then return missing({'notfound'}) end\n"
+  "if h.scope~=ARGV[3] or h.subject~=ARGV[4] then return {'notfound'} end\n"
   "if reap(KEYS[1],h,ARGV[2]) or isterm(h.status) then return {'terminal',h.status} end\n"
   "if ARGV[6]=='u' then\n"
   "  local n=redis.call('PUBLISH',ARGV[5]..h.owner,'u'..h.id..' '..ARGV[7])\n"
@@ -185,6 +198,12 @@ static void set_down(const char *what, const char *why) {
   if (!S.was_down) S.ndown++;
   snprintf(S.down, sizeof S.down, "%s", msg);
   S.was_down = 1;
+}
+
+/* A script's {'refilling'}: the task is missing while the store refills. */
+static int refilling(const redisReply *r) {
+  return r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->str != NULL &&
+         strcmp(r->element[0]->str, "refilling") == 0;
 }
 
 /* Commands: each carries a pending op (freed in on_reply). */
@@ -247,6 +266,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
       if (op->cb != NULL) op->cb(op->ud, err, NULL, "ok");
       break;
     case OP_GET:
+      if (!err && refilling(r)) err = REFILLING;
       if (err || r->type != REDIS_REPLY_ARRAY) {
         op->cb(op->ud, err, NULL, NULL);
       } else {
@@ -256,6 +276,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
       }
       break;
     case OP_CANCEL:
+      if (!err && refilling(r)) err = REFILLING;
       if (err || r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->element[0]->str == NULL)
         op->cb(op->ud, err ? err : "task store error: unexpected reply", NULL, NULL);
       else
@@ -413,9 +434,28 @@ static void on_beat(uv_timer_t *h) {
   }
 }
 
-/* Both connections up after a time down (or the first time): beat, then
- * let task.c write its tasks again. */
+/* ARGV: "1" after a loss. The store's mark set; the first instance back
+ * after a loss that finds it gone (Redis restarted empty) opens the refill
+ * window (ARGV[2] ms). */
+static const char lua_mark[] =
+  "if redis.call('SET','luamcp:up','1','NX') and ARGV[1]=='1' then\n"
+  "  redis.call('SET','luamcp:refill','1','PX',ARGV[2]) end\n"
+  "return {'ok'}\n";
+
+static void mark(int after_loss) {
+  const char *argv[8];
+  size_t lens[8];
+  char window[24];
+  int n = 0;
+  snprintf(window, sizeof window, "%d", REFILL_MS);
+  ARG("EVAL"); ARG(lua_mark); ARG("0"); ARG(after_loss ? "1" : "0"); ARG(window);
+  submit(op_new(OP_PLAIN, "", NULL, NULL), n, argv, lens);
+}
+
+/* Both connections up after a time down (or the first time): the store's
+ * mark, a beat, then let task.c write its tasks again. */
 static void maybe_resync(void) {
+  int after_loss = S.down[0] != '\0';
   if (!S.cmd.up || !S.sub.up || !S.was_down) return;
   S.was_down = 0;
   if (S.down[0]) mcp_warn("task store %s: connected again (was: %s)", S.url, S.down);
@@ -423,6 +463,7 @@ static void maybe_resync(void) {
   S.down[0] = '\0';
   S.backoff_ms = BACKOFF_MIN_MS;
   S.warned = 0;
+  mark(after_loss);
   on_beat(NULL);
   S.hooks.resync();
 }
