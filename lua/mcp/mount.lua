@@ -55,17 +55,16 @@ end
 
 -- What forward.c's call gives the handler when it is not the upstream's
 -- result passed on: the line of another response, or why it ended ("closed",
--- "cancelled"). An input_required result goes on in client.lua, which
--- answers its rounds (the request is not sent again).
-core.forward_outcome(function(up, args, ctx, line, kind, t0)
+-- "cancelled"). An input_required result goes to the handler, whose
+-- client.lua answers its rounds from it (the request is not sent again).
+core.forward_outcome(function(handler, up, args, ctx, line, kind, t0)
   local msg = line
   if kind == "line" then
     msg = core.decode_response(line) or core.decode(line)
     local r = msg.result
     if msg.error == nil and (msg.result_type == "input_required"
                              or type(r) == "table" and r.resultType == "input_required") then
-      return M.result(up.client:_forward(up.name, args, { ctx = ctx, relay_logs = true, raw = true, what = up.what,
-                                                          owned = true, answered = core.decode(line) }))
+      return handler(args, ctx, core.decode(line))
     end
   end
   return M.result(require("mcp.client").forwarded(up.what, up.name, msg, kind, t0 / 1e9))
@@ -147,7 +146,9 @@ local function make_tool(st, t)
     inputSchema = type(t.inputSchema) == "table" and t.inputSchema or { type = "object" },
     outputSchema = type(t.outputSchema) == "table" and t.outputSchema or nil,
     annotations = type(t.annotations) == "table" and t.annotations or nil,
-    handler = function(args, ctx)
+    -- answered: the upstream's input_required answer to the call forward.c
+    -- sent (forward_outcome above), its first round's
+    handler = function(args, ctx, answered)
       -- A call that came before the tool was known ran under the server's
       -- default policy: the mount's timeout is applied here instead.
       local timeout = st.call_timeout
@@ -162,7 +163,7 @@ local function make_tool(st, t)
       if wrap == nil then                        -- its result passed on as the upstream wrote it
         return M.result(client:_forward(up, args, {
           ctx = ctx, timeout = timeout or client.opts.timeout, relay_logs = true, on_progress = on_progress,
-          raw = true, what = what, owned = true }))
+          raw = true, what = what, owned = true, answered = answered }))
       end
       return wrap(name, args, ctx, function(a, raw)
         return client:call(up, a, { ctx = ctx, timeout = timeout, relay_logs = true, on_progress = on_progress,

@@ -65,7 +65,7 @@ struct fwd_conn {
 
 static mcp_buf line;                   /* the request or notification being written */
 static mcp_buf text;                   /* a result read from a line */
-static int outcome_ref = LUA_NOREF;    /* mount.lua's (up, args, ctx, msg, kind, t0) */
+static int outcome_ref = LUA_NOREF;    /* mount.lua's (handler, up, args, ctx, msg, kind, t0) */
 static int raw_mt_ref = LUA_NOREF;     /* core.json_raw's metatable */
 
 static fwd_req **bucket(fwd_conn *fc, long long id) {
@@ -245,13 +245,14 @@ static int answered(lua_State *L, int status, lua_KContext ctx) {
   }
   lua_settop(L, 9);                                /* nil msg kind */
   lua_rawgeti(L, LUA_REGISTRYINDEX, outcome_ref);
+  lua_pushvalue(L, 1);
   lua_pushvalue(L, 4);
   lua_pushvalue(L, 2);
   lua_pushvalue(L, 3);
   lua_pushvalue(L, 8);
   lua_pushvalue(L, 9);
   lua_pushvalue(L, 6);
-  lua_callk(L, 6, LUA_MULTRET, 9, pass_k);         /* its input rounds wait */
+  lua_callk(L, 7, LUA_MULTRET, 9, pass_k);         /* it may call the handler, which waits */
   return lua_gettop(L) - 9;
 }
 
