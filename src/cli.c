@@ -6,6 +6,7 @@
  * request table, the state machine and the scheduler run as they do for a
  * client; the loop runs until the call is gone. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -209,18 +210,19 @@ static void push_opts(lua_State *L, const cli_opts *o) {
   if (mcp_flags.config) lua_pushstring(L, mcp_flags.config), lua_setfield(L, -2, "config");
 }
 
-/* stdout is set aside, as the server does, so that print() in a plugin goes
- * to stderr and stdout carries only what the command prints. */
+/* stdout is set aside, as the server does, so that what a plugin or its
+ * children write goes to stderr and stdout carries only what the command prints. */
 static FILE *out;
 
 static int set_stdout_aside(void) {
   int fd;
   fflush(stdout);
-  fd = dup(1);
+  fd = fcntl(1, F_DUPFD_CLOEXEC, 3);             /* children must not inherit it */
   if (fd < 0 || dup2(2, 1) < 0 || (out = fdopen(fd, "w")) == NULL) {
     fprintf(stderr, "luamcp: stdout: cannot set aside: %s\n", strerror(errno));
     return -1;
   }
+  setvbuf(stdout, NULL, _IOLBF, 0);
   return 0;
 }
 
@@ -560,6 +562,7 @@ int mcp_cli_main(int argc, char **argv) {
   }
   /* The server's own lines (plugins loaded, session started) are noise here. */
   mcp_log_threshold = o.log_level >= 0 ? (mcp_log_level)o.log_level : MCP_LOG_WARNING;
+  mcp_log_plugin_threshold = o.log_level >= 0 ? (mcp_log_level)o.log_level : MCP_LOG_INFO;   /* print() shows */
   signal(SIGPIPE, SIG_IGN);
   if (strcmp(o.cmd, "path") == 0) {
     mcp_conffile_free(&conf);

@@ -185,7 +185,7 @@ static int parse_flags(int argc, char **argv) {
 /* What the flags set, where the server's parts read it. */
 static void take_flags(void) {
   static const char *default_dirs[] = { "plugins", NULL }, *no_origins[] = { NULL };
-  mcp_log_threshold = (mcp_log_level)mcp_flags.log_level;
+  mcp_log_threshold = mcp_log_plugin_threshold = (mcp_log_level)mcp_flags.log_level;
   dirs = mcp_flags.plugins.n > 0 ? mcp_flags.plugins.v : default_dirs;
   ndirs = mcp_flags.plugins.n > 0 || mcp_flags.sandbox.n == 0 ? (mcp_flags.plugins.n > 0 ? mcp_flags.plugins.n : 1) : 0;
   watched = malloc((size_t)(ndirs + mcp_flags.sandbox.n + 1) * sizeof *watched);
@@ -268,6 +268,10 @@ int main(int argc, char **argv) {
   lua_atpanic(L, l_panic);
   *(void **)lua_getextraspace(L) = NULL;   /* new threads copy it: no call */
 
+  if (!use_http && mcp_stdio_set_aside() != 0) {   /* stdout is the protocol's from the first plugin on */
+    lua_close(L);
+    return 1;
+  }
   lua_pushcfunction(L, load_server);
   if (lua_pcall(L, 0, 1, 0) != LUA_OK) {
     mcp_log(MCP_LOG_CRITICAL, "cannot start: %s", lua_tostring(L, -1));

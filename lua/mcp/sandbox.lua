@@ -9,6 +9,7 @@
 -- changes stays its own. Functions are shared, tables are copied.
 local core = require "mcp.core"
 local mcp = require "mcp"
+local plugin_log = require "mcp.plugin_log"
 
 local M = {}
 
@@ -83,6 +84,7 @@ end
 local function own_mcp(view, name, grants)
   local m = own_copy(mcp, {})
   m.settings = view.settings
+  m.server_log = plugin_log.logger(name)
   function m.connect(opts)
     opts = plain(opts)
     if type(opts) == "table" then opts.on_notification = no_call(name, grants, opts.on_notification) end
@@ -218,11 +220,7 @@ function M.env(name, dir, view, grants)
     if opt == "count" then return collectgarbage("count") end
     refuse(("collectgarbage(%q)"):format(tostring(opt)), 'only collectgarbage("count")')
   end
-  function env.print(...)
-    local n, parts = select("#", ...), {}
-    for i = 1, n do parts[i] = tostring((select(i, ...))) end
-    core.log_stderr("info", table.concat(parts, "\t"), name)
-  end
+  env.print = plugin_log.print(name)
   for _, k in ipairs { "dofile", "loadfile", "io", "debug", "package", "warn" } do
     env[k] = nil
   end

@@ -10,6 +10,7 @@ local client = require "mcp.client"
 local mount = require "mcp.mount"
 local decl = require "mcp.decl"
 local config = require "mcp.config"
+local plugin_log = require "mcp.plugin_log"
 local reg = require "mcp.server.registry"
 local tools_family = require "mcp.server.tools"
 local resources_family = require "mcp.server.resources"
@@ -171,7 +172,9 @@ local sandboxed = {}                    -- dir -> true: its plugins run sandboxe
 local function environment(path, dir)
   local view = config.plugin_mcp(cfg, path)
   if not sandboxed[dir] then
-    local env = setmetatable({}, { __index = _G })
+    local env, name = setmetatable({}, { __index = _G }), config.name_of(path)
+    view.server_log = plugin_log.logger(name)
+    env.print, env.io = plugin_log.print(name), plugin_log.io(name)   -- to the log, never stdout
     env.require = plugin_require(dir, env, view)
     return env, function(chunk) return decl.collect(chunk, debug.traceback) end
   end

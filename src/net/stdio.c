@@ -265,18 +265,24 @@ static int open_stream(int fd, uv_handle_type type, stream_u *s, int readable) {
   return r;
 }
 
-int mcp_stdio_start(uv_loop_t *loop, void (*on_eof)(void)) {
-  int r;
-  T.loop = loop;
-  T.on_eof = on_eof;
-  /* stdout is the protocol: keep it for the transport alone, and point fd 1
-   * at stderr so that print(), io.write and C libraries cannot corrupt it. */
+/* stdout is the protocol's: the transport keeps a duplicate of fd 1 for
+ * itself, and fd 1 points at stderr, so that nothing else (print, io.write,
+ * C libraries, children) can reach the client. Before any plugin loads. */
+int mcp_stdio_set_aside(void) {
   fflush(stdout);
   T.out_fd = fcntl(1, F_DUPFD_CLOEXEC, 3);       /* children must not inherit it */
   if (T.out_fd < 0 || dup2(2, 1) < 0) {
     mcp_error("stdout: cannot set aside: %s", strerror(errno));
-    return UV_EBADF;
+    return -1;
   }
+  setvbuf(stdout, NULL, _IOLBF, 0);              /* C's stdout is now a log stream */
+  return 0;
+}
+
+int mcp_stdio_start(uv_loop_t *loop, void (*on_eof)(void)) {
+  int r;
+  T.loop = loop;
+  T.on_eof = on_eof;
   T.in_type = uv_guess_handle(0);
   T.out_type = uv_guess_handle(T.out_fd);
   mcp_session_init(&T.session, session_write, NULL);

@@ -1,0 +1,96 @@
+-- A plugin's lines in the server's log (stderr): mcp.server_log, and what
+-- print, io.write and io.stdout write, at info level. Each line names the
+-- plugin and, in a tools/call, the tool (src/util/log.c). stdout is the
+-- protocol's over stdio (src/net/stdio.c): nothing a plugin writes goes there.
+local core = require "mcp.core"
+
+local M = {}
+
+local LEVELS = { debug = true, info = true, notice = true, warning = true, error = true, critical = true,
+                 alert = true, emergency = true }
+
+-- print's text: its arguments through tostring, tab-separated.
+local function joined(...)
+  local n, parts = select("#", ...), {}
+  for i = 1, n do parts[i] = tostring((select(i, ...))) end
+  return table.concat(parts, "\t")
+end
+
+-- What one write of io.write or io.stdout:write gives: its pieces (strings
+-- or numbers, as file:write takes them), one line without its last newline.
+local function written(where, ...)
+  local n, parts = select("#", ...), {}
+  for i = 1, n do
+    local v = select(i, ...)
+    if type(v) ~= "string" and type(v) ~= "number" then
+      error(("bad argument #%d to '%s' (string expected, got %s)"):format(i, where, type(v)), 3)
+    end
+    parts[i] = v
+  end
+  return (table.concat(parts):gsub("\n$", ""))
+end
+
+-- mcp.server_log(level, fmt, ...) for plugin name (nil: the running call's).
+function M.logger(name)
+  return function(level, fmt, ...)
+    if not LEVELS[level] then
+      error(("mcp.server_log: unknown level %s (debug, info, notice, warning, error, critical, alert, emergency)")
+            :format(type(level) == "string" and ("%q"):format(level) or tostring(level)), 2)
+    end
+    local msg = fmt
+    if select("#", ...) > 0 then
+      local ok, text = pcall(string.format, fmt, ...)
+      if not ok then error("mcp.server_log: " .. tostring(text), 2) end
+      msg = text
+    elseif type(fmt) ~= "string" then
+      msg = tostring(fmt)
+    end
+    core.log_plugin(level, msg, name)
+  end
+end
+
+function M.print(name)
+  return function(...) core.log_plugin("info", joined(...), name) end
+end
+
+-- The io library as plugin name sees it: io.stdout a stand-in whose write
+-- logs, io.write logs while the default output is stdout; the rest is io's.
+function M.io(name)
+  local real = io.stdout
+  local function log(where, ...)
+    local text = written(where, ...)
+    if text ~= "" then core.log_plugin("info", text, name) end
+  end
+  local stdout = setmetatable({}, {
+    __index = function(_, k)
+      local f = real[k]
+      if type(f) ~= "function" then return f end
+      return function(self, ...) return f(real, ...) end     -- flush, setvbuf, lines...
+    end,
+    __tostring = function() return tostring(real) end,
+    __name = "FILE*",
+  })
+  function stdout.write(self, ...)
+    log("write", ...)
+    return self
+  end
+  local own = setmetatable({ stdout = stdout }, { __index = io })
+  function own.write(...)
+    if io.output() ~= real then return io.write(...) end
+    log("write", ...)
+    return stdout
+  end
+  function own.output(file)
+    if file == stdout then file = real end
+    local f = io.output(file)
+    if f == real then return stdout end
+    return f
+  end
+  function own.type(v)
+    if v == stdout then return "file" end
+    return io.type(v)
+  end
+  return own
+end
+
+return M
