@@ -16,8 +16,7 @@ local function joined(...)
   return table.concat(parts, "\t")
 end
 
--- What one write of io.write or io.stdout:write gives: its pieces (strings
--- or numbers, as file:write takes them), one line without its last newline.
+-- The text of a write: its pieces, strings or numbers as file:write takes them.
 local function written(where, ...)
   local n, parts = select("#", ...), {}
   for i = 1, n do
@@ -27,8 +26,10 @@ local function written(where, ...)
     end
     parts[i] = v
   end
-  return (table.concat(parts):gsub("\n$", ""))
+  return table.concat(parts)
 end
+
+local LINE_MAX = 4096        -- a longer line without its newline is logged in pieces
 
 -- mcp.server_log(level, fmt, ...) for plugin name (nil: the running call's).
 function M.logger(name)
@@ -40,7 +41,12 @@ function M.logger(name)
     local msg = fmt
     if select("#", ...) > 0 then
       local ok, text = pcall(string.format, fmt, ...)
-      if not ok then error("mcp.server_log: " .. tostring(text), 2) end
+      if not ok then       -- format's argument n is server_log's n + 1
+        text = tostring(text):gsub("^bad argument #(%d+) to '[^']*'", function(n)
+          return ("bad argument #%d to 'mcp.server_log'"):format(tonumber(n) + 1)
+        end)
+        error(text, 2)
+      end
       msg = text
     elseif type(fmt) ~= "string" then
       msg = tostring(fmt)
@@ -56,10 +62,20 @@ end
 -- The io library as plugin name sees it: io.stdout a stand-in whose write
 -- logs, io.write logs while the default output is stdout; the rest is io's.
 function M.io(name)
-  local real = io.stdout
+  local real, pending = io.stdout, ""
+  local function flush()
+    if pending ~= "" then core.log_plugin("info", pending, name) end
+    pending = ""
+  end
+  -- Each whole line is a log line; the rest waits for its newline (or a flush).
   local function log(where, ...)
-    local text = written(where, ...)
-    if text ~= "" then core.log_plugin("info", text, name) end
+    local text = pending .. written(where, ...)
+    pending = ""
+    for line, nl in text:gmatch("([^\n]*)(\n?)") do
+      if nl == "" then pending = line break end
+      core.log_plugin("info", line, name)
+    end
+    if #pending > LINE_MAX then flush() end
   end
   local stdout = setmetatable({}, {
     __index = function(_, k)
@@ -74,10 +90,19 @@ function M.io(name)
     log("write", ...)
     return self
   end
+  function stdout.flush(self)
+    flush()
+    return self
+  end
   local own = setmetatable({ stdout = stdout }, { __index = io })
   function own.write(...)
     if io.output() ~= real then return io.write(...) end
     log("write", ...)
+    return stdout
+  end
+  function own.flush()
+    if io.output() ~= real then return io.flush() end
+    flush()
     return stdout
   end
   function own.output(file)
