@@ -183,9 +183,9 @@ describe("a plugin's log", function()
 
   it("mcp.server_log writes at each level, naming the plugin and the tool (text)", function()
     local dir = plugin_dir()
-    write(dir .. "/logs.lua", LOGS)
+    write(dir .. "/logfile.lua", LOGS)     -- named by its file until it declared its name
     local c = H.session { plugins = { dir }, args = { "--log-level", "debug" } }
-    c:expect_stderr("luamcp: notice: logs: loaded once", 5, { plain = true })
+    c:expect_stderr("luamcp: notice: logfile: loaded once", 5, { plain = true })
     local text = H.text(c:call("levels", {}))
     assert.matches('^[^:]*:%d+: mcp.server_log: unknown level "loud" %(debug, info, notice', text)
     assert.matches(" | [^:]*:%d+: bad argument #3 to 'mcp.server_log' %(number expected, got string%)$", text)

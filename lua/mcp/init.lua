@@ -24,7 +24,7 @@ mcp.sqlite = require "mcp.sqlite"   -- SQLite on the thread pool (README "SQLite
 mcp.reveal = require("mcp.secret").reveal
 -- A line in the server's log naming the running call's plugin; each plugin
 -- file's own mcp names it (lua/mcp/plugin_log.lua).
-mcp.server_log = require("mcp.plugin_log").logger(nil)
+mcp.server_log = require("mcp.plugin_log").server_log
 
 -- Mark a table as a JSON array (an empty table is an object otherwise).
 function mcp.array(t)

@@ -22,7 +22,7 @@ local function written(where, ...)
   for i = 1, n do
     local v = select(i, ...)
     if type(v) ~= "string" and type(v) ~= "number" then
-      error(("bad argument #%d to '%s' (string expected, got %s)"):format(i, where, type(v)), 3)
+      error(("bad argument #%d to '%s' (string expected, got %s)"):format(i, where, type(v)), 4)
     end
     parts[i] = v
   end
@@ -31,8 +31,8 @@ end
 
 local LINE_MAX = 4096        -- a longer line without its newline is logged in pieces
 
--- mcp.server_log(level, fmt, ...) for plugin name (nil: the running call's).
-function M.logger(name)
+-- mcp.server_log(level, fmt, ...) naming log.name (nil: the running call's plugin).
+local function logger(log)
   return function(level, fmt, ...)
     if not LEVELS[level] then
       error(("mcp.server_log: unknown level %s (debug, info, notice, warning, error, critical, alert, emergency)")
@@ -51,29 +51,27 @@ function M.logger(name)
     elseif type(fmt) ~= "string" then
       msg = tostring(fmt)
     end
-    core.log_plugin(level, msg, name)
+    core.log_plugin(level, msg, log.name)
   end
 end
 
-function M.print(name)
-  return function(...) core.log_plugin("info", joined(...), name) end
-end
+M.server_log = logger({})
 
--- The io library as plugin name sees it: io.stdout a stand-in whose write
+-- The io library as the plugin sees it: io.stdout a stand-in whose write
 -- logs, io.write logs while the default output is stdout; the rest is io's.
-function M.io(name)
+local function own_io(log)
   local real, pending = io.stdout, ""
   local function flush()
-    if pending ~= "" then core.log_plugin("info", pending, name) end
+    if pending ~= "" then core.log_plugin("info", pending, log.name) end
     pending = ""
   end
   -- Each whole line is a log line; the rest waits for its newline (or a flush).
-  local function log(where, ...)
+  local function add(where, ...)
     local text = pending .. written(where, ...)
     pending = ""
     for line, nl in text:gmatch("([^\n]*)(\n?)") do
       if nl == "" then pending = line break end
-      core.log_plugin("info", line, name)
+      core.log_plugin("info", line, log.name)
     end
     if #pending > LINE_MAX then flush() end
   end
@@ -87,7 +85,7 @@ function M.io(name)
     __name = "FILE*",
   })
   function stdout.write(self, ...)
-    log("write", ...)
+    add("write", ...)
     return self
   end
   function stdout.flush(self)
@@ -97,7 +95,7 @@ function M.io(name)
   local own = setmetatable({ stdout = stdout }, { __index = io })
   function own.write(...)
     if io.output() ~= real then return io.write(...) end
-    log("write", ...)
+    add("write", ...)
     return stdout
   end
   function own.flush()
@@ -116,6 +114,16 @@ function M.io(name)
     return io.type(v)
   end
   return own
+end
+
+-- The log of the plugin file named name (its file's name until server.lua
+-- sets log.name to the name it declared): its print, io and mcp.server_log.
+function M.open(name)
+  local log = { name = name }
+  log.print = function(...) core.log_plugin("info", joined(...), log.name) end
+  log.io = own_io(log)
+  log.server_log = logger(log)
+  return log
 end
 
 return M

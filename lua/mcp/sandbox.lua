@@ -84,7 +84,7 @@ end
 local function own_mcp(view, name, grants)
   local m = own_copy(mcp, {})
   m.settings = view.settings
-  m.server_log = plugin_log.logger(name)
+  m.server_log = plugin_log.open(name).server_log
   function m.connect(opts)
     opts = plain(opts)
     if type(opts) == "table" then opts.on_notification = no_call(name, grants, opts.on_notification) end
@@ -220,7 +220,7 @@ function M.env(name, dir, view, grants)
     if opt == "count" then return collectgarbage("count") end
     refuse(("collectgarbage(%q)"):format(tostring(opt)), 'only collectgarbage("count")')
   end
-  env.print = plugin_log.print(name)
+  env.print = plugin_log.open(name).print
   for _, k in ipairs { "dofile", "loadfile", "io", "debug", "package", "warn" } do
     env[k] = nil
   end

@@ -166,15 +166,16 @@ local clients_of = setmetatable({}, { __mode = "k" })   -- plugin -> its mcp.con
 M.config_file = nil    -- its configuration: cfg, declared above set_limits
 
 local sandboxed = {}                    -- dir -> true: its plugins run sandboxed (--sandbox)
+local logs_of = setmetatable({}, { __mode = "k" })   -- a trusted plugin's env -> its log (plugin_log.lua)
 
 -- A plugin file's environment and how its chunk runs: trusted, or
 -- sandboxed (lua/mcp/sandbox.lua) under the grants of its file's name.
 local function environment(path, dir)
   local view = config.plugin_mcp(cfg, path)
   if not sandboxed[dir] then
-    local env, name = setmetatable({}, { __index = _G }), config.name_of(path)
-    view.server_log = plugin_log.logger(name)
-    env.print, env.io = plugin_log.print(name), plugin_log.io(name)   -- to the log, never stdout
+    local env, log = setmetatable({}, { __index = _G }), plugin_log.open(config.name_of(path))
+    view.server_log, env.print, env.io = log.server_log, log.print, log.io   -- to the log, never stdout
+    logs_of[env] = log
     env.require = plugin_require(dir, env, view)
     return env, function(chunk) return decl.collect(chunk, debug.traceback) end
   end
@@ -211,6 +212,7 @@ local function load_file(path, dir, source)
     return nil, plugin
   end
   clients_of[plugin] = clients
+  if logs_of[env] then logs_of[env].name = plugin.name end   -- its lines name it as its tools do
   if sandboxed[dir] then require("mcp.sandbox").adopt(plugin, config.name_of(path), env) end
   return plugin
 end
