@@ -1,6 +1,7 @@
 -- stdout is the protocol's: what a plugin writes (print, io.write, io.stdout,
 -- Lua's C print, children of os.execute and io.popen, ctx:spawn), at load, in
--- a call and on reload, goes to stderr and never to the client; a plugin's
+-- a call and on reload, goes to stderr and never to the client, and what the
+-- client sends is read by luamcp alone (stdin is /dev/null to the rest); a plugin's
 -- log (mcp.server_log, and print) names the plugin and the tool, in the text
 -- and the JSON log formats, trusted and sandboxed.
 local H = require "spec.helper"
@@ -129,6 +130,29 @@ describe("stdout is the protocol's", function()
     assert.equal("pong", c:request("ping", {}) and "pong")
     assert.same({}, c.bad_lines)
     for _, e in ipairs(c.history) do assert.equal("2.0", e.msg.jsonrpc, e.raw) end
+  end)
+
+  it("over stdio, neither a plugin nor its children read the client's messages", function()
+    local dir = plugin_dir()
+    write(dir .. "/reader.lua", [[
+local mcp = require "mcp"
+return mcp.plugin { name = "reader", tools = {
+  mcp.tool { name = "read", inputSchema = { type = "object" }, handler = function()
+    local line = io.read("l")
+    -- the loop is held while the child reads: what the client sends meanwhile waits in the pipe
+    os.execute("sleep 1; head -n 1 | sed 's/^/child read: /' >&2")
+    return "read " .. tostring(line)
+  end },
+} }
+]])
+    local c = H.session { plugins = { dir } }
+    c:send(H.call_raw("7", "read", {}))
+    H.pump(0.3)
+    local pong = c:request("ping", {})               -- sent while the child reads
+    assert.same({}, pong.result)
+    local resp = c:take(function(m) return m.id == 7 end, 5)
+    assert.equal("read nil", resp and H.text(resp))
+    assert.equal(0, c:count_stderr("child read: ", true))
   end)
 
   it("luamcp call prints the result alone on stdout; the plugin's writes go to stderr", function()
