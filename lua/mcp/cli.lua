@@ -5,6 +5,7 @@
 -- returns the exit code and the text for stdout; messages for stderr are
 -- written directly.
 local core = require "mcp.core"
+local load_errors = require "mcp.load_errors"
 
 local M = {}
 local array_mt, null = core.array_mt, core.null
@@ -421,13 +422,6 @@ local function read_lines(path)
   return lines
 end
 
--- Lua shortens long chunk names to "...tail": put the path back.
-local function full_path(msg, path)
-  return (msg:gsub("%.%.%.([^:\n]*):(%d+):", function(tail, line)
-    if path:sub(-#tail) == tail then return path .. ":" .. line .. ":" end
-  end))
-end
-
 local function escape(s) return (s:gsub("%p", "%%%0")) end
 
 -- The line of the last line before `before` (or anywhere) matching pattern.
@@ -474,11 +468,7 @@ end
 local function plugin_env(path, cfg, sandbox_dir)
   local config = require "mcp.config"
   local own_mcp = config.plugin_mcp(cfg, path)   -- with its mcp.settings
-  local function collect(chunk)
-    return require("mcp.decl").collect(chunk, function(e)
-      return { msg = e, tb = debug.traceback(tostring(e), 2) }
-    end)
-  end
+  local function collect(chunk) return require("mcp.decl").collect(chunk, load_errors.handler) end
   if sandbox_dir then
     local sandbox, name, grants = require "mcp.sandbox", config.name_of(path), config.grants(cfg, path)
     core.sandbox_set(name, grants)
@@ -496,42 +486,19 @@ local function plugin_env(path, cfg, sandbox_dir)
   return env, collect
 end
 
-local function load_plugin(path, lines, problem, cfg, sandbox_dir)
+-- Load the file at path: its plugin, or nil with its errors said
+-- (said(line, text), lua/mcp/load_errors.lua).
+local function load_plugin(path, lines, said, cfg, sandbox_dir)
   local env, run = plugin_env(path, cfg, sandbox_dir)
-  local chunk, err = loadfile(path, "t", env)
-  if not chunk then
-    problem(nil, nil, full_path(tostring(err), path))
-    return nil
-  end
-  local problems, ok, plugin = run(chunk)
-  -- mistakes in its declarations: each at its field's line when it can be found
   local source = table.concat(lines, "\n")
-  for _, p in ipairs(problems) do
-    local file, line = require("mcp.decl").where(p, path, source):match("^(.-):(%d+): $")
-    if file == path then
-      problem(locate(lines, tonumber(line), nil, path, p.field), nil, p.msg)
-    else
-      problem(nil, nil, full_path(require("mcp.decl").where(p, path, source), path) .. p.msg)
-    end
+  local chunk, err = load(source, "@" .. path, "t", env)
+  local problems, ok, plugin = {}, false, err
+  if chunk then problems, ok, plugin = run(chunk) end
+  local not_plugin = ok and not require("mcp").is_plugin(plugin)
+  for _, r in ipairs(load_errors.report(path, source, problems, not ok and plugin or nil, not_plugin)) do
+    said(r.line, r.text, r.error)
   end
-  if not ok then
-    local msg, tb = plugin.msg, full_path(plugin.tb, path)
-    msg = type(msg) == "string" and full_path(msg, path) or
-      string.format("error object is a %s value", type(msg))
-    if msg:find("^[^\n:]+:%d+: ") then
-      problem(nil, nil, msg)       -- has a position: the plugin's, or a module's it required
-    else
-      local line = tonumber(tb:match("\n%s*" .. escape(path) .. ":(%d+):"))
-        or find_line(lines, "mcp%.plugin") or 1
-      problem(line, nil, msg)
-    end
-    return nil
-  end
-  if not require("mcp").is_plugin(plugin) then
-    problem(find_line(lines, "^%s*return") or 1, nil, "a plugin file must return mcp.plugin{...}")
-    return nil
-  end
-  return plugin
+  if ok and not not_plugin and #problems == 0 then return plugin end
 end
 
 function M.check(opts)
@@ -555,23 +522,28 @@ function M.check(opts)
       local path = dir .. "/" .. name
       local lines = read_lines(path)
       local found = {}                  -- this file's problems: {line, text}, sorted by line at the end
-      local function problem(line, _, msg)
-        local text = line and string.format("%s:%d: %s", path, line, msg) or msg
-        found[#found + 1] = { tonumber(line or text:match("^" .. escape(path) .. ":(%d+):")) or math.huge, text }
+      local static = {}                 -- lines the sandbox pass found something on
+      local function said(line, text, load_error)
+        -- a load error on such a line is what was found there (io is nil, ...)
+        if load_error and static[line] then return end
+        found[#found + 1] = { line or math.huge, text }
       end
+      local function problem(line, msg) said(line, string.format("%s:%d: %s", path, line, msg)) end
       if sandboxed[dir] then            -- what it uses that it was not granted
         local cfgm = require "mcp.config"
-        for _, f in ipairs(require("mcp.sandbox_check").findings(cfgm.name_of(path), lines, cfgm.grants(cfg, path))) do
-          problem(f[1], nil, f[2])
+        local source = table.concat(lines, "\n")
+        for _, f in ipairs(require("mcp.sandbox_check").findings(cfgm.name_of(path), source, cfgm.grants(cfg, path))) do
+          problem(f[1], f[2])
+          static[f[1]] = true
         end
       end
-      local plugin = load_plugin(path, lines, problem, cfg, sandboxed[dir] and dir)
+      local plugin = load_plugin(path, lines, said, cfg, sandboxed[dir] and dir)
       if plugin then
         n.plugins = n.plugins + 1
         local function unique(kind, key, line, label)
           local first = seen[kind][key]
           if first then
-            problem(line, nil, string.format("%s %q is already defined at %s", label, key, first))
+            problem(line, string.format("%s %q is already defined at %s", label, key, first))
           else
             seen[kind][key] = path .. ":" .. line
           end
@@ -581,7 +553,7 @@ function M.check(opts)
           if type(t.name) ~= "string" then goto next_tool end   -- reported by mcp.tool
           local line = decl_line(path, lines, t.handler, "name", t.name)
           local where = "tool " .. t.name
-          local function add(msg, keys) problem(locate(lines, line, t.handler, path, keys), nil, msg) end
+          local function add(msg, keys) problem(locate(lines, line, t.handler, path, keys), msg) end
           local function add_schema(msg)
             local keys = msg:match("^([%w_%.]+)")
             add(where .. ": " .. msg, keys)
