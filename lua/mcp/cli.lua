@@ -498,7 +498,7 @@ local function load_plugin(path, lines, said, cfg, sandbox_dir)
   for _, r in ipairs(load_errors.report(path, source, problems, not ok and plugin or nil, not_plugin)) do
     said(r.line, r.text, r.error)
   end
-  if ok and not not_plugin and #problems == 0 then return plugin end
+  if ok and not not_plugin then return plugin end
 end
 
 function M.check(opts)
