@@ -1,6 +1,6 @@
 -- A Lua source's tokens, to read it without running it: luamcp check's
 -- sandbox pass (lua/mcp/sandbox_check.lua) and the line a declaration's
--- field is written on (lua/mcp/decl.lua). Comments and white space are
+-- field is written on (lua/mcp/load_errors.lua). Comments and white space are
 -- skipped; strings are one token whatever they hold.
 local L = {}
 

@@ -46,7 +46,7 @@ end
 -- The line of a collected declaration problem (decl.collect's {at, msg,
 -- field}) in the file at path: its field's, when the declaration is in it;
 -- nil when it is in another file (a module of DIR/lib): at is kept.
-function E.problem_line(p, path, source)
+local function problem_line(p, path, source)
   local toks = tokens(source)
   local file, line = p.at:match("^(.*):(%d+): $")
   if p.at == "" then line = plugin_line(toks) or 1
@@ -81,7 +81,7 @@ function E.report(path, source, problems, err, not_plugin)
                       error = is_error }
   end
   for _, p in ipairs(problems) do
-    local line = E.problem_line(p, path, source)
+    local line = problem_line(p, path, source)
     add(line, line and p.msg or E.full_path(p.at, path) .. p.msg)
   end
   if type(err) == "string" then err = { msg = err } end

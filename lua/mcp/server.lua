@@ -132,7 +132,10 @@ end
 local function changes(old, new)
   local said = {}
   for _, kind in ipairs { "tools", "resources", "prompts" } do
-    local function key(d) return rawget(d, "name") or rawget(d, "uri") or rawget(d, "uriTemplate") end
+    local function key(d)
+      if kind == "resources" then return rawget(d, "uri") or rawget(d, "uriTemplate") end
+      return rawget(d, "name")
+    end
     local before, now, added, gone, changed = {}, {}, {}, {}, {}
     for _, d in ipairs(old[kind]) do before[key(d)] = d end
     for _, d in ipairs(new[kind]) do
