@@ -418,6 +418,28 @@ return mcp.plugin {
     }, "\n") .. "\n", r.out)
   end)
 
+  it("finds a schema's mistake in the source's tokens: not in a comment or a string that names its keys", function()
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/schema.lua", "w"))
+    f:write([[
+local mcp = require "mcp"
+return mcp.plugin { name = "schema", tools = { mcp.tool {
+  name = "s",
+  description = "properties = { n = { type = 'x' } }",
+  inputSchema = { type = "object", properties = {
+    -- n = the count, type = "integer" once
+    n = { type = "strnig" },
+  } },
+  handler = function() return "x" end } } }
+]])
+    f:close()
+    local r = run({ "check", "--plugins", dir })
+    os.execute("rm -rf '" .. dir .. "'")
+    assert.are.equal(dir .. "/schema.lua:7: tool s: inputSchema.properties.n.type: unknown type strnig " ..
+                     "(known: object, array, string, integer, number, boolean, null)\n" ..
+                     "1 problem (1 plugin, 1 tool, 0 resources, 0 resource templates, 0 prompts)\n", r.out)
+  end)
+
   it("check, the server and call say each mistake of a declaration once, at its field's line, in source order", function()
     local dir = H.tmpdir()
     local f = assert(io.open(dir .. "/two.lua", "w"))

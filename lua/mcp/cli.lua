@@ -6,6 +6,7 @@
 -- written directly.
 local core = require "mcp.core"
 local load_errors = require "mcp.load_errors"
+local lex = require "mcp.lex"
 
 local M = {}
 local array_mt, null = core.array_mt, core.null
@@ -422,45 +423,14 @@ local function read_lines(path)
   return lines
 end
 
-local function escape(s) return (s:gsub("%p", "%%%0")) end
-
--- The line of the last line before `before` (or anywhere) matching pattern.
-local function find_line(lines, pattern, before)
-  for i = math.min(before or #lines, #lines), 1, -1 do
-    if lines[i]:find(pattern) then return i end
-  end
-end
-
--- Where a declaration is: the line naming it before its function, else the
--- function's first line, else the mcp.plugin line.
-local function decl_line(path, lines, fn, key, value)
+-- Where a declaration is: the line of key = "value" before its function
+-- (fn), else the function's first line, else the mcp.plugin line; and the
+-- "{" of the table it is written in, if found (lua/mcp/lex.lua).
+local function decl_at(path, toks, fn, key, value)
   local info = type(fn) == "function" and debug.getinfo(fn, "S")
   local at = info and info.source == "@" .. path and info.linedefined or nil
-  local pattern = key .. "%s*=%s*[\"']" .. escape(value) .. "[\"']"
-  return find_line(lines, pattern, at) or at or find_line(lines, "mcp%.plugin") or 1
-end
-
--- The line of a field inside a declaration that starts at line `from`: each
--- key of the dotted path keys in turn ("inputSchema.properties.n.type"), up to
--- the handler's first line; from itself when a key is not found.
-local function locate(lines, from, fn, path, keys)
-  if not keys then return from end
-  local info = type(fn) == "function" and debug.getinfo(fn, "S")
-  local stop = info and info.source == "@" .. path and info.linedefined > from and info.linedefined or #lines
-  local at, path_keys = from, {}
-  for key in keys:gmatch("[^%.]+") do path_keys[#path_keys + 1] = key end
-  for k, key in ipairs(path_keys) do
-    local found
-    -- a schema's required list, not a property's (mistaken) required = true
-    local list = key == "required" and path_keys[k - 2] ~= "properties"
-    for i = at, stop do
-      local pattern = "%f[%w_]" .. escape(key) .. "%s*=" .. (list and "%s*{" or "")
-      if lines[i] and lines[i]:find(pattern) then found = i; break end
-    end
-    if not found then break end
-    at = found
-  end
-  return at
+  local open, line = lex.declared(toks, key, value, at)
+  return line or at or lex.plugin_line(toks) or 1, open
 end
 
 -- A plugin file's environment, and how its chunk runs: a sandboxed
@@ -538,6 +508,7 @@ function M.check(opts)
         end
       end
       local plugin = load_plugin(path, lines, said, cfg, sandboxed[dir] and dir)
+      local toks = plugin and lex.tokens(table.concat(lines, "\n"))
       if plugin then
         n.plugins = n.plugins + 1
         local function unique(kind, key, line, label)
@@ -551,9 +522,9 @@ function M.check(opts)
         for _, t in ipairs(plugin.tools) do
           n.tools = n.tools + 1
           if type(t.name) ~= "string" then goto next_tool end   -- reported by mcp.tool
-          local line = decl_line(path, lines, t.handler, "name", t.name)
+          local line, open = decl_at(path, toks, t.handler, "name", t.name)
           local where = "tool " .. t.name
-          local function add(msg, keys) problem(locate(lines, line, t.handler, path, keys), msg) end
+          local function add(msg, keys) problem(open and keys and lex.key_line(toks, open, keys) or line, msg) end
           local function add_schema(msg)
             local keys = msg:match("^([%w_%.]+)")
             add(where .. ": " .. msg, keys)
@@ -571,11 +542,11 @@ function M.check(opts)
           if mcp.is_resource(r) then
             n.resources = n.resources + 1
             if type(r.uri) ~= "string" then goto next_resource end
-            unique("resource", r.uri, decl_line(path, lines, r.read, "uri", r.uri), "resource")
+            unique("resource", r.uri, (decl_at(path, toks, r.read, "uri", r.uri)), "resource")
           else
             n.templates = n.templates + 1
             if type(r.uriTemplate) ~= "string" then goto next_resource end
-            unique("template", r.uriTemplate, decl_line(path, lines, r.read, "uriTemplate", r.uriTemplate),
+            unique("template", r.uriTemplate, (decl_at(path, toks, r.read, "uriTemplate", r.uriTemplate)),
                    "resource template")
           end
           ::next_resource::
@@ -583,7 +554,7 @@ function M.check(opts)
         for _, p in ipairs(plugin.prompts) do
           n.prompts = n.prompts + 1
           if type(p.name) ~= "string" then goto next_prompt end
-          unique("prompt", p.name, decl_line(path, lines, p.get, "name", p.name), "prompt")
+          unique("prompt", p.name, (decl_at(path, toks, p.get, "name", p.name)), "prompt")
           ::next_prompt::
         end
       end

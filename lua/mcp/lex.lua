@@ -125,13 +125,18 @@ local function find_keys(toks, open, keys, k)
   return nil, 0
 end
 
+local function split(field)
+  local keys = {}
+  for key in field:gmatch("[^%.]+") do keys[#keys + 1] = key end
+  return keys
+end
+
 -- The line a field is written on, in a declaration made on line `line` of
 -- toks: field is a dotted path of keys ("defaults.timeout"), looked for in
 -- each table constructor that opens on that line (or in the first one
 -- after it); the line of its last key found, else line.
 function L.field_line(toks, line, field)
-  local keys = {}
-  for key in field:gmatch("[^%.]+") do keys[#keys + 1] = key end
+  local keys = split(field)
   local best, most = line, 0
   for i, t in ipairs(toks) do
     if t.line > line and most > 0 then break end
@@ -142,6 +147,44 @@ function L.field_line(toks, line, field)
     end
   end
   return best
+end
+
+-- The line of field (a dotted path of keys) in the table constructor
+-- opening at toks[open]: that of its last key found, or nil.
+function L.key_line(toks, open, field)
+  return (find_keys(toks, open, split(field), 1))
+end
+
+-- The last key = "value" written on or before line `before` (or anywhere):
+-- the index of the "{" of the constructor it is in, and its line.
+function L.declared(toks, key, value, before)
+  local found
+  for i, t in ipairs(toks) do
+    if before and t.line > before then break end
+    local k, v = key_at(toks, i)
+    if k == key and toks[v] and toks[v].kind == "string" and toks[v].value == value then found = i end
+  end
+  if not found then return nil end
+  local depth = 0
+  for i = found - 1, 1, -1 do
+    local t = toks[i]
+    if t.kind == "op" and CLOSE[t.value] then depth = depth + 1
+    elseif t.kind == "op" and OPEN[t.value] then
+      if depth == 0 then return i, toks[found].line end
+      depth = depth - 1
+    end
+  end
+end
+
+-- The line of the last `mcp.plugin` (a declaration made in a tail call,
+-- return mcp.plugin{...}, has no line of its own), or nil.
+function L.plugin_line(toks)
+  local line
+  for i = 1, #toks - 2 do
+    local a, b, c = toks[i], toks[i + 1], toks[i + 2]
+    if a.value == "mcp" and L.is(b, ".") and c.value == "plugin" then line = a.line end
+  end
+  return line
 end
 
 return L

@@ -32,24 +32,13 @@ local function tokens(source)
   return last_tokens
 end
 
--- The line of the last `mcp.plugin` of the source (a declaration made in a
--- tail call, return mcp.plugin{...}, has no line of its own), or nil.
-local function plugin_line(toks)
-  local line
-  for i = 1, #toks - 2 do
-    local a, b, c = toks[i], toks[i + 1], toks[i + 2]
-    if a.value == "mcp" and lex.is(b, ".") and c.value == "plugin" then line = a.line end
-  end
-  return line
-end
-
 -- The line of a collected declaration problem (decl.collect's {at, msg,
 -- field}) in the file at path: its field's, when the declaration is in it;
 -- nil when it is in another file (a module of DIR/lib): at is kept.
 local function problem_line(p, path, source)
   local toks = tokens(source)
   local file, line = p.at:match("^(.*):(%d+): $")
-  if p.at == "" then line = plugin_line(toks) or 1
+  if p.at == "" then line = lex.plugin_line(toks) or 1
   elseif file ~= path then return nil
   else line = tonumber(line) end
   return p.field and lex.field_line(toks, line, p.field) or line
@@ -67,7 +56,7 @@ local function error_line(err, path, toks)
   if file and file:sub(1, #LIB) ~= LIB then return nil, msg end     -- a module's: as it is
   if file then msg = rest end                                        -- luamcp's own: the plugin's line
   local at = tonumber(tb:match("\n%s*" .. escape(path) .. ":(%d+):"))
-  return at or plugin_line(toks) or 1, msg
+  return at or lex.plugin_line(toks) or 1, msg
 end
 
 -- What went wrong loading the file at path: its declarations' problems
