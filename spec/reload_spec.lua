@@ -153,7 +153,8 @@ describe("hot reload", function()
     local dir = plugin_dir()
     write(dir .. "/a.lua", tool_plugin("a", "ver", "return 'good'"))
     write(dir .. "/b.lua", 'local mcp = require "mcp"\n\nerror("no position", 0)\n')
-    local c = session(dir)
+    local port = H.free_port()
+    local c = session(dir, { "--metrics", "127.0.0.1:" .. port })
     c:expect_stderr("plugin not loaded: " .. dir .. "/b.lua:3: no position", 5, { plain = true })
     write(dir .. "/a.lua", "local mcp = require 'mcp'\nlocal t\nt.x = mcp.tool { name = 'ver', nmae = 1, handler = print }\n")
     local _, first = c:expect_stderr("plugin not reloaded: " .. dir .. "/a.lua:3: tool ver: unknown field nmae " ..
@@ -161,6 +162,10 @@ describe("hot reload", function()
     local _, second = c:expect_stderr("plugin not reloaded: " .. dir .. "/a.lua:3: attempt to index a nil value " ..
                                       "(local 't')", 5, { plain = true })
     assert.are.equal(first + 1, second, c:stderr_text())
+    local p = io.popen("curl -s --max-time 5 http://127.0.0.1:" .. port .. "/metrics")
+    local text = p:read("a")
+    p:close()                                      -- two files failed (a and b, again), not three lines
+    assert.matches('luamcp_plugin_reloads_total{outcome="failed"} 2\n', text, 1, true)
     for _, l in ipairs(c.stderr) do
       assert(not l:find("traceback", 1, true) and not l:find("lua/mcp/", 1, true) and l:find("^luamcp: "),
              c:stderr_text())

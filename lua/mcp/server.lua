@@ -466,7 +466,7 @@ end
 function M.rescan(lib_changed, afresh)
   lib_changed = lib_changed or {}
   local before = units
-  local list, fresh, changed, errors = {}, {}, {}, {}
+  local list, fresh, changed, errors = {}, {}, {}, {}  -- errors: each failed file's lines
   local function load_unit(path, dir, source, old)
     local plugin, err = load_file(path, dir, source)
     if plugin then
@@ -477,7 +477,7 @@ function M.rescan(lib_changed, afresh)
       kinds(plugin, changed)
       kinds(old and old.plugin, changed)
     else
-      table.move(err, 1, #err, #errors + 1, errors)
+      errors[#errors + 1] = err                   -- its lines
       if old then list[#list + 1] = old end      -- the last good version goes on
     end
   end
@@ -512,7 +512,7 @@ function M.rescan(lib_changed, afresh)
   local kept = rebuild(list, fresh)
   for _, u in ipairs(list) do
     if u.error then
-      errors[#errors + 1] = u.error
+      errors[#errors + 1] = { u.error }
       if u.old then                                 -- a new version clashes: keep the old one
         u.old.error = nil
         for i, x in ipairs(list) do if x == u then list[i] = u.old end end
@@ -522,7 +522,7 @@ function M.rescan(lib_changed, afresh)
   if #kept ~= #list then                            -- put the replaced versions back
     kept = rebuild(list, {})
     for _, u in ipairs(list) do
-      if u.error then errors[#errors + 1] = u.error end
+      if u.error then errors[#errors + 1] = { u.error } end
     end
   end
   units = kept
@@ -539,9 +539,11 @@ function M.rescan(lib_changed, afresh)
   for _, u in ipairs(units) do if fresh[u] then reloaded = reloaded + 1 end end
   core.count("luamcp_plugin_reloads_total", "ok", reloaded)
   core.count("luamcp_plugin_reloads_total", "failed", #errors)
-  for _, err in ipairs(errors) do
-    log("error", "plugin not reloaded: %s", err)
-    core.log("error", "luamcp: plugin not reloaded: " .. err)
+  for _, lines in ipairs(errors) do                -- a file's lines
+    for _, err in ipairs(lines) do
+      log("error", "plugin not reloaded: %s", err)
+      core.log("error", "luamcp: plugin not reloaded: " .. err)
+    end
   end
   if changed.tools then core.notify(nil, "notifications/tools/list_changed") end
   if changed.resources then core.notify(nil, "notifications/resources/list_changed") end
