@@ -418,6 +418,66 @@ return mcp.plugin {
     }, "\n") .. "\n", r.out)
   end)
 
+  it("finds a schema's mistake in the source's tokens: not in a comment or a string that names its keys", function()
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/schema.lua", "w"))
+    f:write([[
+local mcp = require "mcp"
+return mcp.plugin { name = "schema", tools = { mcp.tool {
+  name = "s",
+  description = "properties = { n = { type = 'x' } }",
+  inputSchema = { type = "object", properties = {
+    -- n = the count, type = "integer" once
+    n = { type = "strnig" },
+  } },
+  handler = function() return "x" end } } }
+]])
+    f:close()
+    local r = run({ "check", "--plugins", dir })
+    os.execute("rm -rf '" .. dir .. "'")
+    assert.are.equal(dir .. "/schema.lua:7: tool s: inputSchema.properties.n.type: unknown type strnig " ..
+                     "(known: object, array, string, integer, number, boolean, null)\n" ..
+                     "1 problem (1 plugin, 1 tool, 0 resources, 0 resource templates, 0 prompts)\n", r.out)
+  end)
+
+  it("check, the server and call say each mistake of a declaration once, at its field's line, in source order", function()
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/two.lua", "w"))
+    -- unknown fields are found in key order (desc before zoom): they are said in the file's
+    f:write([[
+local mcp = require "mcp"
+local t = mcp.tool {
+  name = "two",
+  zoom = 1,
+  handler = function() return "x" end,
+  desc = "-- zoom = 2, in a string",
+}
+return mcp.plugin { name = "two", tools = { t } }
+]])
+    f:close()
+    local want = {
+      dir .. "/two.lua:4: tool two: unknown field zoom",
+      dir .. "/two.lua:6: tool two: unknown field desc (did you mean description?)",
+    }
+    local check = run({ "check", "--plugins", dir })
+    local server = run({ "--plugins", dir })             -- stdin at its end: it stops
+    local call = run({ "call", "two", "--plugins", dir })
+    os.execute("rm -rf '" .. dir .. "'")
+    local function said(text, prefix)
+      local out = {}
+      for l in text:gmatch("[^\n]+") do
+        if l:sub(1, #prefix) == prefix then out[#out + 1] = l:sub(#prefix + 1) end
+      end
+      return out
+    end
+    local lines = said(check.out, "")
+    assert.are.same({ want[1], want[2],
+                      "2 problems (1 plugin, 1 tool, 0 resources, 0 resource templates, 0 prompts)" }, lines)
+    assert.are.same(want, said(server.err, "luamcp: error: plugin not loaded: "))
+    assert.are.same(want, said(call.err, "luamcp: error: plugin not loaded: "))
+    assert.is_nil(server.err:find("traceback", 1, true), server.err)
+  end)
+
   it("luamcp list and call show a refused declaration on stderr, and serve the other plugins", function()
     local dir = H.tmpdir()
     local f = assert(io.open(dir .. "/a_typo.lua", "w"))

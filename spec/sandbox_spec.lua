@@ -745,6 +745,45 @@ return mcp.plugin { name = "weather", tools = { mcp.tool { name = "forecast", de
       assert.matches(w .. ':7: sandbox: weather uses read /srv/docs/a.txt, not granted (grant read = {"/srv/docs/a.txt"})',
                      out, 1, true)
     end)
+    it("reads the source's tokens: strings and comments use nothing; each use once, at its line", function()
+      write(tmp .. "/untrusted/words.lua", [==[
+local mcp = require "mcp"
+-- io.open and os.execute in a comment
+--[[ a long comment: dofile("x"), ctx:http { url = "http://evil.example/" }
+]]
+local note = [=[ os.execute("rm -rf /") ]=]
+local f = io.open("/etc/passwd")
+return mcp.plugin { name = "words", tools = { mcp.tool { name = "words",
+  description = "Reads /etc/passwd with io.open, like os.getenv('HOME')",
+  handler = function(args, ctx)
+    local a = io .open("/x")
+    local b = io["popen"]
+    local c = _ENV.debug.getinfo(1)
+    local d = _G["os"]["execute"]
+    local e = ctx:http {
+      method = "GET",
+      url = "https://api.other:8443/x",
+    }
+    return "x"
+  end } } }
+]==])
+      local p = io.popen("cd '" .. tmp .. "' && '" .. H.binary() .. "' check --config luamcp.conf 2>/dev/null")
+      local out = p:read("a")
+      p:close()
+      os.remove(tmp .. "/untrusted/words.lua")
+      local w, said = tmp .. "/untrusted/words.lua:", {}
+      for l in out:gmatch("[^\n]+") do
+        if l:sub(1, #w) == w then said[#said + 1] = l:sub(#w + 1) end
+      end
+      assert.are.same({
+        "6: sandbox: io is not available to a sandboxed plugin",     -- once: not again as the load's error
+        "10: sandbox: io is not available to a sandboxed plugin",
+        "11: sandbox: io is not available to a sandboxed plugin",
+        "12: sandbox: debug is not available to a sandboxed plugin",
+        "13: sandbox: os.execute is not available to a sandboxed plugin",
+        '16: sandbox: words uses http api.other:8443, not granted (grant http = {"api.other:8443"})',
+      }, said)
+    end)
   end)
 
   describe("hot reload", function()
