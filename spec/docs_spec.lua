@@ -314,8 +314,9 @@ local function run_busted(ex, files)
   tmpdirs[#tmpdirs + 1] = dir
   for name, text in pairs(files) do write(dir .. "/" .. name, text) end
   write(dir .. "/spec/example_spec.lua", ex.text)
-  local cmd = ("cd '%s' && LUAMCP_BIN='%s' LUA_PATH='%s/lua/?.lua;;' lua5.4 $(command -v busted) -o TAP spec 2>&1")
-    :format(dir, H.binary(), H.root)
+  -- in a project `luamcp new` made (its .busted finds mcp.test), with plain busted
+  local cmd = ("cd '%s' && export LUAMCP_BIN='%s' LUA_PATH=';;' && \"$LUAMCP_BIN\" new project >/dev/null && "
+               .. "lua5.4 $(command -v busted) -o TAP 2>&1"):format(dir, H.binary())
   local p = assert(io.popen(cmd))
   local out = p:read("a")
   local ok = p:close()
