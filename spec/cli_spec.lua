@@ -228,6 +228,20 @@ describe("luamcp call", function()
     assert_has(r.err, "fixture: wait cleanup")
   end)
 
+  it("exits 2 on arguments that are not a JSON object, with one line that says where", function()
+    for _, case in ipairs {
+      { '{"text": "hi",}', "luamcp: call: arguments are not valid JSON: an object key (a string) expected at " ..
+                           "byte 14 (line 1 column 15)" },
+      { '{"text": ', "luamcp: call: arguments are not valid JSON: a value expected at the end of the text (byte 9)" },
+      { "[1, 2]", "luamcp: call: arguments must be a JSON object, like '{\"text\": \"hi\"}'" },
+    } do
+      local r = run({ "call", "greet", case[1], "--plugins", OK })
+      assert.are.equal(2, r.code, case[1] .. "\n" .. r.err)
+      assert.are.equal("", r.out)
+      assert.are.equal(case[2], r.err)            -- one line: no usage text
+    end
+  end)
+
   it("exits 2 on usage errors", function()
     for _, args in ipairs({
       { "call" },

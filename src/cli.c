@@ -47,8 +47,9 @@ static const char usage_head[] =
   "  call   run one tool in-process and print its result (Ctrl-C cancels it,\n"
   "         a second Ctrl-C aborts it); exit 0, 1 on an error result, 130 if interrupted\n"
   "  check  load every plugin and report problems as file:line: message\n"
-  "  new    write DIR/NAME.lua (default plugins/), SPEC-DIR/NAME_spec.lua (default spec/)\n"
-  "         and .luarc.json (the LuaLS annotations of the API) unless it exists\n"
+  "  new    write DIR/NAME.lua (default plugins/), SPEC-DIR/NAME_spec.lua (default spec/),\n"
+  "         .busted (mcp.test on the specs' path) and .luarc.json (the LuaLS annotations\n"
+  "         of the API) unless they exist\n"
   "  path   the directory of luamcp's Lua library (mcp.test is there), of its LuaLS\n"
   "         annotations, or of its example plugins\n"
   "The server's flags below apply as they do to the server; --config FILE: the server's\n"
@@ -455,12 +456,13 @@ static int run_call(const cli_opts *o) {
     return 1;
   }
   C.cli_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  /* The arguments first: a usage error needs no plugins. */
+  /* The arguments first: a usage error needs no plugins, and says what is
+   * wrong with them in one line (the usage would bury it). */
   lua_pushcfunction(L, call_request);
   lua_rawgeti(L, LUA_REGISTRYINDEX, C.cli_ref);
   push_opts(L, o);
   if (lua_pcall(L, 2, 1, 0) != LUA_OK || !lua_isstring(L, -1)) {
-    fprintf(stderr, "luamcp: %s\n%s", lua_tostring(L, -1), usage);
+    fprintf(stderr, "luamcp: call: %s\n", lua_tostring(L, -1));
     lua_close(L);
     return 2;
   }
