@@ -228,6 +228,38 @@ describe("luamcp call", function()
     assert_has(r.err, "fixture: wait cleanup")
   end)
 
+  -- OTEL_* (or --config's otel) as the server takes them; a schedule delay
+  -- longer than the run: the spans leave at the exit.
+  it("exports the call's traces like the server, before it exits", function()
+    local O, OH = require "spec.origin", require "spec.otel_helper"
+    local o, dir = O.start(), H.tmpdir()
+    local ok, err = pcall(function()
+      local env = OH.env(o.url .. "/status/200", { OTEL_BSP_SCHEDULE_DELAY = "60000",
+                                                   OTEL_SERVICE_NAME = "cli-svc" })
+      local r = run({ "call", "greet", '{"name": "Ada"}', "--plugins", OK }, { env = env })
+      assert.are.equal(0, r.code, r.err)
+      local s = OH.find(OH.json_spans(o), "tools/call greet")
+      assert(s, "no span exported: " .. #o.requests .. " requests\n" .. r.err)
+      assert.are.equal("greet", OH.attrs(s.attributes)["gen_ai.tool.name"])
+      assert.are.equal("cli-svc", OH.attrs(s.resource.attributes)["service.name"])
+      -- the configuration file's otel = {...}
+      local conf = dir .. "/luamcp.conf"
+      local f = assert(io.open(conf, "w"))
+      f:write(("return { otel = { traces_endpoint = %q, protocol = 'http/json', service_name = 'conf-svc' } }\n")
+        :format(o.url .. "/status/200"))
+      f:close()
+      o.requests = {}
+      r = run({ "call", "greet", '{"name": "Bo"}', "--plugins", OK, "--config", conf })
+      assert.are.equal(0, r.code, r.err)
+      s = OH.find(OH.json_spans(o), "tools/call greet")
+      assert(s, "no span exported with --config\n" .. r.err)
+      assert.are.equal("conf-svc", OH.attrs(s.resource.attributes)["service.name"])
+    end)
+    o:stop()
+    os.execute("rm -rf '" .. dir .. "'")
+    assert(ok, err)
+  end)
+
   it("exits 2 on arguments that are not a JSON object, with one line that says where", function()
     for _, case in ipairs {
       { '{"text": "hi",}', "luamcp: call: arguments are not valid JSON: an object key (a string) expected at " ..

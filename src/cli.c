@@ -23,6 +23,7 @@
 #include "httpc.h"
 #include "op.h"
 #include "json.h"
+#include "otel.h"
 #include "libdir.h"
 #include "lmcp.h"
 #include "log.h"
@@ -87,7 +88,7 @@ static int parse_args(int argc, char **argv, const mcp_conffile *conf, cli_opts 
   int min = 0, max = 0;                 /* positional arguments */
   o->cmd = argv[1];
   o->log_level = -1;
-  if ((r = mcp_flags_apply_file(conf, MCP_FLAG_TOOLS, argc, argv, 2)) != 0) return r;
+  if ((r = mcp_flags_apply_file(conf, MCP_FLAG_TOOLS | MCP_FLAG_FILE, argc, argv, 2)) != 0) return r;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int takes = mcp_flag_takes_value(a);
@@ -373,6 +374,7 @@ static void handle_closed(uv_handle_t *h) {
   (void)h;
   if (--C.closing == 0) {
     mcp_task_close();
+    mcp_otel_close();            /* the call's spans leave before the exit, as the server's */
     mcp_sched_close();
   }
 }
@@ -481,6 +483,12 @@ static int run_call(const cli_opts *o) {
   C.loop = uv_default_loop();
   C.tty = isatty(2);
   mcp_sched_init(C.loop, L, luaL_ref(L, LUA_REGISTRYINDEX));
+  if (mcp_otel_init(C.loop, &mcp_flags.otel) != 0) {   /* OTEL_* and --config's otel, as the server */
+    free(request);
+    lua_close(L);
+    mcp_policy_clear();
+    return 2;
+  }
   mcp_session_init(&C.session, cli_write, NULL);
   C.session.on_drained = finish;
   uv_signal_init(C.loop, &C.sigint);
