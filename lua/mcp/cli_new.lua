@@ -234,11 +234,10 @@ end
 -- .busted, unless there is one; the line says what a kept one lacks (the
 -- lpath of mcp.test, the spec directory in ROOT).
 local function write_busted(path, spec_dir, cli)
-  local f = io.open(path, "r")
+  local root, f = string.format("%q", spec_dir), io.open(path, "r")
   if f then
     local text = f:read("a") or ""
     f:close()
-    local root = string.format("%q", spec_dir)
     if not text:find("luamcp path", 1, true) then
       local lua = cli.share_dir("lua") or "$(luamcp path)"
       return string.format("kept %s (it exists; for mcp.test its lpath needs %s/?.lua)", path, lua)
@@ -247,7 +246,7 @@ local function write_busted(path, spec_dir, cli)
     end
     return "kept " .. path
   end
-  return write_file(path, fill(BUSTED_TEMPLATE, { ROOT = string.format("%q", spec_dir) }))
+  return write_file(path, fill(BUSTED_TEMPLATE, { ROOT = root }))
 end
 
 -- cli: the cli module (cli.lua), whose mkdir and share_dir src/cli.c sets.
