@@ -524,6 +524,21 @@ describe("sandbox", function()
           return #held]]
       end)
     end)
+    it("likewise when each of its calls is ended by its CPU limit (its guard never measures)", function()
+      local code = "keep = keep or {}; keep[#keep + 1] = ('%08d'):format(#keep):rep(1 << 17); while true do end"
+      local resets = H.stderr_counter(c, "sandbox: plugin evil over its memory limit: loaded afresh")
+      local calls = 0
+      repeat
+        calls = calls + 1
+        local res = raw(code)
+        assert.matches("passed its CPU limit (cpu_ms = 300)", res.content[1].text, 1, true)
+      until H.poll_until(function() return resets() == 1 end, 0.2) or calls == 12
+      assert.equal(1, resets())
+      assert.is_true(calls >= 8 and calls <= 10, calls .. " MB kept")   -- over memory_mb, within a step
+      c:expect_stderr("warning: evil: sandbox: plugin evil holds ", 10, { plain = true })
+      assert.equal("ok: true", run "return keep == nil")
+      unharmed()
+    end)
     it("a reset loads that plugin again and nothing else (no edit on disk is taken up without --watch)", function()
       write(tmp .. "/untrusted/later.lua", [[
         local mcp = require "mcp"
