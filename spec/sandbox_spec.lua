@@ -438,7 +438,7 @@ describe("sandbox", function()
   end)
 
   -- memory_mb = 8 for evil: what it keeps across calls is measured each 2 MB
-  -- it grows (src/lua/sandbox_mem.c); over 8 MB it is loaded afresh.
+  -- its code allocates (src/lua/sandbox_mem.c); over 8 MB it is loaded afresh.
   describe("memory kept across calls", function()
     local function heap() return tonumber(H.text(c:call("heap"))) end
 
