@@ -1,8 +1,9 @@
 /* What a sandboxed plugin keeps across its calls (issue 23, memory_mb):
  * alloc.c counts what each plugin's code allocates; when that passes a step
- * since the last measure, lua/mcp/sandbox.lua asks for a measure here: a walk of
- * what the plugin reaches from its own roots (its environment, its mcp, its
- * lib modules, its declarations' functions), each object counted once.
+ * since the last measure, lua/mcp/sandbox.lua asks for a measure here: a
+ * walk of what the plugin reaches from its own roots (its environment, its
+ * mcp, its lib modules, its declarations' functions), each object counted
+ * once.
  *
  * The walk does not follow into what is shared: the host's Lua functions
  * (their source is in the host's library directory: only the coroutines and
@@ -229,9 +230,9 @@ static void walk_run(walk *w, int base) {
 
 /* sandbox_measure(plugin, roots, own_mt, loads, lib): the bytes the plugin
  * holds from roots (a list); the measure becomes its last (what its code
- * allocates is counted from it). own_mt: metatables it set; loads: function -> source length of
- * the chunks it loaded; lib: the host's library directory. Stops counting
- * past its memory_mb and a step. */
+ * allocates is counted from it). own_mt: metatables it set; loads: function
+ * -> source length of the chunks it loaded; lib: the host's library
+ * directory. Stops counting past its memory_mb and a step. */
 static int l_sandbox_measure(lua_State *L) {
   mcp_budget *b = mcp_budget_of(luaL_checkstring(L, 1), 0), *was;
   walk w = { L, NULL, 0, 0, 0, 0, 3, 4, NULL, 0, 0 };
