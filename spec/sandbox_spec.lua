@@ -438,7 +438,7 @@ describe("sandbox", function()
   end)
 
   -- memory_mb = 8 for evil: what it keeps across calls is measured each 2 MB
-  -- it grows (src/lua/sandbox_mem.c); over 8 MB it is loaded afresh.
+  -- its code allocates (src/lua/sandbox_mem.c); over 8 MB it is loaded afresh.
   describe("memory kept across calls", function()
     local function heap() return tonumber(H.text(c:call("heap"))) end
 
@@ -523,6 +523,21 @@ describe("sandbox", function()
           rawset(held, #held + 1, ('%08d'):format(#held):rep(1 << 17))
           return #held]]
       end)
+    end)
+    it("likewise when each of its calls is ended by its CPU limit (its guard never measures)", function()
+      local code = "keep = keep or {}; keep[#keep + 1] = ('%08d'):format(#keep):rep(1 << 17); while true do end"
+      local resets = H.stderr_counter(c, "sandbox: plugin evil over its memory limit: loaded afresh")
+      local calls = 0
+      repeat
+        calls = calls + 1
+        local res = raw(code)
+        assert.matches("passed its CPU limit (cpu_ms = 300)", res.content[1].text, 1, true)
+      until H.poll_until(function() return resets() == 1 end, 0.2) or calls == 12
+      assert.equal(1, resets())
+      assert.is_true(calls >= 8 and calls <= 10, calls .. " MB kept")   -- over memory_mb, within a step
+      c:expect_stderr("warning: evil: sandbox: plugin evil holds ", 10, { plain = true })
+      assert.equal("ok: true", run "return keep == nil")
+      unharmed()
     end)
     it("a reset loads that plugin again and nothing else (no edit on disk is taken up without --watch)", function()
       write(tmp .. "/untrusted/later.lua", [[
@@ -829,5 +844,52 @@ return mcp.plugin { name = "fresh", tools = { mcp.tool { name = "fresh_tool", de
       assert.matches('luamcp_sandbox_denied_total{plugin="evil",capability="read"} 1', text, 1, true)
       assert.matches('luamcp_sandbox_denied_total{plugin="evil",capability="env"} 1', text, 1, true)
     end)
+  end)
+end)
+
+-- The issue 28 case: a plugin under the default memory_mb (16, a step of
+-- 4 MB) keeping 6 MB more a call, with as much garbage again (freed in its
+-- later calls: that garbage, counted before a measure and freed after it,
+-- once hid the growth, up to 24 and 30 MB kept). Each third call brings it
+-- to 18 MB, over 16 and inside 16 and a step: that call ends naming the
+-- limit and the plugin is loaded afresh, the next call finding it empty.
+describe("memory kept across calls at the default memory_mb", function()
+  local tmp2, s, port
+  before_each(function()
+    tmp2 = H.tmpdir()
+    port = H.free_port()
+    write(tmp2 .. "/luamcp.conf", ("return { sandbox = { dirs = { %q } } }\n"):format(FIX .. "/kept"))
+    s = H.session { no_plugins = true, args = { "--config", tmp2 .. "/luamcp.conf", "--metrics", "127.0.0.1:" .. port } }
+  end)
+  after_each(H.cleanup)
+
+  local function held_to_the_limit(tool)
+    local resets = H.stderr_counter(s, "sandbox: plugin hog over its memory limit: loaded afresh")
+    for call = 1, 9 do
+      local res = s:call(tool, {}, { timeout = 20 }).result
+      assert.truthy(res, "call " .. call .. ": no result")
+      if call % 3 == 0 then
+        assert.is_true(res.isError, "call " .. call .. " not ended, keeping " .. res.content[1].text .. " pieces")
+        local mb = tonumber(res.content[1].text:match(
+          "^sandbox: plugin hog holds ([%d.]+) MB, over its memory limit %(memory_mb = 16%)$"))
+        assert.truthy(mb, res.content[1].text)
+        assert.is_true(mb > 16 and mb <= 20, mb .. " MB")            -- memory_mb and a step at most
+        s:expect_stderr("warning: hog: sandbox: plugin hog holds " .. res.content[1].text:match("[%d.]+ MB")
+                        .. ", over its memory limit (memory_mb = 16): it is loaded afresh", 10, { plain = true })
+        assert.is_true(H.poll_until(function() return resets() == call // 3 end, 10), "reset " .. resets())
+      else
+        assert.is_nil(res.isError, res.content[1].text)
+        assert.equal(tostring(call % 3), res.content[1].text)         -- after a reset: from none again
+      end
+    end
+    assert.matches('luamcp_sandbox_denied_total{plugin="hog",capability="memory_mb"} 3', H.metrics(port), 1, true)
+    assert.truthy(s:request("ping").result)
+  end
+
+  it("a plugin keeping 6 MB more a call in one string is reset at the call that passes memory_mb", function()
+    held_to_the_limit("keep_big")
+  end)
+  it("likewise in 6,000 strings of 1 KB a call", function()
+    held_to_the_limit("keep_small")
   end)
 end)

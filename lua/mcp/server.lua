@@ -556,12 +556,17 @@ function M.rescan(lib_changed, afresh)
   return #errors == 0
 end
 
--- Sandboxed plugins over their memory_mb (lua/mcp/sandbox.lua), loaded
--- afresh as hot reload does: a new environment, their file run again; what
--- the old one held becomes garbage, collected now. Run by the core once a
--- loop turn's calls have run (mcp_sched_reset_due).
+-- Sandboxed plugins over their memory_mb (lua/mcp/sandbox.lua; measured
+-- here if a call that ended by a limit, a cancel or its timeout left a
+-- measure due), loaded afresh as hot reload does: a new environment, their
+-- file run again; what the old one held becomes garbage, collected now. Run
+-- by the core once a loop turn's calls have run (mcp_sched_reset_due).
 function M.reset_due()
-  local names, afresh = require("mcp.sandbox").take_due(), {}
+  local sandbox, afresh = require "mcp.sandbox", {}
+  for _, u in ipairs(units) do
+    if u.plugin.sandboxed then sandbox.measure_due(u.plugin) end
+  end
+  local names = sandbox.take_due()
   for _, u in ipairs(units) do
     if u.plugin.sandboxed and names[u.plugin.name] then
       afresh[u.path] = true
