@@ -58,7 +58,7 @@ return {
   plugins = { %q, %q },
   sandbox = {
     dirs = { %q },
-    grants = { evil = { http = { %s }, connect = { "http://good.test/mcp" } } },
+    grants = { evil = { http = { %s } }, mounter = { connect = { "http://good.test" } } },
   },
 }
 ]]):format(FIX .. "/trusted", H.fixtures .. "/httpc", tmp .. "/untrusted", table.concat(quoted, ", ")))
@@ -187,6 +187,18 @@ describe("sandbox: grants before names are resolved", function()
     local out = run "return mcp.connect{ url = 'http://LEAK-cafe.example.com/mcp' }"
     assert.matches('sandbox: evil may not connect to http://LEAK-cafe.example.com/mcp (grant connect = ', out, 1, true)
     assert.is_false(logged("dns.log", "cafe"), table.concat(lines("dns.log"), "\n"))
+  end)
+
+  it("refuses a mount whose URL only starts like the one granted, before DNS", function()
+    write(tmp .. "/untrusted/mounter.lua", [[
+local mcp = require "mcp"
+return mcp.plugin { name = "mounter", mount = { url = "http://good.test.LEAK-a11ce.example.com/mcp" } }
+]])
+    start()
+    c:expect_stderr('sandbox: mounter may not connect to http://good.test.LEAK-a11ce.example.com/mcp (grant connect = ',
+                    5, { plain = true })
+    assert.truthy(c:request("tools/list").result)        -- a mount that loaded would connect now
+    assert.is_false(logged("dns.log", "a11ce"), table.concat(lines("dns.log"), "\n"))
   end)
 
   it("--http-allow refuses a name it does not list before DNS too", function()
