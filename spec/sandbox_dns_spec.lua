@@ -201,6 +201,19 @@ return mcp.plugin { name = "mounter", mount = { url = "http://good.test.LEAK-a11
     assert.is_false(logged("dns.log", "a11ce"), table.concat(lines("dns.log"), "\n"))
   end)
 
+  it("holds a mount's requests, made for no call, to its plugin's grants: a redirect is refused before DNS", function()
+    write(tmp .. "/untrusted/mounter.lua", [[
+local mcp = require "mcp"
+return mcp.plugin { name = "mounter", mount = { url = "http://good.test/to/LEAK-b0b.example.com/mcp" } }
+]])
+    start()
+    assert.truthy(c:request("tools/list").result)        -- the mount connects
+    c:expect_stderr('sandbox: mounter may not reach leak-b0b.example.com:80 (grant http = {"leak-b0b.example.com:80"})',
+                    5, { plain = true })
+    assert.is_true(reached("198.51.100.7:80 good.test /to/LEAK-b0b.example.com/mcp"))
+    assert.is_false(logged("dns.log", "b0b"), table.concat(lines("dns.log"), "\n"))
+  end)
+
   it("--http-allow refuses a name it does not list before DNS too", function()
     start { "--http-allow", "good.test:80" }
     local r = c:call("fetch", { url = "http://LEAK-f00d.example.com/" })

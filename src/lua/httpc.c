@@ -776,6 +776,9 @@ static int l_http(lua_State *L) {
   t->plugin_allow = plugin_list(c);
   t->sandbox = mcp_sandbox_plugin(c);
   t->sandbox_allow = mcp_sandbox_http(c);
+  if (lua_getfield(L, 1, "sandbox") == LUA_TSTRING && t->sandbox == NULL)   /* the host's, for a plugin (a mount) */
+    t->sandbox = mcp_sandbox_of(lua_tostring(L, -1), &t->sandbox_allow);
+  lua_pop(L, 1);
   t->chunk_ref = fn_ref(L, "on_chunk");
   t->sse_ref = fn_ref(L, "on_sse");
   if (checked(t) && !allowed_to(t, t->url, NULL)) {              /* by name, before anything is resolved */

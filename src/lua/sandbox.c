@@ -154,11 +154,18 @@ deny:
 }
 
 const mcp_allow *mcp_sandbox_http(const mcp_call *c) {
+  const mcp_allow *http = NULL;
   const char *plugin = mcp_sandbox_plugin(c);
-  grant *g = plugin ? grant_of(plugin) : NULL;
+  if (plugin) mcp_sandbox_of(plugin, &http);
+  return http;
+}
+
+const char *mcp_sandbox_of(const char *plugin, const mcp_allow **http) {
+  grant *g = grant_of(plugin);
   if (g == NULL) return NULL;
   if (g->http == NULL) g->http = mcp_allow_new();
-  return g->http;
+  *http = g->http;
+  return g->plugin;
 }
 
 /* stack: ... list(at idx) -> ...; the strings of list (resolved paths for
