@@ -797,6 +797,7 @@ return mcp.plugin { name = "fresh", tools = { mcp.tool { name = "fresh_tool", de
       assert.matches('luamcp_sandbox_denied_total{plugin="evil",capability="read"} 1', text, 1, true)
       assert.matches('luamcp_sandbox_denied_total{plugin="evil",capability="env"} 1', text, 1, true)
       assert.matches('luamcp_sandbox_denied_total{plugin="evil",capability="http"} 1', text, 1, true)
+      assert.matches('luamcp_outbound_http_requests_total{outcome="error"} 1', text, 1, true)   -- refused, not cancelled
     end)
   end)
 end)

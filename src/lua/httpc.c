@@ -291,7 +291,8 @@ static void transfer_end(transfer *t) {
   char *url = NULL;
   if (t->easy == NULL) return;
   mcp_counter_add("luamcp_outbound_http_requests_total",
-                  t->op.done ? "outcome=\"cancelled\""
+                  !t->in_multi && t->code[0] != '\0' ? "outcome=\"error\""   /* refused before it started */
+                  : t->op.done ? "outcome=\"cancelled\""
                   : t->rc == CURLE_OK || t->stopped ? "outcome=\"ok\"" : "outcome=\"error\"", 1);
   curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
   if (t->op.span)
