@@ -64,7 +64,7 @@ return {
 ]]):format(FIX .. "/trusted", H.fixtures .. "/httpc", tmp .. "/untrusted", table.concat(quoted, ", ")))
   local all = { "-m", "-n", "/bin/sh", ENTER, tmp, H.binary(), "--config", conf }
   for _, a in ipairs(args or {}) do all[#all + 1] = a end
-  c = H.session { no_plugins = true, bin = "/usr/bin/unshare", args = all, env = { no_proxy = "*" } }
+  c = H.session { no_plugins = true, bin = "unshare", args = all, env = { no_proxy = "*" } }
 end
 
 local function run(code) return H.text(c:call("run", { code = code })) end
@@ -72,7 +72,7 @@ local function get(url) return run(("local ctx = ...; local r, e, code = ctx:htt
                                     .. "if r then return r.status, r.body end return nil, e, code"):format(url)) end
 
 local function need(cmd, what)
-  assert(os.execute("command -v " .. cmd .. " >/dev/null 2>&1"),
+  assert(os.execute("PATH=$PATH:/usr/sbin:/sbin command -v " .. cmd .. " >/dev/null 2>&1"),
          "spec/sandbox_dns_spec.lua needs " .. cmd .. " (" .. what .. ")")
 end
 
