@@ -374,6 +374,12 @@ describe("sandbox", function()
       assert.matches("| denied", out, 1, true)
       unharmed()
     end)
+    it("cannot reach a name not granted: refused by the name, before DNS (spec/sandbox_dns_spec.lua)", function()
+      local out = run "local ctx = ...; return ctx:http{ url = 'http://DATA.example.com/' }"
+      assert.equal('ok: nil | sandbox: evil may not reach data.example.com:80 (grant http = {"data.example.com:80"}): '
+                   .. 'not granted, not resolved | denied', out)
+      unharmed()
+    end)
     it("cannot reach the cloud metadata address", function()
       local out = run "local ctx = ...; return ctx:http{ url = 'http://169.254.169.254/latest/meta-data/', timeout = 2 }"
       assert.matches("sandbox: evil may not reach 169.254.169.254:80", out, 1, true)
@@ -838,11 +844,14 @@ return mcp.plugin { name = "fresh", tools = { mcp.tool { name = "fresh_tool", de
       start { "--metrics", "127.0.0.1:" .. metrics_port }
       run "local ctx = ...; return ctx:read_file('/etc/passwd')"
       run "return os.getenv('HOME')"
+      run "local ctx = ...; return ctx:http{ url = 'http://DATA.example.com/' }"
       local p = io.popen("curl -s --max-time 5 http://127.0.0.1:" .. metrics_port .. "/metrics")
       local text = p:read("a")
       p:close()
       assert.matches('luamcp_sandbox_denied_total{plugin="evil",capability="read"} 1', text, 1, true)
       assert.matches('luamcp_sandbox_denied_total{plugin="evil",capability="env"} 1', text, 1, true)
+      assert.matches('luamcp_sandbox_denied_total{plugin="evil",capability="http"} 1', text, 1, true)
+      assert.matches('luamcp_outbound_http_requests_total{outcome="error"} 1', text, 1, true)   -- refused, not cancelled
     end)
   end)
 end)
