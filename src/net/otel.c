@@ -1,7 +1,12 @@
 /* The trace exporter (otel.h).
  *
  * Finished spans come from trace.c's sink into a FIFO bounded by
- * OTEL_BSP_MAX_QUEUE_SIZE; past it a span is dropped and counted. A batch
+ * OTEL_BSP_MAX_QUEUE_SIZE; past it a span is dropped, counted and logged
+ * (a warning at most every DROP_WARN_MS, saying how many). The default
+ * bound is 16384, not the SDKs' 2048: a stdio read hands the loop hundreds
+ * of calls at once, so a pipelined burst of thousands finishes its spans
+ * before the first export is answered; 16384 spans of 600 bytes are about
+ * 10 MB, held only while they wait. A batch
  * (at most MAX_BATCH spans) leaves when the queue holds a full one or the
  * schedule delay's timer fires, encoded (otlp.c) and POSTed on a multi
  * handle of our own, driven by the loop as httpc.c drives handlers'
@@ -28,6 +33,8 @@
 #include "trace.h"
 
 #define MAX_BATCH 512                      /* OTEL_BSP_MAX_EXPORT_BATCH_SIZE's default */
+#define DEFAULT_QUEUE 16384
+#define DROP_WARN_MS 10000
 
 static struct {
   uv_loop_t *loop;
@@ -46,6 +53,8 @@ static struct {
   mcp_buf body;                           /* its body */
   int in_flight;                          /* its spans */
   uint64_t exported, dropped, failed, exports_failed;
+  uint64_t drops_told;                    /* dropped when the last warning said so */
+  uint64_t told_at;                       /* its loop time (ms), 0 before the first */
   int on;
 } O;
 
@@ -167,7 +176,7 @@ static int configure(const mcp_otel_opts *o, mcp_sampler *sampler) {
     return -1;
   }
   if (parse_ms(opt(o->schedule_delay, "OTEL_BSP_SCHEDULE_DELAY"), 5000, 1, "schedule_delay", &O.delay_ms) ||
-      parse_ms(opt(o->max_queue_size, "OTEL_BSP_MAX_QUEUE_SIZE"), 2048, 1, "max_queue_size", &queue) ||
+      parse_ms(opt(o->max_queue_size, "OTEL_BSP_MAX_QUEUE_SIZE"), DEFAULT_QUEUE, 1, "max_queue_size", &queue) ||
       parse_ms(opt(o->export_timeout, "OTEL_EXPORTER_OTLP_TIMEOUT"), 10000, 1, "export_timeout", &O.timeout_ms))
     return -1;
   O.max_queue = (int)(queue > 1000000 ? 1000000 : queue);
@@ -219,6 +228,12 @@ static void take_batch(int n) {
   O.in_flight = n;
 }
 
+/* The collector's answer is not read (curl's default writes it to fd 1). */
+static size_t discard(char *p, size_t size, size_t n, void *ud) {
+  (void)p, (void)ud;
+  return size * n;
+}
+
 /* The easy handle, set to POST O.body: made at the first export and kept
  * (its options set once), not made and freed per batch. */
 static CURL *easy_for_export(void) {
@@ -229,6 +244,7 @@ static CURL *easy_for_export(void) {
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, O.headers);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
   }
   curl_easy_setopt(e, CURLOPT_POSTFIELDS, O.body.data);
   curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)O.body.len);
@@ -266,9 +282,22 @@ static void export_done(CURLcode rc) {
   if (O.queued >= MAX_BATCH) export_start();      /* a full batch waits: no need to wait the delay */
 }
 
+/* Drops not told yet, told: at once the first time, then at most every
+ * DROP_WARN_MS (a drop or the flush timer tells the rest), and at close. */
+static void tell_drops(int at_close) {
+  uint64_t now = uv_now(O.loop), n = O.dropped - O.drops_told;
+  if (n == 0 || (!at_close && O.told_at && now - O.told_at < DROP_WARN_MS)) return;
+  mcp_warn("otel: %llu span%s dropped: the export queue was full (max_queue_size %d); the collector at %s "
+           "did not keep up -- raise OTEL_BSP_MAX_QUEUE_SIZE (otel.max_queue_size in the configuration) to keep such a burst",
+           (unsigned long long)n, n == 1 ? "" : "s", O.max_queue, O.url);
+  O.drops_told = O.dropped;
+  O.told_at = now ? now : 1;
+}
+
 static void on_flush(uv_timer_t *h) {
   (void)h;
   export_start();
+  tell_drops(0);
 }
 
 /* trace.c's sink: s joins the queue, or is dropped when it is full. */
@@ -276,6 +305,7 @@ static void sink(mcp_span *s) {
   if (!O.on || O.queued >= O.max_queue) {
     O.dropped++;
     mcp_span_free(s);
+    if (O.on) tell_drops(0);
     return;
   }
   s->next = NULL;
@@ -328,6 +358,7 @@ static void export_last(void) {
 
 void mcp_otel_close(void) {
   if (!O.on) return;
+  tell_drops(1);
   O.on = 0;
   mcp_trace_on = 0;
   if (O.easy) {
