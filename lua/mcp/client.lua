@@ -436,8 +436,9 @@ local function request(self, method, params, o)
   return nil, rq.what .. ": too many input-required rounds", "protocol"
 end
 
--- Is a handshake's server/discover that failed so answered that the
--- client falls back to initialize (a pre-2026 upstream), or unanswered?
+-- Does a failed server/discover let the handshake fall back to initialize?
+-- Yes when the upstream answered it (a pre-2026 one refuses it); not when
+-- the connection closed or the request timed out or was cancelled.
 local function falls_back(conn, kind)
   return not conn.closed and (kind == "rpc" or kind == "protocol")
 end
