@@ -284,7 +284,7 @@ describe("traces", function()
     assert.truthy(H.run_until(function() return #c.inbox >= N end, 60), "answered " .. #c.inbox)
     local text = metrics(port)
     assert.are.equal("0", text:match('luamcp_otel_spans_total{outcome="dropped"} (%d+)'), text)
-    assert.are.equal(0, c:close(10))            -- the last 272 leave at shutdown
+    assert.are.equal(0, c:close(30))            -- the last 272 leave at shutdown
     local received = 0
     for _, r in ipairs(OH.posts(o)) do received = received + select(2, r.body:gsub('"spanId":', "")) end
     assert.are.equal(N, received)
@@ -306,8 +306,8 @@ describe("traces", function()
                     .. H.esc(o.url) .. "/silent did not keep up %-%- raise OTEL_BSP_MAX_QUEUE_SIZE")
     local dropped = tonumber(metrics(port):match('luamcp_otel_spans_total{outcome="dropped"} (%d+)'))
     assert.is_true(dropped > 100, dropped)
-    assert.are.equal(1, c:count_stderr("dropped", true))      -- rate-limited: the rest at the next warning
     assert.are.equal(0, c:close(30))          -- two seconds for the export in flight, then none left
+    assert.is_true(c:count_stderr("dropped", true) <= 3)    -- rate-limited, not a line a span: the rest at close
     local told = 0
     for _, l in ipairs(c.stderr) do told = told + tonumber(l:match("otel: (%d+) spans? dropped") or 0) end
     assert.are.equal(dropped, told)
