@@ -61,6 +61,11 @@ static int ndirs;
 static const char **watched;          /* --plugins and --sandbox dirs: hot reload's */
 static int nwatched;
 
+static void closed_last(void) {
+  mcp_otel_close();              /* after the last call's span, before the names its spans borrow go */
+  mcp_sched_close();
+}
+
 static void closed(void) {
   if (use_watch) mcp_watch_close();
   mcp_ops_shutdown();            /* what the shutdown started (a client's notifications/cancelled) */
@@ -72,8 +77,7 @@ static void closed(void) {
   mcp_http_close(NULL);              /* the --metrics listener (stdio); none is left over HTTP */
   mcp_task_close();
   mcp_store_close();             /* after the tasks' last writes */
-  mcp_otel_close();              /* after the last call's span, before the names its spans borrow go */
-  mcp_sched_close();
+  mcp_otel_flush(closed_last);   /* the export in flight answered first */
 }
 
 /* Runs once: either when the last call ends, or at once when none is live. */
