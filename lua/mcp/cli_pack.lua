@@ -259,8 +259,8 @@ function M.pack(opts, server, cli)
   if not ok then error(err, 0) end
   local size = 0
   for _, e in ipairs(entries) do size = size + #e[2] end
-  say("luamcp: pack: wrote %s: %d tools, %d libraries, %d files (%.1f MB unpacked)",
-      output, #tools, #libs, #entries, size / 1048576)
+  say("luamcp: pack: wrote %s: %d tool%s, %d libraries, %d files (%.1f MB unpacked)",
+      output, #tools, #tools == 1 and "" or "s", #libs, #entries, size / 1048576)
   return 0, ""
 end
 

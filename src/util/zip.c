@@ -54,7 +54,7 @@ mcp_zip *mcp_zip_open(const char *path, time_t mtime) {
 static int deflate_all(const void *data, size_t len, unsigned char **out, size_t *outlen) {
   z_stream s = { 0 };
   uLong bound;
-  if (deflateInit2(&s, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -1;
+  if (deflateInit2(&s, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -1;
   bound = deflateBound(&s, (uLong)len);
   if ((*out = malloc(bound)) == NULL) {
     deflateEnd(&s);
