@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <gnu/libc-version.h>
 #include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -50,16 +52,15 @@ static int l_scandir(lua_State *L) {
   lua_newtable(L);
   while (uv_fs_scandir_next(&req, &ent) != UV_EOF) {
     const char *kind = "other";
+    char full[PATH_MAX];
     uv_fs_t st;
-    char *full = malloc(strlen(path) + strlen(ent.name) + 2);
-    if (full == NULL) break;
-    strcpy(full, path);
-    strcat(full, "/");
-    strcat(full, ent.name);
-    if (uv_fs_stat(NULL, &st, full, NULL) == 0)
-      kind = (st.statbuf.st_mode & S_IFMT) == S_IFDIR ? "dir" : (st.statbuf.st_mode & S_IFMT) == S_IFREG ? "file" : "other";
-    uv_fs_req_cleanup(&st);
-    free(full);
+    if ((size_t)snprintf(full, sizeof full, "%s/%s", path, ent.name) < sizeof full) {
+      if (uv_fs_stat(NULL, &st, full, NULL) == 0) {
+        uint64_t type = st.statbuf.st_mode & S_IFMT;
+        kind = type == S_IFDIR ? "dir" : type == S_IFREG ? "file" : "other";
+      }
+      uv_fs_req_cleanup(&st);
+    }
     lua_pushstring(L, kind);
     lua_setfield(L, -2, ent.name);
   }

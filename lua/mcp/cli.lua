@@ -1,9 +1,9 @@
 -- The plugin author's command line (src/cli.c runs it): luamcp list, check,
 -- new (cli_new.lua writes its files) and pack (cli_pack.lua), and the
--- request and the output of luamcp call. Each command takes the options table cli.c builds ({dirs =
--- {...}, json =, name =, arguments =, dir =, spec_dir =, config =}) and
--- returns the exit code and the text for stdout; messages for stderr are
--- written directly.
+-- request and the output of luamcp call. Each command takes the options
+-- table cli.c builds ({dirs = {...}, json =, name =, arguments =, dir =,
+-- spec_dir =, config =, pack =}) and returns the exit code and the text for
+-- stdout; messages for stderr are written directly.
 local core = require "mcp.core"
 local load_errors = require "mcp.load_errors"
 local lex = require "mcp.lex"
