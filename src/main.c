@@ -37,6 +37,7 @@
 /* The usage's lines after the synopsis; the flags' lines come from their table (flags.c). */
 static const char usage_head[] =
   "       luamcp list|call|check|new|path ...   (see luamcp list --help)\n"
+  "       luamcp registry ...                   server.json for the MCP registry (see luamcp registry --help)\n"
   "\n"
   "Serves the Lua plugins in each DIR (default ./plugins) over MCP on stdio,\n"
   "or on Streamable HTTP at http://HOST:PORT/mcp.\n";
