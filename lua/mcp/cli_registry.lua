@@ -90,9 +90,10 @@ local function build(o)
   for _, k in ipairs { "name", "description", "title", "version" } do
     if o[k] then raw[k] = o[k] end
   end
+  -- the file's values were checked as it was read: what fails here is an option's
   card = server_card.check(raw, function(_, fmt, ...)
-    error((string.format(fmt, ...):gsub("^server_card%.(%a+)", function(k)
-      return o[k] and "--" .. k or (o.config or "") .. ": server_card." .. k
+    error((string.format(fmt, ...):gsub("^server_card%.([%a_]+)", function(k)
+      if o[k] then return "--" .. k end
     end)), 0)
   end)
   if (o.mcpb == nil) ~= (o["mcpb-url"] == nil) then

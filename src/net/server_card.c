@@ -138,8 +138,8 @@ void mcp_server_card_answer(mcp_http_conn *c, const mcp_http_request *r) {
     return;
   }
   if (r->method != HTTP_GET && r->method != HTTP_HEAD) {
-    mcp_http_respond(c, 405, "Allow: GET, HEAD, OPTIONS\r\n" CARD_HEADERS, "text/plain",
-                     "the server card is read with GET\n", 33);
+    static const char why[] = "the server card is read with GET\n";
+    mcp_http_respond(c, 405, "Allow: GET, HEAD, OPTIONS\r\n" CARD_HEADERS, "text/plain", why, sizeof why - 1);
     return;
   }
   snprintf(hdr, sizeof hdr, CARD_HEADERS "Cache-Control: public, max-age=3600\r\nETag: %s\r\n", K.etag);
