@@ -103,6 +103,8 @@ static void build(void) {
   json_decref(card);
   if (K.body == NULL) abort();
   K.len = strlen(K.body);
+  if ((K.body = realloc(K.body, K.len + 2)) == NULL) abort();
+  memcpy(K.body + K.len++, "\n", 2);          /* a line, for curl and the like */
   mcp_sha256(K.body, K.len, digest);
   K.etag[0] = '"';
   for (int i = 0; i < 16; i++) sprintf(K.etag + 1 + 2 * i, "%02x", digest[i]);
