@@ -6,6 +6,8 @@
 -- `limits` overrides tools' limits (TOOL = {max_concurrent=, queue=, rate=,
 -- heartbeat=}), over what the tool and its plugin declare. `auth` = {issuer=,
 -- jwks=, audience=, introspect=} is the --auth-* flags (auth_issuer= too).
+-- `server_card` = {name=, description=, ...} is who the server is (its card,
+-- luamcp registry's server.json): checked by lua/mcp/server_card.lua.
 -- env("NAME") and file("PATH") read secrets (lua/mcp/secret.lua).
 --
 -- Every problem is raised as "FILE:LINE: message", LINE being the line of
@@ -505,6 +507,8 @@ function M.read(path)
       check_sandbox(cfg, t[k])
     elseif k == "otel" then
       check_otel(cfg, t[k])
+    elseif k == "server_card" then
+      cfg.server_card = require("mcp.server_card").check(t[k], function(sub, fmt, ...) fail(cfg, sub, fmt, ...) end)
     elseif not FLAGS[k] then
       local as = k:gsub("^%-%-", ""):gsub("%-", "_")
       if FLAGS[as] then
