@@ -242,7 +242,8 @@ static int load_server(lua_State *Ls) {
 int main(int argc, char **argv) {
   if (argc > 1 && (strcmp(argv[1], "list") == 0 || strcmp(argv[1], "call") == 0 ||
                    strcmp(argv[1], "check") == 0 || strcmp(argv[1], "new") == 0 ||
-                   strcmp(argv[1], "path") == 0))
+                   strcmp(argv[1], "path") == 0 || strcmp(argv[1], "install") == 0 ||
+                   strcmp(argv[1], "uninstall") == 0))
     return mcp_cli_main(argc, argv);            /* the plugin author's commands: cli.c */
   int status = 0, r, open = 0;
   mcp_flags_defaults();

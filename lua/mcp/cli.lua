@@ -1,6 +1,6 @@
--- The plugin author's command line (src/cli.c runs it): luamcp list, check
--- and new (cli_new.lua writes its files), and the request and the output of
--- luamcp call. Each command takes the options table cli.c builds ({dirs =
+-- The plugin author's command line (src/cli.c runs it): luamcp list, check,
+-- new (cli_new.lua writes its files), install and uninstall
+-- (cli_install.lua), and the request and the output of luamcp call. Each command takes the options table cli.c builds ({dirs =
 -- {...}, json =, name =, arguments =, dir =, spec_dir =, config =}) and
 -- returns the exit code and the text for stdout; messages for stderr are
 -- written directly.
@@ -579,6 +579,17 @@ end
 
 function M.new(opts)
   return require("mcp.cli_new").new(opts, M)
+end
+
+---------------------------------------------------------------------------
+-- install, uninstall: cli_install.lua
+
+function M.install(opts)
+  return require("mcp.cli_install").run(opts, M)
+end
+
+function M.uninstall(opts)
+  return require("mcp.cli_install").run(opts, M)
 end
 
 return M
