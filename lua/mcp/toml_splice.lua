@@ -76,20 +76,18 @@ local function without(lines, name)
   local drop = {}
   for _, b in ipairs(bs) do
     local last = b.last
-    -- a block in the middle takes its blank lines with it; the last one, those before it
-    while lines[last + 1] ~= nil and not lines[last + 1]:match("%S") and not header_path(lines[last + 1]) do
-      last = last + 1
-    end
-    local first = b.first
-    if lines[last + 1] == nil then
-      while first > 1 and not lines[first - 1]:match("%S") do first = first - 1 end
-    end
-    for i = first, last do drop[i] = true end
+    -- a block takes the blank lines after it
+    while lines[last + 1] ~= nil and not lines[last + 1]:match("%S") do last = last + 1 end
+    for i = b.first, last do drop[i] = true end
   end
   local out, at = {}, nil
   for i, line in ipairs(lines) do
     if bs[1] and i == bs[1].first then at = #out + 1 end
     if not drop[i] then out[#out + 1] = line end
+  end
+  -- blocks at the end: the blank lines that separated them go too
+  if drop[#lines] then
+    while #out > 0 and not out[#out]:match("%S") do out[#out] = nil end
   end
   return out, at, #bs > 0
 end
