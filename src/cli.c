@@ -59,10 +59,10 @@ static const char usage_head[] =
   "         of the API) unless they exist\n"
   "  path   the directory of luamcp's Lua library (mcp.test is there), of its LuaLS\n"
   "         annotations, or of its example plugins\n"
-  "  install   add the server to CLIENT's configuration, as CLIENT runs it: claude-code,\n"
-  "         claude-desktop, cursor, vscode, windsurf, codex, gemini-cli (mcp-json prints\n"
-  "         the entry for any other); again: the entry is updated\n"
-  "  uninstall remove the server's entry from CLIENT's configuration\n"
+  "  install, uninstall CLIENT\n"
+  "         add the server to (remove it from) CLIENT's configuration: claude-code,\n"
+  "         claude-desktop, cursor, vscode, windsurf, codex, gemini-cli; mcp-json prints\n"
+  "         the entry for any other client; installing again updates the entry\n"
   "The server's flags below apply as they do to the server; --config FILE: the server's\n"
   "configuration file: its plugins' settings, directories and these flags apply (a flag\n"
   "given here wins).\n";
@@ -94,6 +94,18 @@ static int is_install(const char *cmd) {
   return strcmp(cmd, "install") == 0 || strcmp(cmd, "uninstall") == 0;
 }
 
+/* The flags install and uninstall take: the entry's and their own. The
+ * server's other flags belong in its --config file, which the entry names. */
+static int install_flag(const mcp_flag *f) {
+  static const char *const names[] = {
+    "config", "plugins", "sandbox", "env", "name", "scope", "config-path", "url", "bearer-env",
+    "dry-run", "help", NULL
+  };
+  for (int i = 0; names[i] != NULL; i++)
+    if (strcmp(f->name, names[i]) == 0) return 1;
+  return 0;
+}
+
 /* -1 when the command may run, else the exit status. */
 static int parse_args(int argc, char **argv, const mcp_conffile *conf, cli_opts *o) {
   static const char *default_dirs[] = { "plugins", NULL };
@@ -109,6 +121,8 @@ static int parse_args(int argc, char **argv, const mcp_conffile *conf, cli_opts 
     f = mcp_flag_find(a, &no);
     if (f != NULL && !(f->flags & MCP_FLAG_TOOLS)) f = NULL;
     if (f != NULL && takes && v == NULL) return fail_usage("%s needs a value", a);
+    if (f != NULL && is_install(o->cmd) && !install_flag(f))
+      return fail_usage("%s is the server's: put it in the --config file the entry names", a);
     if (f != NULL && strcmp(f->name, "help") == 0) {
       fputs(usage, stdout);
       return 0;
