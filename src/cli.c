@@ -1,11 +1,12 @@
 /* The plugin author's command line: luamcp list, call, check, new, path,
  * install and uninstall.
  *
- * list, check, new, install and uninstall are written in Lua (lua/mcp/cli.lua). call runs one
- * tool in-process through the real path: a session whose writer is this
- * file is fed initialize and a tools/call with mcp_session_input, so the
- * request table, the state machine and the scheduler run as they do for a
- * client; the loop runs until the call is gone. */
+ * list, check, new, install and uninstall are written in Lua
+ * (lua/mcp/cli.lua). call runs one tool in-process through the real path:
+ * a session whose writer is this file is fed initialize and a tools/call
+ * with mcp_session_input, so the request table, the state machine and the
+ * scheduler run as they do for a client; the loop runs until the call is
+ * gone. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -344,7 +345,8 @@ static int run_cmd(lua_State *L) {
   return 2;
 }
 
-/* list, check, new, install, uninstall: cli[cmd](opts) returns the exit code and what to print. */
+/* list, check, new, install, uninstall: cli[cmd](opts) returns the exit
+ * code and what to print. */
 static int run_lua_cmd(const cli_opts *o) {
   lua_State *L = new_state();
   int code;

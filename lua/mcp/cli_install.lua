@@ -59,12 +59,6 @@ local function on_path(bin)
   end
 end
 
-local function absolute(cli, path)
-  local real, err = cli.realpath(path)
-  if not real then return nil, err end
-  return real
-end
-
 -- The server's name: --name, else the project's directory (the one holding
 -- plugins/, or the plugin directory itself), else the config file's.
 local function default_name(cli, opts)
@@ -104,7 +98,7 @@ local function make_entry(cli, opts)
   if not exe then return nil, err end
   local args = {}
   local function add(flag, path)
-    local real, perr = absolute(cli, path)
+    local real, perr = cli.realpath(path)
     if not real then return nil, perr end
     args[#args + 1] = flag
     args[#args + 1] = real

@@ -253,11 +253,4 @@ function M.remove(text, outer, name)
   return remove_member(text, o.value, i), true
 end
 
--- Checks text (nil, message if it is not JSON with comments).
-function M.check(text)
-  local ok, err = pcall(scan, text)
-  if not ok then return nil, err.msg or tostring(err) end
-  return true
-end
-
 return M
