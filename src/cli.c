@@ -1,11 +1,12 @@
-/* The plugin author's command line: luamcp list, call, check, new, path
- * and pack.
+/* The plugin author's command line: luamcp list, call, check, new, path,
+ * pack, install and uninstall.
  *
- * list, check and new are written in Lua (lua/mcp/cli.lua). call runs one
- * tool in-process through the real path: a session whose writer is this
- * file is fed initialize and a tools/call with mcp_session_input, so the
- * request table, the state machine and the scheduler run as they do for a
- * client; the loop runs until the call is gone. */
+ * list, check, new, install and uninstall are written in Lua
+ * (lua/mcp/cli.lua). call runs one tool in-process through the real path:
+ * a session whose writer is this file is fed initialize and a tools/call
+ * with mcp_session_input, so the request table, the state machine and the
+ * scheduler run as they do for a client; the loop runs until the call is
+ * gone. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -48,6 +49,10 @@ static const char usage_head[] =
   "       luamcp path [lua|types|plugins]\n"
   "       luamcp pack [--config FILE] [--plugins DIR]... [--sandbox DIR]... [--name NAME]\n"
   "                  [-o FILE.mcpb] [--description TEXT] [--author NAME] [--bundle-version VERSION]\n"
+  "       luamcp install CLIENT [--plugins DIR]... [--sandbox DIR]... [--config FILE] [--env K=V]...\n"
+  "                  [--name NAME] [--scope user|project] [--config-path FILE] [--dry-run]\n"
+  "       luamcp install CLIENT --url URL [--bearer-env VAR] [--name NAME] [--scope user|project] ...\n"
+  "       luamcp uninstall CLIENT [--name NAME] [--scope user|project] [--config-path FILE] [--dry-run]\n"
   "\n"
   "  list   the tools, resources and prompts of the plugins, with their schemas\n"
   "  call   run one tool in-process and print its result (Ctrl-C cancels it,\n"
@@ -60,6 +65,10 @@ static const char usage_head[] =
   "         annotations, or of its example plugins\n"
   "  pack   write an MCP Bundle (NAME.mcpb) of luamcp, its libraries and the plugins,\n"
   "         for Linux x86-64; the configuration file's env() variables become its user_config\n"
+  "  install, uninstall CLIENT\n"
+  "         add the server to (remove it from) CLIENT's configuration: claude-code,\n"
+  "         claude-desktop, cursor, vscode, windsurf, codex, gemini-cli; mcp-json prints\n"
+  "         the entry for any other client; installing again updates the entry\n"
   "The server's flags below apply as they do to the server; --config FILE: the server's\n"
   "configuration file: its plugins' settings, directories and these flags apply (a flag\n"
   "given here wins).\n";
@@ -87,6 +96,22 @@ static const char *config_arg(int argc, char **argv) {
   return path;
 }
 
+static int is_install(const char *cmd) {
+  return strcmp(cmd, "install") == 0 || strcmp(cmd, "uninstall") == 0;
+}
+
+/* The flags install and uninstall take: the entry's and their own. The
+ * server's other flags belong in its --config file, which the entry names. */
+static int install_flag(const mcp_flag *f) {
+  static const char *const names[] = {
+    "config", "plugins", "sandbox", "env", "name", "scope", "config-path", "url", "bearer-env",
+    "dry-run", "help", NULL
+  };
+  for (int i = 0; names[i] != NULL; i++)
+    if (strcmp(f->name, names[i]) == 0) return 1;
+  return 0;
+}
+
 /* -1 when the command may run, else the exit status. */
 static int parse_args(int argc, char **argv, const mcp_conffile *conf, cli_opts *o) {
   static const char *default_dirs[] = { "plugins", NULL };
@@ -102,6 +127,8 @@ static int parse_args(int argc, char **argv, const mcp_conffile *conf, cli_opts 
     f = mcp_flag_find(a, &no);
     if (f != NULL && !(f->flags & MCP_FLAG_TOOLS)) f = NULL;
     if (f != NULL && takes && v == NULL) return fail_usage("%s needs a value", a);
+    if (f != NULL && is_install(o->cmd) && !install_flag(f))
+      return fail_usage("%s is the server's: put it in the --config file the entry names", a);
     if (f != NULL && strcmp(f->name, "help") == 0) {
       fputs(usage, stdout);
       return 0;
@@ -122,6 +149,7 @@ static int parse_args(int argc, char **argv, const mcp_conffile *conf, cli_opts 
   if (strcmp(o->cmd, "call") == 0) min = 1, max = 2;
   else if (strcmp(o->cmd, "new") == 0) min = max = 1;
   else if (strcmp(o->cmd, "path") == 0) max = 1;
+  else if (is_install(o->cmd)) min = max = 1;
   if (o->npos < min) return fail_usage("%s: missing argument", o->cmd);
   if (o->npos > max) return fail_usage("unexpected argument: %s", o->pos[max]);
   return -1;
@@ -175,6 +203,42 @@ static int l_share_dir(lua_State *L) {
   return 1;
 }
 
+/* install: realpath(path): the real path, or nil, message. */
+static int l_realpath(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  uv_fs_t req;
+  int r = uv_fs_realpath(NULL, &req, path, NULL);
+  if (r < 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", path, uv_strerror(r));
+  } else {
+    lua_pushstring(L, (const char *)req.ptr);
+  }
+  uv_fs_req_cleanup(&req);
+  return r < 0 ? 2 : 1;
+}
+
+/* install: exe_path(): the real path of this binary. */
+static int l_exe_path(lua_State *L) {
+  char exe[PATH_MAX];
+  size_t n = sizeof exe;
+  int r = uv_exepath(exe, &n);
+  if (r < 0) return luaL_error(L, "cannot find this binary: %s", uv_strerror(r));
+  lua_settop(L, 0);
+  lua_pushcfunction(L, l_realpath);
+  lua_pushstring(L, exe);
+  lua_call(L, 1, 2);
+  return 2;
+}
+
+/* install: sysname(): "Linux", "Darwin", "Windows_NT"... */
+static int l_sysname(lua_State *L) {
+  uv_utsname_t u;
+  if (uv_os_uname(&u) < 0) lua_pushliteral(L, "Linux");
+  else lua_pushstring(L, u.sysname);
+  return 1;
+}
+
 /* stack: -> mcp.cli module */
 static int open_cli(lua_State *L) {
   mcp_lua_open(L);
@@ -188,7 +252,41 @@ static int open_cli(lua_State *L) {
   lua_pushcfunction(L, l_share_dir);
   lua_setfield(L, -2, "share_dir");
   mcp_cli_pack_open(L);
+  lua_pushcfunction(L, l_realpath);
+  lua_setfield(L, -2, "realpath");
+  lua_pushcfunction(L, l_exe_path);
+  lua_setfield(L, -2, "exe_path");
+  lua_pushcfunction(L, l_sysname);
+  lua_setfield(L, -2, "sysname");
   return 1;
+}
+
+static void push_string_list(lua_State *L, const mcp_flag_list *l, const char *field) {
+  lua_createtable(L, l->n, 0);
+  for (int i = 0; i < l->n; i++) {
+    lua_pushstring(L, l->v[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, field);
+}
+
+/* stack: opts -> opts: install's and uninstall's {client, plugins, env,
+ * scope, install_name, config_path, url, bearer_env, dry_run} (the
+ * directories as given: the default one is install's to choose). */
+static void push_install_opts(lua_State *L, const cli_opts *o) {
+  int no;
+  lua_pushstring(L, o->pos[0]);
+  lua_setfield(L, -2, "client");
+  push_string_list(L, &mcp_flags.plugins, "plugins");
+  push_string_list(L, &mcp_flags.env, "env");
+  if (mcp_flag_was_set(mcp_flag_find("--scope", &no)))
+    lua_pushstring(L, mcp_flags.scope == 0 ? "user" : "project"), lua_setfield(L, -2, "scope");
+  if (mcp_flags.name) lua_pushstring(L, mcp_flags.name), lua_setfield(L, -2, "install_name");
+  if (mcp_flags.config_path) lua_pushstring(L, mcp_flags.config_path), lua_setfield(L, -2, "config_path");
+  if (mcp_flags.url) lua_pushstring(L, mcp_flags.url), lua_setfield(L, -2, "url");
+  if (mcp_flags.bearer_env) lua_pushstring(L, mcp_flags.bearer_env), lua_setfield(L, -2, "bearer_env");
+  lua_pushboolean(L, mcp_flags.dry_run);
+  lua_setfield(L, -2, "dry_run");
 }
 
 /* The options as a Lua table: {dirs = {...}, json =, name =, dir =, spec_dir =}. */
@@ -219,13 +317,14 @@ static void push_opts(lua_State *L, const cli_opts *o) {
   if (mcp_flags.config) lua_pushstring(L, mcp_flags.config), lua_setfield(L, -2, "config");
   if (strcmp(o->cmd, "pack") == 0) {
     lua_createtable(L, 0, 5);
-    if (mcp_flags.pack.name) lua_pushstring(L, mcp_flags.pack.name), lua_setfield(L, -2, "name");
+    if (mcp_flags.name) lua_pushstring(L, mcp_flags.name), lua_setfield(L, -2, "name");
     if (mcp_flags.pack.output) lua_pushstring(L, mcp_flags.pack.output), lua_setfield(L, -2, "output");
     if (mcp_flags.pack.description) lua_pushstring(L, mcp_flags.pack.description), lua_setfield(L, -2, "description");
     if (mcp_flags.pack.author) lua_pushstring(L, mcp_flags.pack.author), lua_setfield(L, -2, "author");
     if (mcp_flags.pack.version) lua_pushstring(L, mcp_flags.pack.version), lua_setfield(L, -2, "version");
     lua_setfield(L, -2, "pack");
   }
+  if (is_install(o->cmd)) push_install_opts(L, o);
 }
 
 /* stdout is set aside, as the server does, so that what a plugin or its
@@ -261,7 +360,8 @@ static int run_cmd(lua_State *L) {
   return 2;
 }
 
-/* list, check, new: cli[cmd](opts) returns the exit code and what to print. */
+/* list, check, new, install, uninstall: cli[cmd](opts) returns the exit
+ * code and what to print. */
 static int run_lua_cmd(const cli_opts *o) {
   lua_State *L = new_state();
   int code;
@@ -580,7 +680,9 @@ int mcp_cli_main(int argc, char **argv) {
   int r;
   mcp_flags_defaults();
   usage = mcp_flags_usage(MCP_FLAG_TOOLS, usage_head);
-  if (config != NULL && (r = mcp_conffile_read(config, luaopen_mcp_flags, &conf)) != 0) return r;
+  /* install passes --config FILE on to the entry: the server reads it */
+  if (config != NULL && !(argc > 1 && is_install(argv[1])) &&
+      (r = mcp_conffile_read(config, luaopen_mcp_flags, &conf)) != 0) return r;
   if ((r = parse_args(argc, argv, &conf, &o)) >= 0) {
     mcp_conffile_free(&conf);
     mcp_flags_free();
@@ -595,7 +697,7 @@ int mcp_cli_main(int argc, char **argv) {
     mcp_flags_free();
     return run_path(&o);
   }
-  if (strcmp(o.cmd, "new") != 0 && set_stdout_aside() != 0) return 1;
+  if (strcmp(o.cmd, "new") != 0 && !is_install(o.cmd) && set_stdout_aside() != 0) return 1;
   if (out == NULL) out = stdout;
   /* list and pack run as a request too: a mount's lists are fetched inside a call */
   r = strcmp(o.cmd, "call") == 0 || strcmp(o.cmd, "list") == 0 || strcmp(o.cmd, "pack") == 0

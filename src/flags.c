@@ -25,6 +25,7 @@ static const char *const log_levels[] = {
 static const char *const log_formats[] = { "text", "json", NULL };
 static const char *const web[] = { "http", "https", NULL };
 static const char *const redis[] = { "redis", NULL };
+static const char *const scopes[] = { "user", "project", NULL };
 
 #define S MCP_FLAG_SERVER
 #define T MCP_FLAG_TOOLS
@@ -126,9 +127,19 @@ static const mcp_flag table[] = {
   BOOL("json", NULL, T, &mcp_flags.json, "list, call: print the raw JSON"),
   STRING("dir", NULL, T, "DIR", 1, &mcp_flags.dir, "new: where the plugin goes (default plugins/)"),
   STRING("spec-dir", NULL, T, "DIR", 1, &mcp_flags.spec_dir, "new: where its spec goes (default spec/)"),
+  /* luamcp install / uninstall CLIENT (lua/mcp/cli_install.lua) */
+  STRING("name", NULL, T, "NAME", 1, &mcp_flags.name,
+         "install: the server's name in the client; pack: the bundle's name (default: the directory's)"),
+  LIST("env", NULL, T, "K=V", &mcp_flags.env, "install: a variable of the server's environment, in the entry"),
+  ENUM("scope", NULL, T, "SCOPE", scopes, 1, &mcp_flags.scope,
+       "install: the client's user-wide file or the project's (where the client has both)"),
+  STRING("config-path", NULL, T, "FILE", 1, &mcp_flags.config_path,
+         "install: the client's file to change, instead of its usual place"),
+  URL("url", NULL, T, "URL", web, &mcp_flags.url, "install: a remote server (Streamable HTTP) instead of this one"),
+  STRING("bearer-env", NULL, T, "VAR", 1, &mcp_flags.bearer_env,
+         "install --url: send Authorization: Bearer with the value of $VAR, read by the client"),
+  BOOL("dry-run", NULL, T, &mcp_flags.dry_run, "install, uninstall: print what would change and change nothing"),
   /* luamcp pack */
-  STRING("name", NULL, T, "NAME", 1, &mcp_flags.pack.name,
-         "pack: the bundle's name (default: the current directory's)"),
   STRING("output", NULL, T, "FILE", 1, &mcp_flags.pack.output, "pack: the bundle's file (default NAME.mcpb; also -o)"),
   STRING("description", NULL, T, "TEXT", 1, &mcp_flags.pack.description, "pack: the bundle's description"),
   STRING("author", NULL, T, "NAME", 1, &mcp_flags.pack.author, "pack: the bundle's author (default $USER)"),
@@ -428,6 +439,8 @@ void mcp_flags_free(void) {
   free(mcp_flags.plugins.v);
   free(mcp_flags.origins.v);
   free(mcp_flags.sandbox.v);
+  free(mcp_flags.env.v);
+  memset(&mcp_flags.env, 0, sizeof mcp_flags.env);
   memset(&mcp_flags.sandbox, 0, sizeof mcp_flags.sandbox);
   memset(&mcp_flags.plugins, 0, sizeof mcp_flags.plugins);
   memset(&mcp_flags.origins, 0, sizeof mcp_flags.origins);

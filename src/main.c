@@ -36,7 +36,7 @@
 
 /* The usage's lines after the synopsis; the flags' lines come from their table (flags.c). */
 static const char usage_head[] =
-  "       luamcp list|call|check|new|path ...   (see luamcp list --help)\n"
+  "       luamcp list|call|check|new|path|pack|install|uninstall ...   (see luamcp list --help)\n"
   "       luamcp registry ...                   server.json for the MCP registry (see luamcp registry --help)\n"
   "\n"
   "Serves the Lua plugins in each DIR (default ./plugins) over MCP on stdio,\n"
@@ -249,7 +249,8 @@ static int load_server(lua_State *Ls) {
 int main(int argc, char **argv) {
   if (argc > 1 && (strcmp(argv[1], "list") == 0 || strcmp(argv[1], "call") == 0 ||
                    strcmp(argv[1], "check") == 0 || strcmp(argv[1], "new") == 0 ||
-                   strcmp(argv[1], "path") == 0 || strcmp(argv[1], "pack") == 0))
+                   strcmp(argv[1], "path") == 0 || strcmp(argv[1], "pack") == 0 ||
+                   strcmp(argv[1], "install") == 0 || strcmp(argv[1], "uninstall") == 0))
     return mcp_cli_main(argc, argv);            /* the plugin author's commands: cli.c */
   if (argc > 1 && strcmp(argv[1], "registry") == 0)
     return mcp_cli_registry_main(argc, argv);   /* server.json for the MCP registry: cli_registry.c */

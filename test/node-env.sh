@@ -5,7 +5,8 @@
 # spec/sdk_spec.lua (v1) and spec/sdk2_spec.lua (v2), through
 # spec/node_helper.lua; spec/client_spec.lua and spec/mount_spec.lua also run
 # the v2 server (@modelcontextprotocol/server) and the reference server
-# (@modelcontextprotocol/server-everything) as upstreams.  (bench/run.sh keeps
+# (@modelcontextprotocol/server-everything) as upstreams; spec/install_clients_spec.lua
+# runs the Claude Code, Codex and Gemini CLIs.  (bench/run.sh keeps
 # its own cache.)
 #
 #   CACHE=$(sh test/node-env.sh) || exit 1
@@ -51,6 +52,12 @@ MCPB_SPEC=@anthropic-ai/mcpb@2
 # server.json against their published JSON Schemas with ajv.
 AJV_SPEC=ajv@8
 AJV_FORMATS_SPEC=ajv-formats@3
+# The clients whose own CLIs read what `luamcp install` writes
+# (spec/install_clients_spec.lua): `claude mcp list`, `codex mcp list`,
+# `gemini mcp list`.  Large (~0.9 GB together): fetched once, like the rest.
+CLAUDE_SPEC=@anthropic-ai/claude-code@2
+CODEX_SPEC=@openai/codex@0
+GEMINI_SPEC=@google/gemini-cli@0
 
 say() { printf 'node-env: %s\n' "$*" >&2; }
 
@@ -76,6 +83,9 @@ cache_complete() {
   case $(version_of "$M/@anthropic-ai/mcpb") in 2.*) ;; *) return 1 ;; esac
   case $(version_of "$M/ajv") in 8.*) ;; *) return 1 ;; esac
   case $(version_of "$M/ajv-formats") in 3.*) ;; *) return 1 ;; esac
+  case $(version_of "$M/@anthropic-ai/claude-code") in 2.*) ;; *) return 1 ;; esac
+  case $(version_of "$M/@openai/codex") in 0.*) ;; *) return 1 ;; esac
+  case $(version_of "$M/@google/gemini-cli") in 0.*) ;; *) return 1 ;; esac
   return 0
 }
 
@@ -86,14 +96,14 @@ do_install() {
     say "(install npm, or set LUAMCP_SKIP_NODE=1 to skip the tests that need them)"
     return 1
   fi
-  say "installing $NODE_SPEC $CONF_SPEC $SDK_SPEC $CLIENT_SPEC $ZOD_SPEC $SERVER_SPEC $EVERYTHING_SPEC $OAUTH_SPEC $OTLP_SPEC $OTEL_SDK_SPEC $OTEL_API_SPEC $MCPB_SPEC $AJV_SPEC $AJV_FORMATS_SPEC into $CACHE"
+  say "installing $NODE_SPEC $CONF_SPEC $SDK_SPEC $CLIENT_SPEC $ZOD_SPEC $SERVER_SPEC $EVERYTHING_SPEC $OAUTH_SPEC $OTLP_SPEC $OTEL_SDK_SPEC $OTEL_API_SPEC $MCPB_SPEC $AJV_SPEC $AJV_FORMATS_SPEC $CLAUDE_SPEC $CODEX_SPEC $GEMINI_SPEC into $CACHE"
   LOG=$CACHE/npm-install.log
   # The cache is not a project: keep npm from walking up to one.
   [ -f "$CACHE/package.json" ] || printf '{ "private": true }\n' >"$CACHE/package.json"
   # Retries kept short: an unreachable registry fails in seconds, not minutes.
   if ! "$NPM" install --prefix "$CACHE" --no-audit --no-fund --no-update-notifier \
          --loglevel=error --fetch-retries=1 --fetch-retry-mintimeout=2000 \
-         --fetch-retry-maxtimeout=5000 --fetch-timeout=120000 "$NODE_SPEC" "$CONF_SPEC" "$SDK_SPEC" "$CLIENT_SPEC" "$ZOD_SPEC" "$SERVER_SPEC" "$EVERYTHING_SPEC" "$OAUTH_SPEC" "$OTLP_SPEC" "$OTEL_SDK_SPEC" "$OTEL_API_SPEC" "$MCPB_SPEC" "$AJV_SPEC" "$AJV_FORMATS_SPEC" >"$LOG" 2>&1; then
+         --fetch-retry-maxtimeout=5000 --fetch-timeout=120000 "$NODE_SPEC" "$CONF_SPEC" "$SDK_SPEC" "$CLIENT_SPEC" "$ZOD_SPEC" "$SERVER_SPEC" "$EVERYTHING_SPEC" "$OAUTH_SPEC" "$OTLP_SPEC" "$OTEL_SDK_SPEC" "$OTEL_API_SPEC" "$MCPB_SPEC" "$AJV_SPEC" "$AJV_FORMATS_SPEC" "$CLAUDE_SPEC" "$CODEX_SPEC" "$GEMINI_SPEC" >"$LOG" 2>&1; then
     say "npm install failed (is the npm registry reachable?); its output:"
     sed 's/^/  npm: /' "$LOG" | tail -n 30 >&2
     say "(set LUAMCP_SKIP_NODE=1 to skip the tests that need Node 22 and the MCP packages)"

@@ -1,9 +1,10 @@
 -- The plugin author's command line (src/cli.c runs it): luamcp list, check,
--- new (cli_new.lua writes its files) and pack (cli_pack.lua), and the
--- request and the output of luamcp call. Each command takes the options
--- table cli.c builds ({dirs = {...}, json =, name =, arguments =, dir =,
--- spec_dir =, config =, pack =}) and returns the exit code and the text for
--- stdout; messages for stderr are written directly.
+-- new (cli_new.lua writes its files), pack (cli_pack.lua), install and
+-- uninstall (cli_install.lua), and the request and the output of luamcp
+-- call. Each command takes the options table cli.c builds ({dirs = {...},
+-- json =, name =, arguments =, dir =, spec_dir =, config =, pack =}) and
+-- returns the exit code and the text for stdout; messages for stderr are
+-- written directly.
 local core = require "mcp.core"
 local load_errors = require "mcp.load_errors"
 local lex = require "mcp.lex"
@@ -591,6 +592,17 @@ end
 
 function M.new(opts)
   return require("mcp.cli_new").new(opts, M)
+end
+
+---------------------------------------------------------------------------
+-- install, uninstall: cli_install.lua
+
+function M.install(opts)
+  return require("mcp.cli_install").run(opts, M)
+end
+
+function M.uninstall(opts)
+  return require("mcp.cli_install").run(opts, M)
 end
 
 return M
