@@ -62,7 +62,7 @@ local ROWS = {
   { "raise_runtime", result = tool_error("attempt to index a nil value (local 't')"),
     log = "returns%.lua:%d+: attempt to index a nil value" },
   { "function", result = tool_error("handler returned a function"),
-    log = "error: tool function: the handler returned a function" },
+    log = "error: tool function %(plugin returns, [^)\n]*returns%.lua:%d+%): the handler returned a function" },
   { "old_rpc", result = tool_error("x"),
     log = "warning: tool old_rpc returned nil, %-32602, message: use mcp.rpc_error for a JSON%-RPC error" },
   -- outputSchema
