@@ -42,9 +42,7 @@ function M.is_rpc_error(v) return rawequal(realmt(v), RPC_ERROR) end
 -- tostring(v) where v may have a __tostring of a plugin's.
 local function guarded_tostring(v)
   local s, why = core.guarded_tostring(v)
-  if s then return s end
-  log("warning", "an error object (a %s): %s", type(v), why)
-  return "(an error object, a " .. type(v) .. ", whose __tostring failed: " .. why .. ")"
+  return s or "(an error object, a " .. type(v) .. ", whose __tostring " .. why .. ")"
 end
 
 -- The text of an error value: a string as is; a table's message, else what
@@ -142,7 +140,8 @@ local function bad_item(i, item)
   local needs = type(ty) == "string" and CONTENT_TYPES[ty]
   if not needs then
     if ty == nil then return at .. " has no type: expected one of " .. TYPE_NAMES end
-    return at .. " has type " .. describe(ty) .. ": expected one of " .. TYPE_NAMES
+    return at .. "'s type is " .. (type(ty) == "string" and '"' .. ty .. '"' or describe(ty)) ..
+           ": expected one of " .. TYPE_NAMES
   end
   for j = 1, #needs, 2 do
     local field, want = needs[j], needs[j + 1]

@@ -15,6 +15,7 @@
 #define GUARD_COUNT 1000            /* instructions between checks */
 
 static uint64_t guard_end;           /* the guarded run's end (nested runs save it) */
+static int guard_over;               /* the hook ended the run */
 
 /* Past its end, the hook raises on every instruction: a pcall inside the
  * __tostring cannot hold the run (the next instruction raises again). */
@@ -22,7 +23,8 @@ static void guard_hook(lua_State *L, lua_Debug *ar) {
   (void)ar;
   if (uv_hrtime() < guard_end) return;
   lua_sethook(L, guard_hook, LUA_MASKCOUNT, 1);
-  lua_pushliteral(L, "its __tostring did not return within 50 ms");
+  guard_over = 1;
+  lua_pushliteral(L, "did not return within 50 ms");
   lua_error(L);
 }
 
@@ -32,10 +34,10 @@ static int tostring_in(lua_State *L) {
 }
 
 /* core.guarded_tostring(v): tostring(v) under the guard: the string; or
- * nil and why not (it ran too long, raised, yielded). */
+ * nil and why not ("did not return within 50 ms", "yielded", "failed: ..."). */
 static int l_guarded_tostring(lua_State *L) {
   uint64_t saved = guard_end;
-  int status, nres = 0;
+  int status, nres = 0, over;
   lua_State *T;
   lua_settop(L, 1);
   T = lua_newthread(L);                                 /* 2: left to the collector */
@@ -43,17 +45,21 @@ static int l_guarded_tostring(lua_State *L) {
   lua_pushvalue(L, 1);
   lua_xmove(L, T, 1);
   guard_end = uv_hrtime() + GUARD_NS;
+  guard_over = 0;
   lua_sethook(T, guard_hook, LUA_MASKCOUNT, GUARD_COUNT);
   status = lua_resume(T, L, 1, &nres);
+  over = guard_over;
   guard_end = saved;
+  guard_over = 0;
   if (status == LUA_OK && nres >= 1 && lua_type(T, -1) == LUA_TSTRING) {
     lua_xmove(T, L, 1);
     return 1;
   }
   lua_pushnil(L);
-  if (status == LUA_YIELD) lua_pushliteral(L, "its __tostring yielded");
-  else if (status != LUA_OK && lua_type(T, -1) == LUA_TSTRING) lua_xmove(T, L, 1);
-  else lua_pushliteral(L, "its __tostring failed");
+  if (over) lua_pushliteral(L, "did not return within 50 ms");
+  else if (status == LUA_YIELD) lua_pushliteral(L, "yielded");
+  else if (status != LUA_OK && lua_type(T, -1) == LUA_TSTRING) lua_pushfstring(L, "failed: %s", lua_tostring(T, -1));
+  else lua_pushliteral(L, "failed");
   return 2;
 }
 
