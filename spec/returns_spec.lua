@@ -302,3 +302,39 @@ for _, name in ipairs { "stdio", "http" } do
     end)
   end)
 end
+
+-- What a middleware returns is read as a handler's result is (server/middleware.lua's shape, chain.c).
+describe("what a middleware returns", function()
+  local c
+  setup(function()
+    c = H.start { plugins = { "spec/fixtures/returns", "spec/fixtures/returns_mw" } }
+    c:initialize()
+  end)
+  teardown(H.cleanup)
+
+  local function ret(code)
+    local resp = c:request("tools/call", { name = "mw_ret", arguments = { code = code } })
+    assert.truthy(c:request("ping").result)
+    return resp
+  end
+
+  it("a metamethod that loops, on its result, its content or its error object, ends the call, not the server", function()
+    assert.are.same({ content = { { type = "text", text = "{}" } }, structuredContent = {} }, ret("return (...)()").result)
+    assert.are.same(text("x"), ret('return { content = (...){ { type = "text", text = "x" } } }').result)
+    assert.are.same(tool_error("content[1] has no type: expected one of text, image, audio, resource_link or resource"),
+                    ret("return { content = { (...)() } }").result)
+    assert.are.same(tool_error(GUARDED), ret("error((...)())").result)
+    assert.are.same(tool_error(GUARDED), ret("return nil, (...)()").result)
+    assert.are.same(text("the tool's"), ret("local _, next, req = ...; local r = next(req); return r, (...)()").result)
+  end)
+
+  it("a req whose params only a metamethod gives is refused by next", function()
+    local resp = ret("local H, next = ...; return next(H())")
+    assert.are.same(tool_error("code:1: bad argument #1 to 'next' (a req with params expected)"), resp.result, H.cjson.encode(resp))
+  end)
+
+  it("a malformed result is the author's mistake, in the author's words", function()
+    assert.are.same(tool_error('content is a string ("oops"): expected a list of content items, such as ' ..
+                               '{ { type = "text", text = "..." } }'), ret('return { content = "oops" }').result)
+  end)
+end)
