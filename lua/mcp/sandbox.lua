@@ -272,7 +272,7 @@ local function guard(fn, st)
     if st and (st.over or sandbox_due(st.name)) then check_kept(st) end
     if r[1] then return table.unpack(r, 2, r.n) end
     local e = r[2]
-    if type(e) ~= "string" and e ~= mcp.CANCELLED and not require("mcp.result").is_rpc_error(e) then
+    if type(e) ~= "string" and not rawequal(e, mcp.CANCELLED) and not require("mcp.result").is_rpc_error(e) then
       e = "(error object is a " .. type(e) .. " value)"
     end
     error(e, 0)

@@ -136,7 +136,7 @@ end
 -- An error raised under next: its position and traceback to the log (as the
 -- core logs a handler's); an mcp.rpc_error, or a cancel's, is no failure.
 local function on_error(err)
-  if err ~= mcp.CANCELLED and not outcome.is_rpc_error(err) and not core.cancelled() then
+  if not rawequal(err, mcp.CANCELLED) and not outcome.is_rpc_error(err) and not core.cancelled() then
     local tool = core.tool()
     log("error", "request failed%s: %s", tool and " (tool " .. tool .. ")" or "",
         debug.traceback(type(err) == "string" and err or outcome.message_of(err), 2))
