@@ -5,10 +5,13 @@ set -e
 # libssl-dev: libcrypto (crypto.c). clang, libfuzzer-14-dev: `make fuzz`.
 # prometheus: spec/metrics_spec.lua scrapes /metrics with it (and promtool).
 # stress: `make flake STRESS=1`. redis-server, libhiredis-dev, haproxy: many
-# instances (--store, deploy/haproxy.cfg).
+# instances (--store, deploy/haproxy.cfg). iproute2: spec/sandbox_dns_spec.lua's
+# network namespace (ip). chromium, fonts-dejavu-core: the console's and MCP
+# Apps' specs drive a real browser (puppeteer-core from npm).
 PKGS="build-essential cmake pkg-config liblua5.4-dev lua5.4 libuv1-dev libjansson-dev \
 libhttp-parser-dev libcurl4-openssl-dev libsqlite3-dev ca-certificates lua-cjson lua-busted lua-luv \
-libssl-dev clang libfuzzer-14-dev prometheus stress redis-server libhiredis-dev haproxy"
+libssl-dev clang libfuzzer-14-dev prometheus stress redis-server libhiredis-dev haproxy iproute2 \
+chromium fonts-dejavu-core"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -228,6 +228,52 @@ describe("luamcp call", function()
     assert_has(r.err, "fixture: wait cleanup")
   end)
 
+  -- OTEL_* (or --config's otel) as the server takes them; a schedule delay
+  -- longer than the run: the spans leave at the exit.
+  it("exports the call's traces like the server, before it exits", function()
+    local O, OH = require "spec.origin", require "spec.otel_helper"
+    local o, dir = O.start(), H.tmpdir()
+    local ok, err = pcall(function()
+      local env = OH.env(o.url .. "/status/200", { OTEL_BSP_SCHEDULE_DELAY = "60000",
+                                                   OTEL_SERVICE_NAME = "cli-svc" })
+      local r = run({ "call", "greet", '{"name": "Ada"}', "--plugins", OK }, { env = env })
+      assert.are.equal(0, r.code, r.err)
+      local s = OH.find(OH.json_spans(o), "tools/call greet")
+      assert(s, "no span exported: " .. #o.requests .. " requests\n" .. r.err)
+      assert.are.equal("greet", OH.attrs(s.attributes)["gen_ai.tool.name"])
+      assert.are.equal("cli-svc", OH.attrs(s.resource.attributes)["service.name"])
+      -- the configuration file's otel = {...}
+      local conf = dir .. "/luamcp.conf"
+      local f = assert(io.open(conf, "w"))
+      f:write(("return { otel = { traces_endpoint = %q, protocol = 'http/json', service_name = 'conf-svc' } }\n")
+        :format(o.url .. "/status/200"))
+      f:close()
+      o.requests = {}
+      r = run({ "call", "greet", '{"name": "Bo"}', "--plugins", OK, "--config", conf })
+      assert.are.equal(0, r.code, r.err)
+      s = OH.find(OH.json_spans(o), "tools/call greet")
+      assert(s, "no span exported with --config\n" .. r.err)
+      assert.are.equal("conf-svc", OH.attrs(s.resource.attributes)["service.name"])
+    end)
+    o:stop()
+    os.execute("rm -rf '" .. dir .. "'")
+    assert(ok, err)
+  end)
+
+  it("exits 2 on arguments that are not a JSON object, with one line that says where", function()
+    for _, case in ipairs {
+      { '{"text": "hi",}', "luamcp: call: arguments are not valid JSON: an object key (a string) expected at " ..
+                           "byte 14 (line 1 column 15)" },
+      { '{"text": ', "luamcp: call: arguments are not valid JSON: a value expected at the end of the text (byte 9)" },
+      { "[1, 2]", "luamcp: call: arguments must be a JSON object, like '{\"text\": \"hi\"}'" },
+    } do
+      local r = run({ "call", "greet", case[1], "--plugins", OK })
+      assert.are.equal(2, r.code, case[1] .. "\n" .. r.err)
+      assert.are.equal("", r.out)
+      assert.are.equal(case[2], r.err)            -- one line: no usage text
+    end
+  end)
+
   it("exits 2 on usage errors", function()
     for _, args in ipairs({
       { "call" },
@@ -418,6 +464,66 @@ return mcp.plugin {
     }, "\n") .. "\n", r.out)
   end)
 
+  it("finds a schema's mistake in the source's tokens: not in a comment or a string that names its keys", function()
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/schema.lua", "w"))
+    f:write([[
+local mcp = require "mcp"
+return mcp.plugin { name = "schema", tools = { mcp.tool {
+  name = "s",
+  description = "properties = { n = { type = 'x' } }",
+  inputSchema = { type = "object", properties = {
+    -- n = the count, type = "integer" once
+    n = { type = "strnig" },
+  } },
+  handler = function() return "x" end } } }
+]])
+    f:close()
+    local r = run({ "check", "--plugins", dir })
+    os.execute("rm -rf '" .. dir .. "'")
+    assert.are.equal(dir .. "/schema.lua:7: tool s: inputSchema.properties.n.type: unknown type strnig " ..
+                     "(known: object, array, string, integer, number, boolean, null)\n" ..
+                     "1 problem (1 plugin, 1 tool, 0 resources, 0 resource templates, 0 prompts)\n", r.out)
+  end)
+
+  it("check, the server and call say each mistake of a declaration once, at its field's line, in source order", function()
+    local dir = H.tmpdir()
+    local f = assert(io.open(dir .. "/two.lua", "w"))
+    -- unknown fields are found in key order (desc before zoom): they are said in the file's
+    f:write([[
+local mcp = require "mcp"
+local t = mcp.tool {
+  name = "two",
+  zoom = 1,
+  handler = function() return "x" end,
+  desc = "-- zoom = 2, in a string",
+}
+return mcp.plugin { name = "two", tools = { t } }
+]])
+    f:close()
+    local want = {
+      dir .. "/two.lua:4: tool two: unknown field zoom",
+      dir .. "/two.lua:6: tool two: unknown field desc (did you mean description?)",
+    }
+    local check = run({ "check", "--plugins", dir })
+    local server = run({ "--plugins", dir })             -- stdin at its end: it stops
+    local call = run({ "call", "two", "--plugins", dir })
+    os.execute("rm -rf '" .. dir .. "'")
+    local function said(text, prefix)
+      local out = {}
+      for l in text:gmatch("[^\n]+") do
+        if l:sub(1, #prefix) == prefix then out[#out + 1] = l:sub(#prefix + 1) end
+      end
+      return out
+    end
+    local lines = said(check.out, "")
+    assert.are.same({ want[1], want[2],
+                      "2 problems (1 plugin, 1 tool, 0 resources, 0 resource templates, 0 prompts)" }, lines)
+    assert.are.same(want, said(server.err, "luamcp: error: plugin not loaded: "))
+    assert.are.same(want, said(call.err, "luamcp: error: plugin not loaded: "))
+    assert.is_nil(server.err:find("traceback", 1, true), server.err)
+  end)
+
   it("luamcp list and call show a refused declaration on stderr, and serve the other plugins", function()
     local dir = H.tmpdir()
     local f = assert(io.open(dir .. "/a_typo.lua", "w"))
@@ -483,10 +589,10 @@ describe("luamcp new", function()
     return s
   end
 
-  it("writes a plugin that check accepts, a spec that passes and a .luarc.json", function()
+  it("writes a plugin that check accepts, a spec that passes, a .busted and a .luarc.json", function()
     local r = run({ "new", "demo" }, { cwd = tmp })
     assert.are.equal(0, r.code, r.err)
-    assert.are.equal("wrote plugins/demo.lua\nwrote spec/demo_spec.lua\nwrote .luarc.json\n" ..
+    assert.are.equal("wrote plugins/demo.lua\nwrote spec/demo_spec.lua\nwrote .busted\nwrote .luarc.json\n" ..
                      "try: luamcp call demo '{\"n\": 5}' --plugins plugins\n", r.out)
     local plugin = read(tmp .. "/plugins/demo.lua")
     assert_has(plugin, 'name = "demo"')
@@ -518,10 +624,55 @@ describe("luamcp new", function()
     assert.are.equal(0, r.code, r.out .. r.err)
     assert_has(r.out, "5 successes / 0 failures / 0 errors")
 
-    -- the spec finds the plugins from its own place: busted may run elsewhere
-    r = run({ busted, tmp .. "/spec/demo_spec.lua" }, { bin = "lua5.4", cwd = "/", env = env, timeout = 60 })
+    -- busted -C: the project's .busted, from elsewhere
+    r = run({ busted, "-C", tmp }, { bin = "lua5.4", cwd = "/", env = env, timeout = 60 })
     assert.are.equal(0, r.code, r.out .. r.err)
     assert_has(r.out, "5 successes / 0 failures / 0 errors")
+  end)
+
+  -- A spec written by hand (guide 8's) requires mcp.test itself: the .busted
+  -- puts it on the path for every spec, loaded before or after the generated
+  -- one (busted loads them by name).
+  it("runs a hand-written spec with plain busted, loaded first or last", function()
+    local r = run({ "new", "demo" }, { cwd = tmp })
+    assert.are.equal(0, r.code, r.err)
+    local hand = 'local T = require "mcp.test"\n' ..
+      'describe("by hand", function()\n' ..
+      '  it("calls", function()\n' ..
+      '    local srv = T.start { plugins = { "plugins" } }\n' ..
+      '    assert.are.equal("counted to 2", T.text(srv:call("demo", { n = 2, delay = 0 })))\n' ..
+      '    srv:stop()\n' ..
+      '  end)\n' ..
+      'end)\n'
+    local busted = uv.fs_stat("/usr/bin/busted") and "/usr/bin/busted" or "busted"
+    local env = { LUAMCP_BIN = H.binary(), LUA_PATH = ";;" }
+    for _, name in ipairs { "a_first_spec.lua", "z_last_spec.lua" } do
+      local f = assert(io.open(tmp .. "/spec/" .. name, "w"))
+      f:write(hand)
+      f:close()
+      r = run({ busted }, { bin = "lua5.4", cwd = tmp, env = env, timeout = 60 })
+      assert.are.equal(0, r.code, name .. "\n" .. r.out .. r.err)
+      assert_has(r.out, "6 successes / 0 failures / 0 errors")
+      os.remove(tmp .. "/spec/" .. name)
+    end
+  end)
+
+  it("keeps a .busted that exists, and says what it lacks", function()
+    local f = assert(io.open(tmp .. "/.busted", "w"))
+    f:write("return {}\n")
+    f:close()
+    local r = run({ "new", "demo" }, { cwd = tmp })
+    assert.are.equal(0, r.code, r.err)
+    assert_has(r.out, "wrote spec/demo_spec.lua\nkept .busted (it exists; for mcp.test its lpath needs " ..
+               assert(uv.fs_realpath(H.root .. "/lua")) .. "/?.lua)\n")
+    assert.are.equal("return {}\n", read(tmp .. "/.busted"))
+    os.remove(tmp .. "/.busted")
+    -- ours, made for another spec directory
+    r = run({ "new", "other", "--spec-dir", "test" }, { cwd = tmp })
+    assert.are.equal(0, r.code, r.err)
+    assert_has(r.out, "wrote .busted\n")
+    r = run({ "new", "third" }, { cwd = tmp })
+    assert_has(r.out, 'kept .busted (it exists; add "spec" to its ROOT for busted to run spec)\n')
   end)
 
   it("keeps a .luarc.json that exists, and says where the annotations are", function()
@@ -530,7 +681,7 @@ describe("luamcp new", function()
     f:close()
     local r = run({ "new", "demo" }, { cwd = tmp })
     assert.are.equal(0, r.code, r.err)
-    assert_has(r.out, "wrote spec/demo_spec.lua\nkept .luarc.json (it exists; the annotations of mcp are in " ..
+    assert_has(r.out, "wrote .busted\nkept .luarc.json (it exists; the annotations of mcp are in " ..
                assert(uv.fs_realpath(H.root .. "/types")) .. ")\n")
     assert.are.equal("{}\n", read(tmp .. "/.luarc.json"))
   end)
@@ -540,7 +691,7 @@ describe("luamcp new", function()
     assert(uv.fs_symlink(H.root .. "/lua/mcp", tmp .. "/lua/mcp"))
     local r = run({ "new", "demo" }, { cwd = tmp, env = { LUAMCP_LUA_DIR = tmp .. "/lua" } })
     assert.are.equal(0, r.code, r.err)
-    assert.are.equal("wrote plugins/demo.lua\nwrote spec/demo_spec.lua\n" ..
+    assert.are.equal("wrote plugins/demo.lua\nwrote spec/demo_spec.lua\nwrote .busted\n" ..
                      "try: luamcp call demo '{\"n\": 5}' --plugins plugins\n", r.out)
     assert_has(r.err, "luamcp: new: .luarc.json not written: no LuaLS annotations: " .. tmp ..
                "/lua/../types: no such file or directory")

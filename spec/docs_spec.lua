@@ -1,5 +1,7 @@
 -- Every Lua example of docs/guide (and README.md) runs against the real
--- binary and gives the output written beside it, so the docs cannot drift.
+-- binary and gives the output written beside it, and every shell transcript
+-- (`$ luamcp ...` and the output below it) prints what the page shows, so
+-- the docs cannot drift.
 -- The format of the expectations is in spec/README.md ("docs_spec.lua").
 local H = require "spec.helper"
 local cjson = require "cjson"
@@ -100,6 +102,32 @@ local function examples(path)
     end
   end
   assert(not pending, path .. ": a call without -> and no json block after it")
+  return list
+end
+
+-- The shell transcripts of one file: each `$ COMMAND` line of a ```sh block
+-- with the output shown below it (up to the next `$` line), and the Lua
+-- example above it ({cmd =, want = {lines}, line =, after = example}).
+local function transcripts(path)
+  local list, last = {}, nil
+  local lua_blocks = {}
+  for _, ex in ipairs(examples(path)) do lua_blocks[ex.line] = ex end
+  for _, it in ipairs(scan(path)) do
+    if it.kind == "code" and it.lang == "lua" then
+      last = lua_blocks[it.line] or last
+    elseif it.kind == "code" and it.lang == "sh" and it.text:find("^%$ ") then
+      local cur
+      for k, l in ipairs(it.lines) do
+        local cmd = l:match("^%$ (.*)$")
+        if cmd then
+          cur = { cmd = cmd, want = {}, line = it.line + k, after = last }
+          list[#list + 1] = cur
+        else
+          cur.want[#cur.want + 1] = l
+        end
+      end
+    end
+  end
   return list
 end
 
@@ -314,13 +342,61 @@ local function run_busted(ex, files)
   tmpdirs[#tmpdirs + 1] = dir
   for name, text in pairs(files) do write(dir .. "/" .. name, text) end
   write(dir .. "/spec/example_spec.lua", ex.text)
-  local cmd = ("cd '%s' && LUAMCP_BIN='%s' LUA_PATH='%s/lua/?.lua;;' lua5.4 $(command -v busted) -o TAP spec 2>&1")
-    :format(dir, H.binary(), H.root)
+  -- in a project `luamcp new` made (its .busted finds mcp.test), with plain busted
+  local cmd = ("cd '%s' && export LUAMCP_BIN='%s' LUA_PATH=';;' && \"$LUAMCP_BIN\" new project >/dev/null && "
+               .. "lua5.4 $(command -v busted) -o TAP 2>&1"):format(dir, H.binary())
   local p = assert(io.popen(cmd))
   local out = p:read("a")
   local ok = p:close()
   assert(ok, ex.path .. ":" .. ex.line .. ": the spec failed:\n" .. out)
   assert(out:find("\nok ", 1, true) or out:find("^ok "), ex.path .. ":" .. ex.line .. ": no test ran:\n" .. out)
+end
+
+-- Shown output lines against the printed ones: a line `...` stands for any
+-- lines (none too), and a line may hold `...` for any text (str_match).
+local function lines_match(want, wi, got, gi)
+  if wi > #want then return gi > #got end
+  if want[wi] == "..." then
+    for g = gi, #got + 1 do
+      if lines_match(want, wi + 1, got, g) then return true end
+    end
+    return false
+  end
+  return gi <= #got and str_match(want[wi], got[gi]) and lines_match(want, wi + 1, got, gi + 1)
+end
+
+-- A transcript's command, as a shell runs it with its output on the page:
+-- `build/luamcp` is the binary under test in the source tree; `luamcp` is
+-- on PATH, in a directory holding the page's files and the plugin example
+-- above the command as plugins/example.lua.
+local function run_transcript(page, t, files)
+  local at = page .. ":" .. t.line
+  local dir, cmd = H.root, t.cmd
+  if cmd:find("^build/luamcp ") then
+    cmd = "'" .. H.binary() .. "'" .. cmd:sub(#"build/luamcp" + 1)
+  else
+    assert(cmd:find("^luamcp "), at .. ": a transcript's command is luamcp or build/luamcp: " .. cmd)
+    local ex = t.after
+    assert(ex and (kind(ex) == "plugin" or kind(ex) == "handler"), at .. ": no plugin example above it")
+    dir = H.tmpdir()
+    tmpdirs[#tmpdirs + 1] = dir
+    for name, text in pairs(files) do write(dir .. "/" .. name, text) end
+    local src = ex.text
+    if kind(ex) == "handler" then src = handler_plugin(pre_value(ex, "handler")[1], ex.text) end
+    write(dir .. "/plugins/example.lua", src)
+  end
+  local path = H.binary():match("^(.*)/[^/]*$") .. ":" .. (os.getenv("PATH") or "")
+  local p = assert(io.popen(("cd '%s' && PATH='%s' sh -c '%s' 2>&1 </dev/null")
+    :format(dir, path, (cmd:gsub("'", "'\\''")))))
+  local out = p:read("a")
+  p:close()
+  local got = {}
+  for l in out:gmatch("([^\n]*)\n") do got[#got + 1] = l end
+  local want = {}
+  for _, l in ipairs(t.want) do want[#want + 1] = l end
+  while want[#want] == "" do want[#want] = nil end
+  assert(lines_match(want, 1, got, 1), ("%s: $ %s\nthe page shows:\n%s\nit prints:\n%s")
+    :format(at, t.cmd, table.concat(want, "\n"), out))
 end
 
 local function compiles(ex, text)
@@ -382,6 +458,22 @@ describe("docs", function()
                 .. "<!-- fragment --> or <!-- file: PATH --> before it")
         end)
       end
+    end
+  end
+
+  local all_pages = { "README.md" }
+  for _, dir in ipairs { "docs/guide", "docs/reference", "docs/operations", "docs/development" } do
+    for _, p in ipairs(docs(dir)) do all_pages[#all_pages + 1] = p end
+  end
+  for _, page in ipairs(all_pages) do
+    local files = {}
+    for _, ex in ipairs(examples(page)) do
+      if kind(ex) == "file" then files[pre_value(ex, "file")[1]] = ex.text end
+    end
+    for _, t in ipairs(transcripts(page)) do
+      it(("%s:%d prints what the page shows"):format(page, t.line), function()
+        run_transcript(page, t, files)
+      end)
     end
   end
 

@@ -3,7 +3,8 @@
 -- is found relative to the binary), serves its example plugins, and gives
 -- `luamcp new` + busted what they need on PATH and LUA_PATH; make deb's
 -- package (CPack) holds the same tree and depends on runtime libraries only.
--- `luamcp new` + busted work under any prefix, the tree moved or not.
+-- `luamcp new` + busted work under any prefix, the tree moved or not, for
+-- the generated spec and guide 8's, whatever order busted loads them in.
 local H = require "spec.helper"
 local uv = require "luv"
 
@@ -20,6 +21,21 @@ local function sh(cmd)
 end
 
 local function exists(path) return uv.fs_stat(path) ~= nil end
+
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+-- docs/guide/08-testing.md's plugin (plugins/count.lua) and its spec.
+local function guide8()
+  local f = assert(io.open(H.root .. "/docs/guide/08-testing.md"))
+  local page = f:read("a")
+  f:close()
+  return assert(page:match("<!%-%- file: plugins/count.lua %-%->\n```lua\n(.-)```")),
+         assert(page:match("<!%-%- busted %-%->\n```lua\n(.-)```"))
+end
 
 if not exists(BUILD .. "/cmake_install.cmake") then
   pending("LUAMCP_BIN is not in a CMake build directory: nothing to install")
@@ -93,9 +109,9 @@ describe("install", function()
     assert.are.equal(moved .. "/bin/luamcp\n" .. moved .. "/share/lua/5.4/mcp/test.lua\n", out)
   end)
 
-  -- Under a prefix lua5.4 does not search, with only PATH set: the spec
-  -- luamcp new writes finds mcp.test through `luamcp path`, and its
-  -- .luarc.json names the installed annotations.
+  -- Under a prefix lua5.4 does not search, with only PATH set: the .busted
+  -- luamcp new writes puts mcp.test (`luamcp path`) on every spec's path,
+  -- and its .luarc.json names the installed annotations.
   for _, prefix in ipairs { "/opt/luamcp", "/home/someone/.local" } do
     it("luamcp new + busted work with luamcp installed under " .. prefix .. " and moved", function()
       local moved = install_moved(prefix)
@@ -110,13 +126,23 @@ describe("install", function()
       code, out = sh(("cd %s && %s luamcp new weather && %s timeout 120 lua5.4 %s")
         :format(q(tmp .. "/project"), env, env, busted))
       assert.are.equal(0, code, out)
-      assert.truthy(out:find("wrote spec/weather_spec.lua\nwrote .luarc.json\n", 1, true), out)
+      assert.truthy(out:find("wrote spec/weather_spec.lua\nwrote .busted\nwrote .luarc.json\n", 1, true), out)
       assert.truthy(out:find("5 successes / 0 failures / 0 errors", 1, true), out)
-      -- busted from elsewhere: the spec finds its plugins and mcp.test all the same
-      code, out = sh(("cd / && %s timeout 120 lua5.4 %s %s")
-        :format(env, busted, q(tmp .. "/project/spec/weather_spec.lua")))
+      -- busted from elsewhere: the project's .busted all the same
+      code, out = sh(("cd / && %s timeout 120 lua5.4 %s -C %s")
+        :format(env, busted, q(tmp .. "/project")))
       assert.are.equal(0, code, out)
       assert.truthy(out:find("5 successes / 0 failures / 0 errors", 1, true), out)
+      -- guide 8's plugin and spec as written, its spec loaded before the generated one and after
+      local plugin, spec = guide8()
+      write(tmp .. "/project/plugins/count.lua", plugin)
+      for _, name in ipairs { "count_spec.lua", "zcount_spec.lua" } do
+        write(tmp .. "/project/spec/" .. name, spec)
+        code, out = sh(("cd %s && %s timeout 120 lua5.4 %s"):format(q(tmp .. "/project"), env, busted))
+        assert.are.equal(0, code, name .. "\n" .. out)
+        assert.truthy(out:find("9 successes / 0 failures / 0 errors", 1, true), name .. "\n" .. out)
+        os.remove(tmp .. "/project/spec/" .. name)
+      end
 
       local f = assert(io.open(tmp .. "/project/.luarc.json"))
       local luarc = require("cjson").decode(f:read("a"))

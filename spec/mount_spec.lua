@@ -5,6 +5,8 @@
 -- The mounting plugins are written into a temporary directory per test.
 local H = require "spec.helper"
 local N = require "spec.node_helper"
+local O = require "spec.origin"
+local OH = require "spec.otel_helper"
 local uv, cjson = H.uv, H.cjson
 
 local UP = H.fixtures .. "/upstream"
@@ -415,5 +417,44 @@ describe("mount of @modelcontextprotocol/server-everything", function()
     local read = c:request("resources/read", { uri = "demo://resource/dynamic/text/1" })
     assert(read.result, cjson.encode(read))
     assert.is_true(#read.result.contents >= 1)
+  end)
+
+  -- it does not speak 2026-07-28: server/discover gets -32601, then initialize
+  it("traced: its refused server/discover is the expected fallback, not an error span", function()
+    local o = O.start()
+    finally(function() o:stop() end)
+    local everything = ENV.cache .. "/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+    local port = H.free_port()
+    local c = H.start { plugins = { gateway_dir({ ENV.node, everything, "stdio" }, 'prefix = "ev_"') },
+                        args = { "--metrics", "127.0.0.1:" .. port }, env = OH.env(o.url .. "/status/200") }
+    c:initialize()
+    assert.is_table(c:request("tools/list", {}).result)
+    local spans
+    H.poll_until(function()
+      spans = OH.json_spans(o)
+      return OH.find(spans, "tools/list") and OH.find(spans, "initialize") and OH.find(spans, "server/discover")
+    end, 10)
+    local discover = assert(OH.find(spans, "server/discover"), "no server/discover span")
+    local init = assert(OH.find(spans, "initialize"), "no initialize span")
+    local a = OH.attrs(discover.attributes)
+    assert.are.equal(0, discover.status.code or 0, discover.status.message)
+    assert.is_nil(a["error.type"])
+    assert.are.equal("-32601", a["rpc.response.status_code"])
+    local ev = assert(OH.event(discover, "fallback"), "no fallback event")
+    assert.are.equal("initialize", OH.attrs(ev.attributes)["fallback.to"])
+    assert.matches("Method not found", OH.attrs(ev.attributes).reason)
+    -- one discover, then one initialize: no retry
+    local n = 0
+    for _, s in ipairs(spans) do
+      if s.name == "server/discover" or s.name == "initialize" then n = n + 1 end
+      assert.are_not.equal(2, s.status.code or 0, s.name .. " is in error")
+    end
+    assert.are.equal(2, n)
+    assert.is_true(tonumber(init.startTimeUnixNano) >= tonumber(discover.endTimeUnixNano))
+    local text = H.metrics(port)
+    assert.truthy(text:find('mcp_client_operation_duration_seconds_count{mcp_method_name="server/discover",'
+                            .. 'gen_ai_tool_name="",error_type=""} 1', 1, true), text)
+    assert.is_nil(text:find('luamcp_upstream_requests_total{outcome="error"} [1-9]'), text)
+    c:close()
   end)
 end)

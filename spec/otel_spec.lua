@@ -270,6 +270,49 @@ describe("traces", function()
     assert.is_true(H.now() - t0 < 4, "shutdown took " .. (H.now() - t0) .. " s")
   end)
 
+  -- a stdio read hands the server hundreds of calls at once: a burst in one
+  -- write finishes thousands of spans before the first export is answered
+  it("lose none of a pipelined burst of 10,000 calls at the default settings", function()
+    local N, port = 10000, H.free_port()
+    local c = H.session{ args = { "--metrics", "127.0.0.1:" .. port },
+                         env = env_for(o.url .. "/status/200", { OTEL_BSP_SCHEDULE_DELAY = "5000" }) }
+    local lines = {}
+    for i = 1, N do
+      lines[i] = '{"jsonrpc":"2.0","id":' .. i .. ',"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}\n'
+    end
+    c:send(table.concat(lines))
+    assert.truthy(H.run_until(function() return #c.inbox >= N end, 60), "answered " .. #c.inbox)
+    local text = metrics(port)
+    assert.are.equal("0", text:match('luamcp_otel_spans_total{outcome="dropped"} (%d+)'), text)
+    assert.are.equal(0, c:close(30))            -- the last 272 leave at shutdown
+    local received = 0
+    for _, r in ipairs(OH.posts(o)) do received = received + select(2, r.body:gsub('"spanId":', "")) end
+    assert.are.equal(N, received)
+    assert.are.equal(0, c:count_stderr("dropped", true))
+    -- the collector's answer is not written to the log (a line without its end, in err_buf)
+    assert.is_nil((table.concat(c.stderr, "\n") .. c.err_buf):find("status 200", 1, true))
+  end)
+
+  it("log how many spans a small queue dropped, why, and the setting to raise", function()
+    local port = H.free_port()
+    local c = H.session{ args = { "--metrics", "127.0.0.1:" .. port },
+                         env = env_for(o.url .. "/silent", { OTEL_BSP_MAX_QUEUE_SIZE = "20",
+                                                             OTEL_EXPORTER_OTLP_TIMEOUT = "30000" }) }
+    for i = 1, 200 do
+      c:send{ jsonrpc = "2.0", id = i, method = "tools/call", params = { name = "echo", arguments = { text = "x" } } }
+    end
+    for i = 1, 200 do assert.truthy(c:take(function(m) return m.id == i end)) end
+    c:expect_stderr("warning: otel: 1 span dropped: the export queue was full %(max_queue_size 20%); the collector at "
+                    .. H.esc(o.url) .. "/silent did not keep up %-%- raise OTEL_BSP_MAX_QUEUE_SIZE")
+    local dropped = tonumber(metrics(port):match('luamcp_otel_spans_total{outcome="dropped"} (%d+)'))
+    assert.is_true(dropped > 100, dropped)
+    assert.are.equal(0, c:close(30))          -- two seconds for the export in flight, then none left
+    assert.is_true(c:count_stderr("dropped", true) <= 3)    -- rate-limited, not a line a span: the rest at close
+    local told = 0
+    for _, l in ipairs(c.stderr) do told = told + tonumber(l:match("otel: (%d+) spans? dropped") or 0) end
+    assert.are.equal(dropped, told)
+  end)
+
   it("have the semantic conventions' duration histograms in /metrics, traced or not", function()
     local port = H.free_port()
     local conn = { command = { H.binary(), "--plugins", H.fixtures .. "/upstream" }, name = "up" }

@@ -53,9 +53,11 @@ return mcp.plugin { name = "fine", tools = { mcp.tool {
 ]])
     local c = H.session{ plugins = { dir } }
     local p = dir .. "/typo.lua:"
-    c:expect_stderr("plugin not loaded: " .. p .. "2: tool typo: unknown field input_schema " ..
-                    "(did you mean inputSchema?)", 5, { plain = true })
-    c:expect_stderr(p .. "8: resource x://y: unknown field mime (did you mean mimeType?)", 5, { plain = true })
+    local _, first = c:expect_stderr("plugin not loaded: " .. p .. "3: tool typo: unknown field input_schema " ..
+                                     "(did you mean inputSchema?)", 5, { plain = true })
+    local _, second = c:expect_stderr("plugin not loaded: " .. p .. "8: resource x://y: unknown field mime " ..
+                                      "(did you mean mimeType?)", 5, { plain = true })
+    assert(second == first + 1, c:stderr_text())          -- one log line each, in source order
     local names = {}
     for _, t in ipairs(c:request("tools/list", {}).result.tools) do names[#names + 1] = t.name end
     assert.are.same({ "fine" }, names)

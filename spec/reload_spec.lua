@@ -121,8 +121,56 @@ describe("hot reload", function()
     assert(m, c:stderr_text())
     assert.are.equal("error", m.params.level)
     assert.truthy(m.params.data:find("a.lua:3:", 1, true), m.params.data)
-    c:expect_stderr("reload: " .. dir .. "/a.lua:3:", 5, { plain = true })
+    c:expect_stderr("plugin not reloaded: " .. dir .. "/a.lua:3:", 5, { plain = true })
     assert.are.equal("good", H.text(c:call("ver")))
+  end)
+
+  it("a reload is logged as one, with the tools added, removed and changed", function()
+    local dir = plugin_dir()
+    local function notes(tools)
+      local out = { 'local mcp = require "mcp"\nreturn mcp.plugin { name = "notes", tools = {' }
+      for _, t in ipairs(tools) do
+        out[#out + 1] = ('  mcp.tool { name = %q, description = %q, handler = function() return %q end },')
+          :format(t[1], t[2], t[3] or "x")
+      end
+      out[#out + 1] = "} }\n"
+      return table.concat(out, "\n")
+    end
+    write(dir .. "/notes.lua", notes { { "search", "finds" }, { "old", "old" } })
+    local c = session(dir)
+    c:expect_stderr("loaded plugin notes from " .. dir .. "/notes.lua (2 tools, 0 resources, 0 prompts)", 5,
+                    { plain = true })
+    write(dir .. "/notes.lua", notes { { "search", "finds notes" }, { "add", "adds" } })
+    c:expect_stderr("reloaded plugin notes from " .. dir .. "/notes.lua: tools +add -old ~search", 5, { plain = true })
+    write(dir .. "/notes.lua", notes { { "search", "finds notes", "y" }, { "add", "adds", "y" } })
+    c:expect_stderr("reloaded plugin notes from " .. dir .. "/notes.lua: no tool, resource or prompt changed", 5,
+                    { plain = true })
+    assert.are.equal(1, c:count_stderr("info: loaded plugin notes", true), c:stderr_text())
+    assert.are.equal("y", H.text(c:call("add")))
+  end)
+
+  it("a load error is one line, file:line: message, at the first load and on reload", function()
+    local dir = plugin_dir()
+    write(dir .. "/a.lua", tool_plugin("a", "ver", "return 'good'"))
+    write(dir .. "/b.lua", 'local mcp = require "mcp"\n\nerror("no position", 0)\n')
+    local port = H.free_port()
+    local c = session(dir, { "--metrics", "127.0.0.1:" .. port })
+    c:expect_stderr("plugin not loaded: " .. dir .. "/b.lua:3: no position", 5, { plain = true })
+    write(dir .. "/a.lua", "local mcp = require 'mcp'\nlocal t\nt.x = mcp.tool { name = 'ver', nmae = 1, handler = print }\n")
+    local _, first = c:expect_stderr("plugin not reloaded: " .. dir .. "/a.lua:3: tool ver: unknown field nmae " ..
+                                     "(did you mean name?)", 5, { plain = true })
+    local _, second = c:expect_stderr("plugin not reloaded: " .. dir .. "/a.lua:3: attempt to index a nil value " ..
+                                      "(local 't')", 5, { plain = true })
+    assert.are.equal(first + 1, second, c:stderr_text())
+    local p = io.popen("curl -s --max-time 5 http://127.0.0.1:" .. port .. "/metrics")
+    local text = p:read("a")
+    p:close()                                      -- two files failed (a and b, again), not three lines
+    assert.matches('luamcp_plugin_reloads_total{outcome="failed"} 2\n', text, 1, true)
+    for _, l in ipairs(c.stderr) do
+      assert(not l:find("traceback", 1, true) and not l:find("lua/mcp/", 1, true) and l:find("^luamcp: "),
+             c:stderr_text())
+    end
+    assert.are.equal("good", H.text(c:call("ver")))                -- the last good version goes on
   end)
 
   it("an edit that raises at load, or declares a tool another plugin has, is kept out", function()

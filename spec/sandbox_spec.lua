@@ -374,6 +374,12 @@ describe("sandbox", function()
       assert.matches("| denied", out, 1, true)
       unharmed()
     end)
+    it("cannot reach a name not granted: refused by the name, before DNS (spec/sandbox_dns_spec.lua)", function()
+      local out = run "local ctx = ...; return ctx:http{ url = 'http://DATA.example.com/' }"
+      assert.equal('ok: nil | sandbox: evil may not reach data.example.com:80 (grant http = {"data.example.com:80"}): '
+                   .. 'not granted, not resolved | denied', out)
+      unharmed()
+    end)
     it("cannot reach the cloud metadata address", function()
       local out = run "local ctx = ...; return ctx:http{ url = 'http://169.254.169.254/latest/meta-data/', timeout = 2 }"
       assert.matches("sandbox: evil may not reach 169.254.169.254:80", out, 1, true)
@@ -500,7 +506,7 @@ describe("sandbox", function()
   end)
 
   -- memory_mb = 8 for evil: what it keeps across calls is measured each 2 MB
-  -- it grows (src/lua/sandbox_mem.c); over 8 MB it is loaded afresh.
+  -- its code allocates (src/lua/sandbox_mem.c); over 8 MB it is loaded afresh.
   describe("memory kept across calls", function()
     local function heap() return tonumber(H.text(c:call("heap"))) end
 
@@ -585,6 +591,21 @@ describe("sandbox", function()
           rawset(held, #held + 1, ('%08d'):format(#held):rep(1 << 17))
           return #held]]
       end)
+    end)
+    it("likewise when each of its calls is ended by its CPU limit (its guard never measures)", function()
+      local code = "keep = keep or {}; keep[#keep + 1] = ('%08d'):format(#keep):rep(1 << 17); while true do end"
+      local resets = H.stderr_counter(c, "sandbox: plugin evil over its memory limit: loaded afresh")
+      local calls = 0
+      repeat
+        calls = calls + 1
+        local res = raw(code)
+        assert.matches("passed its CPU limit (cpu_ms = 300)", res.content[1].text, 1, true)
+      until H.poll_until(function() return resets() == 1 end, 0.2) or calls == 12
+      assert.equal(1, resets())
+      assert.is_true(calls >= 8 and calls <= 10, calls .. " MB kept")   -- over memory_mb, within a step
+      c:expect_stderr("warning: evil: sandbox: plugin evil holds ", 10, { plain = true })
+      assert.equal("ok: true", run "return keep == nil")
+      unharmed()
     end)
     it("a reset loads that plugin again and nothing else (no edit on disk is taken up without --watch)", function()
       write(tmp .. "/untrusted/later.lua", [[
@@ -807,6 +828,45 @@ return mcp.plugin { name = "weather", tools = { mcp.tool { name = "forecast", de
       assert.matches(w .. ':7: sandbox: weather uses read /srv/docs/a.txt, not granted (grant read = {"/srv/docs/a.txt"})',
                      out, 1, true)
     end)
+    it("reads the source's tokens: strings and comments use nothing; each use once, at its line", function()
+      write(tmp .. "/untrusted/words.lua", [==[
+local mcp = require "mcp"
+-- io.open and os.execute in a comment
+--[[ a long comment: dofile("x"), ctx:http { url = "http://evil.example/" }
+]]
+local note = [=[ os.execute("rm -rf /") ]=]
+local f = io.open("/etc/passwd")
+return mcp.plugin { name = "words", tools = { mcp.tool { name = "words",
+  description = "Reads /etc/passwd with io.open, like os.getenv('HOME')",
+  handler = function(args, ctx)
+    local a = io .open("/x")
+    local b = io["popen"]
+    local c = _ENV.debug.getinfo(1)
+    local d = _G["os"]["execute"]
+    local e = ctx:http {
+      method = "GET",
+      url = "https://api.other:8443/x",
+    }
+    return "x"
+  end } } }
+]==])
+      local p = io.popen("cd '" .. tmp .. "' && '" .. H.binary() .. "' check --config luamcp.conf 2>/dev/null")
+      local out = p:read("a")
+      p:close()
+      os.remove(tmp .. "/untrusted/words.lua")
+      local w, said = tmp .. "/untrusted/words.lua:", {}
+      for l in out:gmatch("[^\n]+") do
+        if l:sub(1, #w) == w then said[#said + 1] = l:sub(#w + 1) end
+      end
+      assert.are.same({
+        "6: sandbox: io is not available to a sandboxed plugin",     -- once: not again as the load's error
+        "10: sandbox: io is not available to a sandboxed plugin",
+        "11: sandbox: io is not available to a sandboxed plugin",
+        "12: sandbox: debug is not available to a sandboxed plugin",
+        "13: sandbox: os.execute is not available to a sandboxed plugin",
+        '16: sandbox: words uses http api.other:8443, not granted (grant http = {"api.other:8443"})',
+      }, said)
+    end)
   end)
 
   describe("hot reload", function()
@@ -846,11 +906,61 @@ return mcp.plugin { name = "fresh", tools = { mcp.tool { name = "fresh_tool", de
       start { "--metrics", "127.0.0.1:" .. metrics_port }
       run "local ctx = ...; return ctx:read_file('/etc/passwd')"
       run "return os.getenv('HOME')"
+      run "local ctx = ...; return ctx:http{ url = 'http://DATA.example.com/' }"
       local p = io.popen("curl -s --max-time 5 http://127.0.0.1:" .. metrics_port .. "/metrics")
       local text = p:read("a")
       p:close()
       assert.matches('luamcp_sandbox_denied_total{plugin="evil",capability="read"} 1', text, 1, true)
       assert.matches('luamcp_sandbox_denied_total{plugin="evil",capability="env"} 1', text, 1, true)
+      assert.matches('luamcp_sandbox_denied_total{plugin="evil",capability="http"} 1', text, 1, true)
+      assert.matches('luamcp_outbound_http_requests_total{outcome="error"} 1', text, 1, true)   -- refused, not cancelled
     end)
+  end)
+end)
+
+-- The issue 28 case: a plugin under the default memory_mb (16, a step of
+-- 4 MB) keeping 6 MB more a call, with as much garbage again (freed in its
+-- later calls: that garbage, counted before a measure and freed after it,
+-- once hid the growth, up to 24 and 30 MB kept). Each third call brings it
+-- to 18 MB, over 16 and inside 16 and a step: that call ends naming the
+-- limit and the plugin is loaded afresh, the next call finding it empty.
+describe("memory kept across calls at the default memory_mb", function()
+  local tmp2, s, port
+  before_each(function()
+    tmp2 = H.tmpdir()
+    port = H.free_port()
+    write(tmp2 .. "/luamcp.conf", ("return { sandbox = { dirs = { %q } } }\n"):format(FIX .. "/kept"))
+    s = H.session { no_plugins = true, args = { "--config", tmp2 .. "/luamcp.conf", "--metrics", "127.0.0.1:" .. port } }
+  end)
+  after_each(H.cleanup)
+
+  local function held_to_the_limit(tool)
+    local resets = H.stderr_counter(s, "sandbox: plugin hog over its memory limit: loaded afresh")
+    for call = 1, 9 do
+      local res = s:call(tool, {}, { timeout = 20 }).result
+      assert.truthy(res, "call " .. call .. ": no result")
+      if call % 3 == 0 then
+        assert.is_true(res.isError, "call " .. call .. " not ended, keeping " .. res.content[1].text .. " pieces")
+        local mb = tonumber(res.content[1].text:match(
+          "^sandbox: plugin hog holds ([%d.]+) MB, over its memory limit %(memory_mb = 16%)$"))
+        assert.truthy(mb, res.content[1].text)
+        assert.is_true(mb > 16 and mb <= 20, mb .. " MB")            -- memory_mb and a step at most
+        s:expect_stderr("warning: hog: sandbox: plugin hog holds " .. res.content[1].text:match("[%d.]+ MB")
+                        .. ", over its memory limit (memory_mb = 16): it is loaded afresh", 10, { plain = true })
+        assert.is_true(H.poll_until(function() return resets() == call // 3 end, 10), "reset " .. resets())
+      else
+        assert.is_nil(res.isError, res.content[1].text)
+        assert.equal(tostring(call % 3), res.content[1].text)         -- after a reset: from none again
+      end
+    end
+    assert.matches('luamcp_sandbox_denied_total{plugin="hog",capability="memory_mb"} 3', H.metrics(port), 1, true)
+    assert.truthy(s:request("ping").result)
+  end
+
+  it("a plugin keeping 6 MB more a call in one string is reset at the call that passes memory_mb", function()
+    held_to_the_limit("keep_big")
+  end)
+  it("likewise in 6,000 strings of 1 KB a call", function()
+    held_to_the_limit("keep_small")
   end)
 end)

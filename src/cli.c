@@ -6,6 +6,7 @@
  * request table, the state machine and the scheduler run as they do for a
  * client; the loop runs until the call is gone. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include "httpc.h"
 #include "op.h"
 #include "json.h"
+#include "otel.h"
 #include "libdir.h"
 #include "lmcp.h"
 #include "log.h"
@@ -47,8 +49,9 @@ static const char usage_head[] =
   "  call   run one tool in-process and print its result (Ctrl-C cancels it,\n"
   "         a second Ctrl-C aborts it); exit 0, 1 on an error result, 130 if interrupted\n"
   "  check  load every plugin and report problems as file:line: message\n"
-  "  new    write DIR/NAME.lua (default plugins/), SPEC-DIR/NAME_spec.lua (default spec/)\n"
-  "         and .luarc.json (the LuaLS annotations of the API) unless it exists\n"
+  "  new    write DIR/NAME.lua (default plugins/), SPEC-DIR/NAME_spec.lua (default spec/),\n"
+  "         .busted (mcp.test on the specs' path) and .luarc.json (the LuaLS annotations\n"
+  "         of the API) unless they exist\n"
   "  path   the directory of luamcp's Lua library (mcp.test is there), of its LuaLS\n"
   "         annotations, or of its example plugins\n"
   "The server's flags below apply as they do to the server; --config FILE: the server's\n"
@@ -86,7 +89,7 @@ static int parse_args(int argc, char **argv, const mcp_conffile *conf, cli_opts 
   int min = 0, max = 0;                 /* positional arguments */
   o->cmd = argv[1];
   o->log_level = -1;
-  if ((r = mcp_flags_apply_file(conf, MCP_FLAG_TOOLS, argc, argv, 2)) != 0) return r;
+  if ((r = mcp_flags_apply_file(conf, MCP_FLAG_TOOLS | MCP_FLAG_FILE, argc, argv, 2)) != 0) return r;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int takes = mcp_flag_takes_value(a);
@@ -209,18 +212,19 @@ static void push_opts(lua_State *L, const cli_opts *o) {
   if (mcp_flags.config) lua_pushstring(L, mcp_flags.config), lua_setfield(L, -2, "config");
 }
 
-/* stdout is set aside, as the server does, so that print() in a plugin goes
- * to stderr and stdout carries only what the command prints. */
+/* stdout is set aside, as the server does, so that what a plugin or its
+ * children write goes to stderr and stdout carries only what the command prints. */
 static FILE *out;
 
 static int set_stdout_aside(void) {
   int fd;
   fflush(stdout);
-  fd = dup(1);
+  fd = fcntl(1, F_DUPFD_CLOEXEC, 3);             /* children must not inherit it */
   if (fd < 0 || dup2(2, 1) < 0 || (out = fdopen(fd, "w")) == NULL) {
     fprintf(stderr, "luamcp: stdout: cannot set aside: %s\n", strerror(errno));
     return -1;
   }
+  setvbuf(stdout, NULL, _IOLBF, 0);
   return 0;
 }
 
@@ -372,6 +376,7 @@ static void handle_closed(uv_handle_t *h) {
   (void)h;
   if (--C.closing == 0) {
     mcp_task_close();
+    mcp_otel_close();            /* the call's spans leave before the exit, as the server's */
     mcp_sched_close();
   }
 }
@@ -455,12 +460,13 @@ static int run_call(const cli_opts *o) {
     return 1;
   }
   C.cli_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  /* The arguments first: a usage error needs no plugins. */
+  /* The arguments first: a usage error needs no plugins, and says what is
+   * wrong with them in one line (the usage would bury it). */
   lua_pushcfunction(L, call_request);
   lua_rawgeti(L, LUA_REGISTRYINDEX, C.cli_ref);
   push_opts(L, o);
   if (lua_pcall(L, 2, 1, 0) != LUA_OK || !lua_isstring(L, -1)) {
-    fprintf(stderr, "luamcp: %s\n%s", lua_tostring(L, -1), usage);
+    fprintf(stderr, "luamcp: call: %s\n", lua_tostring(L, -1));
     lua_close(L);
     return 2;
   }
@@ -479,6 +485,12 @@ static int run_call(const cli_opts *o) {
   C.loop = uv_default_loop();
   C.tty = isatty(2);
   mcp_sched_init(C.loop, L, luaL_ref(L, LUA_REGISTRYINDEX));
+  if (mcp_otel_init(C.loop, &mcp_flags.otel) != 0) {   /* OTEL_* and --config's otel, as the server */
+    free(request);
+    lua_close(L);
+    mcp_policy_clear();
+    return 2;
+  }
   mcp_session_init(&C.session, cli_write, NULL);
   C.session.on_drained = finish;
   uv_signal_init(C.loop, &C.sigint);
@@ -560,6 +572,7 @@ int mcp_cli_main(int argc, char **argv) {
   }
   /* The server's own lines (plugins loaded, session started) are noise here. */
   mcp_log_threshold = o.log_level >= 0 ? (mcp_log_level)o.log_level : MCP_LOG_WARNING;
+  mcp_log_plugin_threshold = o.log_level >= 0 ? (mcp_log_level)o.log_level : MCP_LOG_INFO;   /* print() shows */
   signal(SIGPIPE, SIG_IGN);
   if (strcmp(o.cmd, "path") == 0) {
     mcp_conffile_free(&conf);

@@ -61,6 +61,11 @@ static int ndirs;
 static const char **watched;          /* --plugins and --sandbox dirs: hot reload's */
 static int nwatched;
 
+static void closed_last(void) {
+  mcp_otel_close();              /* after the last call's span, before the names its spans borrow go */
+  mcp_sched_close();
+}
+
 static void closed(void) {
   if (use_watch) mcp_watch_close();
   mcp_ops_shutdown();            /* what the shutdown started (a client's notifications/cancelled) */
@@ -72,8 +77,7 @@ static void closed(void) {
   mcp_http_close(NULL);              /* the --metrics listener (stdio); none is left over HTTP */
   mcp_task_close();
   mcp_store_close();             /* after the tasks' last writes */
-  mcp_otel_close();              /* after the last call's span, before the names its spans borrow go */
-  mcp_sched_close();
+  mcp_otel_flush(closed_last);   /* the export in flight answered first */
 }
 
 /* Runs once: either when the last call ends, or at once when none is live. */
@@ -185,7 +189,7 @@ static int parse_flags(int argc, char **argv) {
 /* What the flags set, where the server's parts read it. */
 static void take_flags(void) {
   static const char *default_dirs[] = { "plugins", NULL }, *no_origins[] = { NULL };
-  mcp_log_threshold = (mcp_log_level)mcp_flags.log_level;
+  mcp_log_threshold = mcp_log_plugin_threshold = (mcp_log_level)mcp_flags.log_level;
   dirs = mcp_flags.plugins.n > 0 ? mcp_flags.plugins.v : default_dirs;
   ndirs = mcp_flags.plugins.n > 0 || mcp_flags.sandbox.n == 0 ? (mcp_flags.plugins.n > 0 ? mcp_flags.plugins.n : 1) : 0;
   watched = malloc((size_t)(ndirs + mcp_flags.sandbox.n + 1) * sizeof *watched);
@@ -268,6 +272,10 @@ int main(int argc, char **argv) {
   lua_atpanic(L, l_panic);
   *(void **)lua_getextraspace(L) = NULL;   /* new threads copy it: no call */
 
+  if (!use_http && mcp_stdio_set_aside() != 0) {   /* stdout is the protocol's from the first plugin on */
+    lua_close(L);
+    return 1;
+  }
   lua_pushcfunction(L, load_server);
   if (lua_pcall(L, 0, 1, 0) != LUA_OK) {
     mcp_log(MCP_LOG_CRITICAL, "cannot start: %s", lua_tostring(L, -1));

@@ -1,6 +1,7 @@
 /* Outbound allow lists: entries parsed, hosts and ports matched, and the
  * addresses that only an entry naming them may reach (loopback, private,
- * link-local with cloud metadata, unique local, v4-mapped v6). */
+ * link-local with cloud metadata, unique local, v4-mapped v6); hosts by
+ * name alone, as before they are resolved. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
@@ -26,6 +27,16 @@ static struct sockaddr_storage addr(const char *ip) {
 static int special(const char *ip) {
   struct sockaddr_storage ss = addr(ip);
   return mcp_allow_special((struct sockaddr *)&ss);
+}
+
+static int by_name(const mcp_allow *a, const char *host, int port) {
+  char why[320];
+  return mcp_allow_check(a, host, port, NULL, why, sizeof why);
+}
+
+static int target_is(const char *host, int port, const char *want) {
+  char out[300];
+  return mcp_allow_target(host, port, out, sizeof out) == 0 && strcmp(out, want) == 0;
 }
 
 static int check(const mcp_allow *a, const char *host, int port, const char *ip) {
@@ -64,8 +75,29 @@ int main(void) {
   CHECK(check(a, "::1", 9000, "::1"), "v6 loopback named by its entry");
   CHECK(check(a, "localhost", 8080, "127.0.0.1") && check(a, "localhost", 8080, "::1"), "localhost");
   CHECK(!check(a, "localhost", 8080, "10.0.0.1"), "localhost resolving elsewhere");
+
+  /* by name alone, before anything is resolved */
+  CHECK(by_name(a, "api.example.com", 443) && by_name(a, "API.Example.COM", 80), "a name, any case");
+  CHECK(by_name(a, "api.example.com.", 443), "a trailing dot");
+  CHECK(by_name(a, "[::1]", 9000) && by_name(a, "0:0::1", 9000) && by_name(a, "[0000::0001]", 9000),
+        "a v6 literal in brackets and in any spelling");
+  CHECK(!by_name(a, "::2", 9000) && !by_name(a, "::1", 9001), "another v6 address or port");
+  CHECK(by_name(a, "10.1.2.3", 80) && !by_name(a, "10.1.2.4", 80), "a v4 literal");
+  CHECK(!by_name(a, "files.example.com", 443), "a name on a port not listed");
+  CHECK(!by_name(a, "data.example.com", 443) && !by_name(a, "example.com", 443) &&
+        !by_name(a, "api.example.com.evil", 443) && !by_name(a, "", 443) && !by_name(a, ".", 443),
+        "names not listed");
+  CHECK(check(a, "API.example.com.", 443, "93.184.216.34"), "a trailing dot, resolved");
+  CHECK(mcp_allow_add(a, "Trailing.Example.:8080") == 0 && by_name(a, "trailing.example", 8080), "an entry's trailing dot");
+  CHECK(mcp_allow_add(a, "[0::2]:1") == 0 && by_name(a, "::2", 1) && check(a, "::2", 1, "::2"),
+        "an entry's v6 literal in another spelling");
+  CHECK(target_is("API.example.com.", 443, "api.example.com:443") && target_is("[::1]", 80, "[::1]:80") &&
+        target_is("0:0::1", 8080, "[::1]:8080") && target_is("10.1.2.3", 80, "10.1.2.3:80"),
+        "the entry that would allow a target");
+
   mcp_allow_clear(a);
   CHECK(!check(a, "api.example.com", 443, "93.184.216.34"), "an empty list allows nothing");
+  CHECK(!by_name(a, "api.example.com", 443), "an empty list allows nothing by name");
   mcp_allow_free(a);
   TEST_END("test_allow");
 }

@@ -60,12 +60,21 @@ int main(void) {
   V(S, "{\"name\":\"ab\",\"count\":3.0}", "ok");                 /* an integral float is an integer */
   V(S, "{\"name\":\"ab\",\"count\":1,\"ratio\":1e-3,\"either\":7}", "ok");
   V(S, "{\"name\":\"h\xc3\xa9\",\"count\":1}", "ok");              /* 2 characters, 3 bytes */
-  V(S, "{\"name\":\"ab\",\"count\":1,\"tags\":{}}", "tags: needs at least 1 items");  /* {} is an empty array too */
+  V(S, "{\"name\":\"ab\",\"count\":1,\"tags\":{}}", "tags: needs at least 1 item");  /* {} is an empty array too */
 
   V(S, "{\"name\":\"ab\"}", "count: required");
   V(S, "{\"name\":12,\"count\":1}", "name: expected string, got integer");
   V(S, "{\"name\":\"a\",\"count\":1}", "name: must be at least 2 characters");
   V(S, "{\"name\":\"abcdef\",\"count\":1}", "name: must be at most 5 characters");
+  /* a limit of one: its unit in the singular */
+  V("{ type = 'object', properties = { s = { type = 'string', minLength = 1, maxLength = 1 }, "
+    "l = { type = 'array', minItems = 1, maxItems = 1 } } }", "{\"s\":\"\"}", "s: must be at least 1 character");
+  V("{ type = 'object', properties = { s = { type = 'string', minLength = 1, maxLength = 1 } } }",
+    "{\"s\":\"ab\"}", "s: must be at most 1 character");
+  V("{ type = 'object', properties = { l = { type = 'array', minItems = 1, maxItems = 1 } } }",
+    "{\"l\":[]}", "l: needs at least 1 item");
+  V("{ type = 'object', properties = { l = { type = 'array', minItems = 1, maxItems = 1 } } }",
+    "{\"l\":[1,2]}", "l: allows at most 1 item");
   V(S, "{\"name\":\"ab\",\"count\":1.5}", "count: expected integer, got number");
   V(S, "{\"name\":\"ab\",\"count\":0}", "count: must be >= 1");
   V(S, "{\"name\":\"ab\",\"count\":11}", "count: must be <= 10");

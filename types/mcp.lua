@@ -717,6 +717,15 @@ function mcp.now() end
 ---@return string|T
 function mcp.reveal(v) end
 
+---A line in the server's log (stderr), naming the plugin and, in a tools/call,
+---the tool: `luamcp: LEVEL: PLUGIN: TOOL: message`. With more arguments `fmt`
+---is a `string.format` format; alone it is the message. `print`, `io.write` and
+---`io.stdout:write` log there too, at info. `ctx:log` is the client's log.
+---@param level mcp.LogLevel
+---@param fmt any
+---@param ... any
+function mcp.server_log(level, fmt, ...) end
+
 ---A client of another MCP server, over stdio (`command`) or Streamable HTTP (`url`).
 ---@param opts mcp.ConnectOptions
 ---@return mcp.Client

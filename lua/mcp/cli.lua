@@ -5,6 +5,8 @@
 -- returns the exit code and the text for stdout; messages for stderr are
 -- written directly.
 local core = require "mcp.core"
+local load_errors = require "mcp.load_errors"
+local lex = require "mcp.lex"
 
 local M = {}
 local array_mt, null = core.array_mt, core.null
@@ -421,52 +423,14 @@ local function read_lines(path)
   return lines
 end
 
--- Lua shortens long chunk names to "...tail": put the path back.
-local function full_path(msg, path)
-  return (msg:gsub("%.%.%.([^:\n]*):(%d+):", function(tail, line)
-    if path:sub(-#tail) == tail then return path .. ":" .. line .. ":" end
-  end))
-end
-
-local function escape(s) return (s:gsub("%p", "%%%0")) end
-
--- The line of the last line before `before` (or anywhere) matching pattern.
-local function find_line(lines, pattern, before)
-  for i = math.min(before or #lines, #lines), 1, -1 do
-    if lines[i]:find(pattern) then return i end
-  end
-end
-
--- Where a declaration is: the line naming it before its function, else the
--- function's first line, else the mcp.plugin line.
-local function decl_line(path, lines, fn, key, value)
+-- Where a declaration is: the line of key = "value" before its function
+-- (fn), else the function's first line, else the mcp.plugin line; and the
+-- "{" of the table it is written in, if found (lua/mcp/lex.lua).
+local function decl_at(path, toks, fn, key, value)
   local info = type(fn) == "function" and debug.getinfo(fn, "S")
   local at = info and info.source == "@" .. path and info.linedefined or nil
-  local pattern = key .. "%s*=%s*[\"']" .. escape(value) .. "[\"']"
-  return find_line(lines, pattern, at) or at or find_line(lines, "mcp%.plugin") or 1
-end
-
--- The line of a field inside a declaration that starts at line `from`: each
--- key of the dotted path keys in turn ("inputSchema.properties.n.type"), up to
--- the handler's first line; from itself when a key is not found.
-local function locate(lines, from, fn, path, keys)
-  if not keys then return from end
-  local info = type(fn) == "function" and debug.getinfo(fn, "S")
-  local stop = info and info.source == "@" .. path and info.linedefined > from and info.linedefined or #lines
-  local at, path_keys = from, {}
-  for key in keys:gmatch("[^%.]+") do path_keys[#path_keys + 1] = key end
-  for k, key in ipairs(path_keys) do
-    local found
-    -- a schema's required list, not a property's (mistaken) required = true
-    local list = key == "required" and path_keys[k - 2] ~= "properties"
-    for i = at, stop do
-      local pattern = "%f[%w_]" .. escape(key) .. "%s*=" .. (list and "%s*{" or "")
-      if lines[i] and lines[i]:find(pattern) then found = i; break end
-    end
-    if not found then break end
-    at = found
-  end
-  return at
+  local open, line = lex.declared(toks, key, value, at)
+  return line or at or lex.plugin_line(toks) or 1, open
 end
 
 -- A plugin file's environment, and how its chunk runs: a sandboxed
@@ -474,11 +438,7 @@ end
 local function plugin_env(path, cfg, sandbox_dir)
   local config = require "mcp.config"
   local own_mcp = config.plugin_mcp(cfg, path)   -- with its mcp.settings
-  local function collect(chunk)
-    return require("mcp.decl").collect(chunk, function(e)
-      return { msg = e, tb = debug.traceback(tostring(e), 2) }
-    end)
-  end
+  local function collect(chunk) return require("mcp.decl").collect(chunk, load_errors.handler) end
   if sandbox_dir then
     local sandbox, name, grants = require "mcp.sandbox", config.name_of(path), config.grants(cfg, path)
     core.sandbox_set(name, grants)
@@ -496,42 +456,19 @@ local function plugin_env(path, cfg, sandbox_dir)
   return env, collect
 end
 
-local function load_plugin(path, lines, problem, cfg, sandbox_dir)
+-- Load the file at path: its plugin, or nil with its errors said
+-- (said(line, text), lua/mcp/load_errors.lua).
+local function load_plugin(path, lines, said, cfg, sandbox_dir)
   local env, run = plugin_env(path, cfg, sandbox_dir)
-  local chunk, err = loadfile(path, "t", env)
-  if not chunk then
-    problem(nil, nil, full_path(tostring(err), path))
-    return nil
-  end
-  local problems, ok, plugin = run(chunk)
-  -- mistakes in its declarations: each at its field's line when it can be found
   local source = table.concat(lines, "\n")
-  for _, p in ipairs(problems) do
-    local file, line = require("mcp.decl").where(p, path, source):match("^(.-):(%d+): $")
-    if file == path then
-      problem(locate(lines, tonumber(line), nil, path, p.field), nil, p.msg)
-    else
-      problem(nil, nil, full_path(require("mcp.decl").where(p, path, source), path) .. p.msg)
-    end
+  local chunk, err = load(source, "@" .. path, "t", env)
+  local problems, ok, plugin = {}, false, err
+  if chunk then problems, ok, plugin = run(chunk) end
+  local not_plugin = ok and not require("mcp").is_plugin(plugin)
+  for _, r in ipairs(load_errors.report(path, source, problems, not ok and plugin or nil, not_plugin)) do
+    said(r.line, r.text, r.error)
   end
-  if not ok then
-    local msg, tb = plugin.msg, full_path(plugin.tb, path)
-    msg = type(msg) == "string" and full_path(msg, path) or
-      string.format("error object is a %s value", type(msg))
-    if msg:find("^[^\n:]+:%d+: ") then
-      problem(nil, nil, msg)       -- has a position: the plugin's, or a module's it required
-    else
-      local line = tonumber(tb:match("\n%s*" .. escape(path) .. ":(%d+):"))
-        or find_line(lines, "mcp%.plugin") or 1
-      problem(line, nil, msg)
-    end
-    return nil
-  end
-  if not require("mcp").is_plugin(plugin) then
-    problem(find_line(lines, "^%s*return") or 1, nil, "a plugin file must return mcp.plugin{...}")
-    return nil
-  end
-  return plugin
+  if ok and not not_plugin then return plugin end
 end
 
 function M.check(opts)
@@ -555,23 +492,29 @@ function M.check(opts)
       local path = dir .. "/" .. name
       local lines = read_lines(path)
       local found = {}                  -- this file's problems: {line, text}, sorted by line at the end
-      local function problem(line, _, msg)
-        local text = line and string.format("%s:%d: %s", path, line, msg) or msg
-        found[#found + 1] = { tonumber(line or text:match("^" .. escape(path) .. ":(%d+):")) or math.huge, text }
+      local static = {}                 -- lines the sandbox pass found something on
+      local function said(line, text, load_error)
+        -- a load error on such a line is what was found there (io is nil, ...)
+        if load_error and static[line] then return end
+        found[#found + 1] = { line or math.huge, text }
       end
+      local function problem(line, msg) said(line, string.format("%s:%d: %s", path, line, msg)) end
       if sandboxed[dir] then            -- what it uses that it was not granted
         local cfgm = require "mcp.config"
-        for _, f in ipairs(require("mcp.sandbox_check").findings(cfgm.name_of(path), lines, cfgm.grants(cfg, path))) do
-          problem(f[1], nil, f[2])
+        local source = table.concat(lines, "\n")
+        for _, f in ipairs(require("mcp.sandbox_check").findings(cfgm.name_of(path), source, cfgm.grants(cfg, path))) do
+          problem(f[1], f[2])
+          static[f[1]] = true
         end
       end
-      local plugin = load_plugin(path, lines, problem, cfg, sandboxed[dir] and dir)
+      local plugin = load_plugin(path, lines, said, cfg, sandboxed[dir] and dir)
+      local toks = plugin and lex.tokens(table.concat(lines, "\n"))
       if plugin then
         n.plugins = n.plugins + 1
         local function unique(kind, key, line, label)
           local first = seen[kind][key]
           if first then
-            problem(line, nil, string.format("%s %q is already defined at %s", label, key, first))
+            problem(line, string.format("%s %q is already defined at %s", label, key, first))
           else
             seen[kind][key] = path .. ":" .. line
           end
@@ -579,9 +522,9 @@ function M.check(opts)
         for _, t in ipairs(plugin.tools) do
           n.tools = n.tools + 1
           if type(t.name) ~= "string" then goto next_tool end   -- reported by mcp.tool
-          local line = decl_line(path, lines, t.handler, "name", t.name)
+          local line, open = decl_at(path, toks, t.handler, "name", t.name)
           local where = "tool " .. t.name
-          local function add(msg, keys) problem(locate(lines, line, t.handler, path, keys), nil, msg) end
+          local function add(msg, keys) problem(open and keys and lex.key_line(toks, open, keys) or line, msg) end
           local function add_schema(msg)
             local keys = msg:match("^([%w_%.]+)")
             add(where .. ": " .. msg, keys)
@@ -599,11 +542,11 @@ function M.check(opts)
           if mcp.is_resource(r) then
             n.resources = n.resources + 1
             if type(r.uri) ~= "string" then goto next_resource end
-            unique("resource", r.uri, decl_line(path, lines, r.read, "uri", r.uri), "resource")
+            unique("resource", r.uri, (decl_at(path, toks, r.read, "uri", r.uri)), "resource")
           else
             n.templates = n.templates + 1
             if type(r.uriTemplate) ~= "string" then goto next_resource end
-            unique("template", r.uriTemplate, decl_line(path, lines, r.read, "uriTemplate", r.uriTemplate),
+            unique("template", r.uriTemplate, (decl_at(path, toks, r.read, "uriTemplate", r.uriTemplate)),
                    "resource template")
           end
           ::next_resource::
@@ -611,7 +554,7 @@ function M.check(opts)
         for _, p in ipairs(plugin.prompts) do
           n.prompts = n.prompts + 1
           if type(p.name) ~= "string" then goto next_prompt end
-          unique("prompt", p.name, decl_line(path, lines, p.get, "name", p.name), "prompt")
+          unique("prompt", p.name, (decl_at(path, toks, p.get, "name", p.name)), "prompt")
           ::next_prompt::
         end
       end

@@ -1,5 +1,6 @@
--- luamcp new NAME: the plugin and spec templates it fills in, and the
--- .luarc.json it writes for LuaLS (cli.lua's new runs it).
+-- luamcp new NAME: the plugin and spec templates it fills in, the .busted
+-- that puts mcp.test on the specs' path, and the .luarc.json it writes for
+-- LuaLS (cli.lua's new runs it).
 local core = require "mcp.core"
 
 local M = {}
@@ -75,25 +76,17 @@ return mcp.plugin {
 local SPEC_TEMPLATE = [==[
 -- The spec of the @NAME@ plugin: the tool in the real server over stdio
 -- (mcp.test, with a clock the spec moves), and through `luamcp call`. Run
--- `busted` in the project's directory, or busted with this file's path from
--- anywhere. luamcp is the one on PATH, or $LUAMCP_BIN.
+-- `busted` in the project's directory (or `busted -C DIR` from anywhere).
+-- luamcp is the one on PATH, or $LUAMCP_BIN.
 local BIN = os.getenv("LUAMCP_BIN") or "luamcp"
 local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
 local PLUGINS = @PLUGINS@
 
-local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-
--- mcp.test comes with luamcp, in the directory `luamcp path` prints.
-local function luamcp_lua_dir()
-  local p = assert(io.popen(quote(BIN) .. " path"))
-  local dir = p:read("l")
-  if not p:close() or not dir then
-    error("cannot run `" .. BIN .. " path`: is luamcp on PATH (or $LUAMCP_BIN set)?")
-  end
-  return dir
-end
-package.path = luamcp_lua_dir() .. "/?.lua;" .. package.path
+-- mcp.test comes with luamcp: the project's .busted puts its directory on
+-- package.path for every spec (`busted -C DIR` runs them from elsewhere).
 local T = require "mcp.test"
+
+local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
 -- luamcp call TOOL ARGS --plugins PLUGINS ...: stdout, exit code, stderr.
 local function call(tool, args, ...)
@@ -155,6 +148,27 @@ describe("@NAME@ through luamcp call", function()
 end)
 ]==]
 
+-- busted's settings: mcp.test on package.path for every spec of the project,
+-- whatever order busted loads them in, from the luamcp that runs them (asked
+-- at each run, so a moved or upgraded install is followed).
+local BUSTED_TEMPLATE = [==[
+-- busted's settings, written by `luamcp new`: the directory of luamcp's Lua
+-- library (`luamcp path`), where `require "mcp.test"` finds it, on
+-- package.path for every spec. luamcp is the one on PATH, or $LUAMCP_BIN.
+local bin = os.getenv("LUAMCP_BIN") or "luamcp"
+local p = io.popen("'" .. bin:gsub("'", "'\\''") .. "' path")
+local dir = p and p:read("l")
+if not (p and p:close() and dir) then
+  error("cannot run `" .. bin .. " path` for mcp.test's directory: is luamcp on PATH (or $LUAMCP_BIN set)?", 0)
+end
+return {
+  default = {
+    ROOT = { @ROOT@ },
+    lpath = dir .. "/?.lua;./src/?.lua;./src/?/?.lua;./src/?/init.lua",   -- and busted's own
+  },
+}
+]==]
+
 -- LuaLS (editors) settings: the annotations of luamcp's API, and busted's globals.
 local function luarc(types_dir)
   return string.format([[
@@ -190,6 +204,19 @@ local function plugins_expr(spec_dir, dir)
   return string.format("HERE .. %q", "/" .. ("../"):rep(depth) .. dir)
 end
 
+-- A file of the project's (.luarc.json, .busted) written with text: "wrote
+-- PATH", or nil (and a message on stderr) when it could not be.
+local function write_file(path, text)
+  local file, ferr = io.open(path, "w")
+  if not file then
+    say("luamcp: new: %s", ferr)
+    return nil
+  end
+  file:write(text)
+  file:close()
+  return "wrote " .. path
+end
+
 -- .luarc.json for LuaLS, unless there is one: the line `new` reports about
 -- it, or nil (and a message on stderr) when it could not be written.
 local function write_luarc(path, cli)
@@ -201,14 +228,25 @@ local function write_luarc(path, cli)
     say("luamcp: new: %s not written: no LuaLS annotations: %s", path, terr)
     return nil
   end
-  local file, ferr = io.open(path, "w")
-  if not file then
-    say("luamcp: new: %s", ferr)
-    return nil
+  return write_file(path, luarc(types))
+end
+
+-- .busted, unless there is one; the line says what a kept one lacks (the
+-- lpath of mcp.test, the spec directory in ROOT).
+local function write_busted(path, spec_dir, cli)
+  local root, f = string.format("%q", spec_dir), io.open(path, "r")
+  if f then
+    local text = f:read("a") or ""
+    f:close()
+    if not text:find("luamcp path", 1, true) then
+      local lua = cli.share_dir("lua") or "$(luamcp path)"
+      return string.format("kept %s (it exists; for mcp.test its lpath needs %s/?.lua)", path, lua)
+    elseif not text:find(root, 1, true) then
+      return string.format("kept %s (it exists; add %s to its ROOT for busted to run %s)", path, root, spec_dir)
+    end
+    return "kept " .. path
   end
-  file:write(luarc(types))
-  file:close()
-  return "wrote " .. path
+  return write_file(path, fill(BUSTED_TEMPLATE, { ROOT = root }))
 end
 
 -- cli: the cli module (cli.lua), whose mkdir and share_dir src/cli.c sets.
@@ -243,6 +281,7 @@ function M.new(opts, cli)
     file:close()
   end
   local report = { "wrote " .. plugin_path, "wrote " .. spec_path }
+  report[#report + 1] = write_busted(".busted", spec_dir, cli)
   report[#report + 1] = write_luarc(".luarc.json", cli)
   report[#report + 1] = string.format("try: luamcp call %s '{\"n\": 5}' --plugins %s\n", name, dir)
   return 0, table.concat(report, "\n")

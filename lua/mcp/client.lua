@@ -436,12 +436,22 @@ local function request(self, method, params, o)
   return nil, rq.what .. ": too many input-required rounds", "protocol"
 end
 
--- A request's outcome for /metrics: its error.type (nil when it did well).
-local function counted(method, name, t0, res, kind, obj)
-  local outcome = res ~= nil and "ok" or (kind == "timeout" or kind == "cancelled") and kind or "error"
+-- Does a failed server/discover let the handshake fall back to initialize?
+-- Yes when the upstream answered it (a pre-2026 one refuses it); not when
+-- the connection closed or the request timed out or was cancelled.
+local function falls_back(conn, kind)
+  return not conn.closed and (kind == "rpc" or kind == "protocol")
+end
+
+-- A request's outcome for /metrics: its error.type (nil when it did well,
+-- or failed as expected: handled).
+local function counted(method, name, t0, res, kind, obj, handled)
+  local outcome = (res ~= nil or handled) and "ok" or (kind == "timeout" or kind == "cancelled") and kind or "error"
   core.count("luamcp_upstream_requests_total", outcome)
   local etype
-  if res == nil then
+  if handled then
+    etype = nil
+  elseif res == nil then
     etype = kind == "rpc" and type(obj) == "table" and math.type(obj.code) and tostring(obj.code) or kind or "error"
   elseif method == "tools/call" and res.isError == true then
     etype = "tool_error"
@@ -462,13 +472,23 @@ local function span_of(self, method, params)
   return core.span_begin(target and method .. " " .. target or method, attrs, "client")
 end
 
--- The same, in its span, counted by outcome for /metrics.
+-- The same, in its span, counted by outcome for /metrics. o.fallback
+-- (the handshake's server/discover): the method the client falls back to
+-- when the upstream refuses this one; such a refusal is handled, not an
+-- error (OpenTelemetry's "Recording errors"): the span's status stays
+-- unset, with the code (rpc.response.status_code) and an event "fallback".
 function Conn:request(method, params, o)
   local span = span_of(self, method, params)   -- not <close>: a raise leaves it to its __gc
   local t0 = core.mono()
   local res, msg, kind, obj = request(self, method, params, o)
+  local handled = res == nil and o ~= nil and o.fallback ~= nil and falls_back(self, kind)
   local etype = counted(method, method == "tools/call" and type(params) == "table" and type(params.name) == "string"
-                        and params.name or nil, t0, res, kind, obj)
+                        and params.name or nil, t0, res, kind, obj, handled)
+  if span and handled then
+    local code = type(obj) == "table" and math.type(obj.code) and tostring(obj.code) or nil
+    if code then span:set{ ["rpc.response.status_code"] = code } end
+    span:event("fallback", { ["fallback.to"] = o.fallback, reason = msg })
+  end
   if span and etype then span:fail(etype, msg) end
   if span then span:finish() end
   return res, msg, kind, obj
@@ -543,7 +563,8 @@ function Client:_open()
   end
   if proto == "auto" or proto == REV2026 then
     conn.rev2026, conn.revision = true, REV2026
-    local res, msg, kind = conn:request("server/discover", {}, { timeout = ct })
+    local res, msg, kind = conn:request("server/discover", {}, { timeout = ct,
+                                                                 fallback = proto == "auto" and "initialize" or nil })
     if res and has(res.supportedVersions, REV2026) then
       conn.server = result_server(conn, res)
       conn.handshake = false
@@ -552,7 +573,7 @@ function Client:_open()
     if proto == REV2026 then
       return give_up("does not speak " .. REV2026 .. ": " .. (msg or "server/discover does not list it"), "protocol")
     end
-    if conn.closed or kind ~= "rpc" and kind ~= "protocol" then
+    if not falls_back(conn, kind) then
       return give_up(msg or conn.closed, kind)              -- not an answer: no point asking again
     end
     conn.rev2026, conn.revision = false, nil

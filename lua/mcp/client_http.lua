@@ -18,6 +18,13 @@ local H = { name = "http", stream_cancels = true }
 local REV2026 = "2026-07-28"
 local NAMED = { ["tools/call"] = "name", ["prompts/get"] = "name", ["resources/read"] = "uri" }
 
+-- core.http for conn: a mount's requests held to its sandboxed plugin's
+-- grants, whether or not a call of it is running (client.sandbox, mount.lua).
+local function http(conn, req)
+  req.sandbox = conn.client.sandbox
+  return core.http(req)
+end
+
 -- A header value: visible ASCII as is, anything else as =?base64?...?=.
 local function header_value(v)
   v = tostring(v)
@@ -100,11 +107,11 @@ end
 function H.start(conn, rq, msg)
   local body, err = core.encode(msg)
   if not body then return nil, "cannot encode the request: " .. tostring(err) end
-  local op, emsg = core.http {
+  local op, emsg = http(conn, {
     url = conn.client.opts.url, method = "POST", headers = headers(conn, msg), body = body,
     timeout = 0, max_bytes = conn.client.opts.max_bytes,
     on_sse = function(ev) on_event(conn, ev, rq) end,
-  }
+  })
   if not op then return nil, emsg end
   rq.op = op
   return true
@@ -170,10 +177,10 @@ end
 -- no call, not waited for.
 function H.send(conn, msg)
   local body = core.encode(msg)
-  local op, err = core.http {
+  local op, err = http(conn, {
     url = conn.client.opts.url, method = "POST", headers = headers(conn, msg), body = body,
     background = true, timeout = 30,
-  }
+  })
   if not op then return nil, err end
   keep(conn, op)
   return true
@@ -184,10 +191,10 @@ end
 function H.notify(conn, msg)
   if msg.method ~= "notifications/initialized" then return H.send(conn, msg) end
   local await = require "mcp.await"
-  local op, err = core.http {
+  local op, err = http(conn, {
     url = conn.client.opts.url, method = "POST", headers = headers(conn, msg), body = core.encode(msg),
     timeout = 30,
-  }
+  })
   if not op then return nil, err end
   local res, emsg = await.wait(op)
   if not res then return nil, emsg end
@@ -207,11 +214,11 @@ local function open_stream(conn)
                                        resourcesListChanged = true } }
     conn:meta(params)
     local msg = { jsonrpc = "2.0", id = "listen", method = "subscriptions/listen", params = params }
-    op = core.http { url = o.url, method = "POST", headers = headers(conn, msg), body = core.encode(msg),
-                     background = true, timeout = 0, on_sse = on_sse }
+    op = http(conn, { url = o.url, method = "POST", headers = headers(conn, msg), body = core.encode(msg),
+                      background = true, timeout = 0, on_sse = on_sse })
   else
-    op = core.http { url = o.url, method = "GET", headers = headers(conn, nil, "text/event-stream"),
-                     background = true, timeout = 0, on_sse = on_sse }
+    op = http(conn, { url = o.url, method = "GET", headers = headers(conn, nil, "text/event-stream"),
+                      background = true, timeout = 0, on_sse = on_sse })
   end
   conn.watch_op = op
 end
@@ -238,8 +245,8 @@ function H.close(conn)
   if conn.watch_op and not conn.watch_op:done() then conn.watch_op:cancel("connection closed") end
   conn.watch_op = nil
   if conn.session_id and not conn.rev2026 then          -- end the session
-    local op = core.http { url = conn.client.opts.url, method = "DELETE", headers = headers(conn, nil),
-                           background = true, timeout = 5 }
+    local op = http(conn, { url = conn.client.opts.url, method = "DELETE", headers = headers(conn, nil),
+                            background = true, timeout = 5 })
     if op then keep(conn, op) end
   end
 end

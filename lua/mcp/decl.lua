@@ -46,24 +46,12 @@ local function origin()
 end
 
 -- A mistake in a declaration: collected, or raised at the plugin's line.
--- field: the dotted path of the field it is about (luamcp check finds its line).
+-- field: the dotted path of the field it is about (lua/mcp/load_errors.lua
+-- finds the line it is written on).
 function D.problem(msg, field)
   local level, at = origin()
   if collected == nil then error(msg, level) end
   collected[#collected + 1] = { at = at, msg = msg, field = field }
-end
-
--- "file:line: " of a collected problem; one raised from a tail call
--- (return mcp.plugin{...}) has no line: the last "mcp.plugin" line of the
--- file's source is taken.
-function D.where(p, path, source)
-  if p.at ~= "" then return p.at end
-  local line, n = nil, 0
-  for l in (source .. "\n"):gmatch("([^\n]*)\n") do
-    n = n + 1
-    if l:find("mcp%.plugin") then line = n end
-  end
-  return path .. ":" .. (line and line .. ":" or "") .. " "
 end
 
 -- Levenshtein distance, stopping early past limit.

@@ -22,6 +22,9 @@ mcp.sqlite = require "mcp.sqlite"   -- SQLite on the thread pool (README "SQLite
 -- The string of a secret (env() and file() of the configuration file); any
 -- other value as it is. mcp.settings is per plugin (lua/mcp/config.lua).
 mcp.reveal = require("mcp.secret").reveal
+-- A line in the server's log naming the running call's plugin; each plugin
+-- file's own mcp names it (lua/mcp/plugin_log.lua).
+mcp.server_log = require("mcp.plugin_log").server_log
 
 -- Mark a table as a JSON array (an empty table is an object otherwise).
 function mcp.array(t)

@@ -119,6 +119,7 @@ function M.attach(p, where)
   if not ok then
     return decl.problem(where .. ": mount: " .. tostring(client):gsub("^[^\n]-mcp%.connect: ", ""), "mount")
   end
+  client.sandbox = p.name                      -- its HTTP held to p's http grant if p is sandboxed (client_http.lua)
   st.client = client
   states[p] = st
 end

@@ -9,6 +9,7 @@
 -- changes stays its own. Functions are shared, tables are copied.
 local core = require "mcp.core"
 local mcp = require "mcp"
+local plugin_log = require "mcp.plugin_log"
 
 local M = {}
 
@@ -24,6 +25,7 @@ local LIB = debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "\0"
 
 local kept = setmetatable({}, { __mode = "k" })   -- env -> what a measure of its plugin starts from
 local due = {}                                    -- name -> true: to be loaded afresh (M.take_due)
+local adopted = setmetatable({}, { __mode = "k" })   -- plugin -> its env's kept[] (M.measure_due)
 
 local function refuse(what, hint)
   error("sandbox: " .. what .. " is not available to a sandboxed plugin" .. (hint and " (" .. hint .. ")" or ""), 3)
@@ -83,6 +85,7 @@ end
 local function own_mcp(view, name, grants)
   local m = own_copy(mcp, {})
   m.settings = view.settings
+  m.server_log = plugin_log.open(name).server_log
   function m.connect(opts)
     opts = plain(opts)
     if type(opts) == "table" then opts.on_notification = no_call(name, grants, opts.on_notification) end
@@ -218,11 +221,7 @@ function M.env(name, dir, view, grants)
     if opt == "count" then return collectgarbage("count") end
     refuse(("collectgarbage(%q)"):format(tostring(opt)), 'only collectgarbage("count")')
   end
-  function env.print(...)
-    local n, parts = select("#", ...), {}
-    for i = 1, n do parts[i] = tostring((select(i, ...))) end
-    core.log_stderr("info", table.concat(parts, "\t"), name)
-  end
+  env.print = plugin_log.open(name).print
   for _, k in ipairs { "dofile", "loadfile", "io", "debug", "package", "warn" } do
     env[k] = nil
   end
@@ -235,23 +234,35 @@ function M.env(name, dir, view, grants)
   return env
 end
 
--- What the plugin of st keeps across calls, measured when its net count
--- passed a step (src/lua/sandbox_mem.c): over its memory_mb, the call ends
--- with an error naming the limit and the plugin is loaded afresh once this
--- loop turn's calls have run (server.reset_due), its memory released.
+-- What the plugin of st keeps across calls, measured when its code has
+-- allocated a step since the last measure (src/core/alloc.c): over its
+-- memory_mb, the call ends with an error naming the limit and the plugin is
+-- loaded afresh once this loop turn's calls have run (server.reset_due),
+-- its memory released.
 local sandbox_due = core.sandbox_due
 
-local function check_kept(st)
-  if not st.over then
-    local bytes = core.sandbox_measure(st.name, st.roots, st.own_mt, st.loads, LIB)
-    if bytes > st.limit then
-      st.over = ("sandbox: plugin %s holds %.1f MB, over its memory limit (memory_mb = %g)")
-                :format(st.name, bytes / (1 << 20), st.limit / (1 << 20))
-      due[st.name] = true
-      core.sandbox_over_memory(st.name, st.over .. ": it is loaded afresh")
-    end
+local function measure(st)
+  if st.over then return end
+  local bytes = core.sandbox_measure(st.name, st.roots, st.own_mt, st.loads, LIB)
+  if bytes > st.limit then
+    st.over = ("sandbox: plugin %s holds %.1f MB, over its memory limit (memory_mb = %g)")
+              :format(st.name, bytes / (1 << 20), st.limit / (1 << 20))
+    due[st.name] = true
+    core.sandbox_over_memory(st.name, st.over .. ": it is loaded afresh")
   end
+end
+
+local function check_kept(st)
+  measure(st)
   if st.over then error(st.over, 0) end
+end
+
+-- The measure of a sandboxed plugin that is due and that no guard made (its
+-- call ended by a limit, a cancel or its timeout: src/core/sched.c asks for
+-- server.reset_due); before M.take_due.
+function M.measure_due(plugin)
+  local st = adopted[plugin]
+  if st and sandbox_due(st.name) then measure(st) end
 end
 
 -- The names of the plugins to load afresh (their memory over their limit).
@@ -310,6 +321,7 @@ function M.adopt(plugin, name, env)
     if st and type(mw.handler) == "function" then st.roots[#st.roots + 1] = mw.handler end
   end
   plugin.sandboxed = true
+  adopted[plugin] = st
   return plugin
 end
 

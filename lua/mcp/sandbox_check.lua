@@ -1,30 +1,28 @@
 -- luamcp check, for a sandboxed plugin: what its source uses that the
 -- sandbox does not offer or its grants do not give (a static pass over its
--- lines: literal URLs, paths, programs, databases and variables are checked
+-- tokens, lua/mcp/lex.lua: what strings and comments say is not read;
+-- literal URLs, paths, programs, databases and variables are checked
 -- against the grants; a use whose target is computed is reported only when
 -- nothing of its kind is granted). What is denied at run time is in the log
 -- and in /metrics (luamcp_sandbox_denied_total).
+local lex = require "mcp.lex"
+
 local M = {}
 
-local ABSENT = {              -- not in a sandboxed plugin's environment at all
-  { "%f[%w_]io%.[%a_]+", "io" }, { "%f[%w_]debug%.[%a_]+", "debug" }, { "%f[%w_]package%.[%a_]+", "package" },
-  { "%f[%w_]loadfile%f[^%w_]", "loadfile" }, { "%f[%w_]dofile%f[^%w_]", "dofile" },
-  { "string%.dump", "string.dump" }, { ":dump%s*%(", "string.dump" }, { "math%.randomseed", "math.randomseed" },
-  { "os%.execute", "os.execute" }, { "os%.remove", "os.remove" }, { "os%.rename", "os.rename" },
-  { "os%.exit", "os.exit" }, { "os%.tmpname", "os.tmpname" }, { "os%.setlocale", "os.setlocale" },
+-- Not in a sandboxed plugin's environment at all: these libraries, whatever
+-- is taken from them; these functions.
+local ABSENT_LIB = { io = true, debug = true, package = true }
+local ABSENT = {
+  loadfile = true, dofile = true, ["string.dump"] = true, ["math.randomseed"] = true,
+  ["os.execute"] = true, ["os.remove"] = true, ["os.rename"] = true, ["os.exit"] = true,
+  ["os.tmpname"] = true, ["os.setlocale"] = true,
 }
 
--- Each use of a capability: a pattern capturing its literal target, and
--- one finding the use whatever its target.
-local USES = {
-  { cap = "http", literal = "url%s*=%s*[\"'](https?://[^\"']+)[\"']", any = ":http%s*[{(]" },
-  { cap = "read", literal = "read_file%s*%(%s*[\"']([^\"']+)[\"']", any = ":read_file%s*%(" },
-  { cap = "read", literal = "list_dir%s*%(%s*[\"']([^\"']+)[\"']", any = ":list_dir%s*%(" },
-  { cap = "read", literal = "realpath%s*%(%s*[\"']([^\"']+)[\"']", any = ":realpath%s*%(" },
-  { cap = "exec", literal = "command%s*=%s*{%s*[\"']([^\"']+)[\"']", any = ":spawn%s*[{(]" },
-  { cap = "sqlite", literal = "sqlite%.open%s*%(%s*[\"']([^\"']+)[\"']", any = "sqlite%.open%s*%(" },
-  { cap = "connect", any = "mcp%.connect%s*[{(]" },
-  { cap = "env", literal = "os%.getenv%s*%(?%s*[\"']([%w_]+)[\"']", any = "os%.getenv%s*%(" },
+-- The methods of ctx that use a capability: the key of their table argument
+-- naming the target ({url = ...}), or the string they take first.
+local METHODS = {
+  http = { cap = "http", key = "url" }, spawn = { cap = "exec", key = "command" },
+  read_file = { cap = "read" }, list_dir = { cap = "read" }, realpath = { cap = "read" },
 }
 
 local function host_port(url)
@@ -68,34 +66,130 @@ local function shown(cap, target)
   return target
 end
 
--- The findings of the plugin file named name, whose lines are given, under
--- grants: {line, message}, in line order.
-function M.findings(name, lines, grants)
+local is = lex.is
+
+-- Is toks[i] a name read as a variable (not a field, a key or a keyword)?
+local KEYWORDS = {}
+for w in ("and break do else elseif end false for function goto if in local nil not or repeat return then "
+          .. "true until while"):gmatch("%a+") do KEYWORDS[w] = true end
+
+local function variable(toks, i)
+  local t, prev = toks[i], toks[i - 1]
+  if t.kind ~= "name" or KEYWORDS[t.value] then return false end
+  if prev and (is(prev, ".") or is(prev, ":") or is(prev, "::") or prev.value == "goto"
+               or (prev.kind == "name" and (prev.value == "local" or prev.value == "function"))) then
+    return false
+  end
+  local key = is(toks[i + 1], "=") and (is(prev, "{") or is(prev, ",") or is(prev, ";"))
+  return not key
+end
+
+-- The name read from toks[i] on: its parts ("os", "getenv"), _ENV. and _G.
+-- dropped, and the index of the token after it.
+local function dotted(toks, i)
+  local parts, j = { toks[i].value }, i + 1
+  while true do
+    if is(toks[j], ".") and toks[j + 1] and toks[j + 1].kind == "name" then
+      parts[#parts + 1], j = toks[j + 1].value, j + 2
+    elseif is(toks[j], "[") and toks[j + 1] and toks[j + 1].kind == "string" and is(toks[j + 2], "]") then
+      parts[#parts + 1], j = toks[j + 1].value, j + 3
+    else
+      break
+    end
+  end
+  while #parts > 1 and (parts[1] == "_ENV" or parts[1] == "_G") do table.remove(parts, 1) end
+  return parts, j
+end
+
+-- The call whose arguments start at toks[j]: is it one, and the string it
+-- passes first, f("x") or f "x" (its token), if any.
+local function call_at(toks, j)
+  local t = toks[j]
+  if t and t.kind == "string" then return true, t end
+  if is(t, "(") then return true, toks[j + 1] and toks[j + 1].kind == "string" and toks[j + 1] or nil end
+  return is(t, "{"), nil
+end
+
+-- The value of key in the table constructor opening at toks[j] (or in
+-- the one f({...}) passes): its first string token, {"x", ...} read as "x".
+local function field_string(toks, j, key)
+  if is(toks[j], "(") then j = j + 1 end
+  if not is(toks[j], "{") then return nil end
+  local depth = 0
+  for i = j, #toks do
+    local t = toks[i]
+    if t.kind == "op" and (t.value == "{" or t.value == "(" or t.value == "[") then depth = depth + 1
+    elseif t.kind == "op" and (t.value == "}" or t.value == ")" or t.value == "]") then
+      depth = depth - 1
+      if depth == 0 then return nil end
+    elseif depth == 1 and t.value == key and t.kind == "name" and is(toks[i + 1], "=") then
+      local v = toks[i + 2]
+      if is(v, "{") then v = toks[i + 3] end
+      return v and v.kind == "string" and v or nil
+    end
+  end
+end
+
+-- The findings of the plugin file named name, whose source is given, under
+-- grants: {line, message}, in line order, each once.
+function M.findings(name, source, grants)
   local out, seen = {}, {}
   local function add(n, msg)
     if seen[n .. msg] then return end
     seen[n .. msg] = true
     out[#out + 1] = { n, msg }
   end
-  for n, line in ipairs(lines) do
-    local code = line:gsub("%-%-.*$", "")
-    for _, a in ipairs(ABSENT) do
-      if code:find(a[1]) then add(n, ("sandbox: %s is not available to a sandboxed plugin"):format(a[2])) end
+  local function absent(n, what) add(n, ("sandbox: %s is not available to a sandboxed plugin"):format(what)) end
+  local function use(n, cap, target)       -- target: its string token, or nil when computed
+    if target then
+      if not granted(grants, cap, target.value) then
+        local t = shown(cap, target.value)
+        add(target.line, ('sandbox: %s uses %s %s, not granted (grant %s = {"%s"})'):format(name, cap, t, cap, t))
+      end
+    elseif not grants[cap] and not (cap == "exec" and grants.connect) then
+      add(n, ("sandbox: %s uses %s but is granted none (grant %s = {...})"):format(name, cap, cap))
     end
-    local cg = code:match("collectgarbage%s*%(%s*[\"'](%a+)[\"']")
-    if cg and cg ~= "count" then add(n, ('sandbox: collectgarbage("%s") is not available (only "count")'):format(cg)) end
-    for _, u in ipairs(USES) do
-      local target = u.literal and code:match(u.literal)
-      if target then
-        if not granted(grants, u.cap, target) then
-          local t = shown(u.cap, target)
-          add(n, ('sandbox: %s uses %s %s, not granted (grant %s = {"%s"})'):format(name, u.cap, t, u.cap, t))
-        end
-      elseif code:find(u.any) and not grants[u.cap] and not (u.cap == "exec" and grants.connect) then
-        add(n, ("sandbox: %s uses %s but is granted none (grant %s = {...})"):format(name, u.cap, u.cap))
+  end
+  local toks = lex.tokens(source)
+  for i, t in ipairs(toks) do
+    local n = t.line
+    if variable(toks, i) then
+      local parts, j = dotted(toks, i)
+      local full, last = table.concat(parts, "."), parts[#parts]
+      local is_call, first = call_at(toks, j)
+      if ABSENT_LIB[parts[1]] and (#parts > 1 or is(toks[j], "[") or is(toks[j], ":")) then
+        absent(n, parts[1])
+      elseif ABSENT[full] then
+        absent(n, full)
+      elseif full == "collectgarbage" and first and first.value ~= "count" then
+        add(n, ('sandbox: collectgarbage("%s") is not available (only "count")'):format(first.value))
+      elseif full == "os.getenv" and is_call then
+        use(n, "env", first)
+      elseif last == "open" and parts[#parts - 1] == "sqlite" and is_call then
+        use(n, "sqlite", first)
+      elseif last == "connect" and parts[#parts - 1] == "mcp" and is_call and not first then
+        use(n, "connect", nil)
+      end
+    elseif is(t, ":") and toks[i + 1] and toks[i + 1].kind == "name" then
+      local method, j = toks[i + 1].value, i + 2
+      local is_call, first = call_at(toks, j)
+      local m = METHODS[method]
+      if method == "dump" and is_call then
+        absent(n, "string.dump")
+      elseif m and is_call and m.key then
+        if not field_string(toks, j, m.key) then use(n, m.cap, nil) end   -- a literal: below
+      elseif m and is_call then
+        use(n, m.cap, first)
+      end
+    elseif t.kind == "name" and (t.value == "url" or t.value == "command") and is(toks[i + 1], "=") then
+      local v = toks[i + 2]                  -- url = "http://...", command = {"/bin/x", ...}
+      if t.value == "command" and is(v, "{") then v = toks[i + 3] end
+      if v and v.kind == "string" and (t.value == "command" or v.value:find("^https?://")) then
+        use(n, t.value == "url" and "http" or "exec", v)
       end
     end
   end
+  table.sort(out, function(a, b) return a[1] < b[1] end)
   return out
 end
 

@@ -9,7 +9,9 @@ local outcome = require "mcp.result"
 local client = require "mcp.client"
 local mount = require "mcp.mount"
 local decl = require "mcp.decl"
+local load_errors = require "mcp.load_errors"
 local config = require "mcp.config"
+local plugin_log = require "mcp.plugin_log"
 local reg = require "mcp.server.registry"
 local tools_family = require "mcp.server.tools"
 local resources_family = require "mcp.server.resources"
@@ -86,7 +88,7 @@ local function set_limits(tool, d)
                   rate and (rate:gsub("%s", "")) or nil, pick("heartbeat") or 0)
 end
 
-local function register(plugin, path, quiet)
+local function register(plugin, path)
   plugin.file = path
   for _, tool in ipairs(plugin.tools) do
     if tools[tool.name] then
@@ -109,9 +111,58 @@ local function register(plugin, path, quiet)
     set_limits(tool, d)
   end
   middleware.add(plugin)
-  if not quiet then
-    log("info", "loaded plugin %s from %s (%d tools, %d resources, %d prompts)", plugin.name, path,
-        #plugin.tools, #plugin.resources, #plugin.prompts)
+end
+
+-- Are two declarations the same, but for their functions (a reload's are
+-- new ones) and the plugin they belong to? Read raw: they are the plugin's.
+local function same(a, b, depth)
+  if type(a) ~= type(b) then return false end
+  if type(a) == "function" then return true end
+  if type(a) ~= "table" then return rawequal(a, b) end
+  if rawequal(a, b) or depth > 32 then return true end
+  for k, v in next, a do
+    if k ~= "plugin" and not same(v, rawget(b, k), depth + 1) then return false end
+  end
+  for k in next, b do
+    if k ~= "plugin" and rawget(a, k) == nil then return false end
+  end
+  return true
+end
+
+-- What a reload changed, by kind: "tools +new -gone ~changed; prompts +p".
+local function changes(old, new)
+  local said = {}
+  for _, kind in ipairs { "tools", "resources", "prompts" } do
+    local function key(d)
+      if kind == "resources" then return rawget(d, "uri") or rawget(d, "uriTemplate") end
+      return rawget(d, "name")
+    end
+    local before, now, added, gone, changed = {}, {}, {}, {}, {}
+    for _, d in ipairs(old[kind]) do before[key(d)] = d end
+    for _, d in ipairs(new[kind]) do
+      local was = before[key(d)]
+      now[key(d)] = true
+      if was == nil then added[#added + 1] = "+" .. tostring(key(d))
+      elseif not same(was, d, 0) then changed[#changed + 1] = "~" .. tostring(key(d)) end
+    end
+    for _, d in ipairs(old[kind]) do
+      if not now[key(d)] then gone[#gone + 1] = "-" .. tostring(key(d)) end
+    end
+    local marks = {}
+    for _, l in ipairs { added, gone, changed } do table.move(l, 1, #l, #marks + 1, marks) end
+    if #marks > 0 then said[#said + 1] = kind .. " " .. table.concat(marks, " ") end
+  end
+  return #said > 0 and table.concat(said, "; ") or "no tool, resource or prompt changed"
+end
+
+-- The log line of a unit loaded (u.old: the version it replaces).
+local function announce(u)
+  local p = u.plugin
+  if u.old then
+    log("info", "reloaded plugin %s from %s: %s", p.name, u.path, changes(u.old.plugin, p))
+  else
+    log("info", "loaded plugin %s from %s (%d tools, %d resources, %d prompts)", p.name, u.path,
+        #p.tools, #p.resources, #p.prompts)
   end
 end
 
@@ -165,49 +216,44 @@ local clients_of = setmetatable({}, { __mode = "k" })   -- plugin -> its mcp.con
 M.config_file = nil    -- its configuration: cfg, declared above set_limits
 
 local sandboxed = {}                    -- dir -> true: its plugins run sandboxed (--sandbox)
+local logs_of = setmetatable({}, { __mode = "k" })   -- a trusted plugin's env -> its log (plugin_log.lua)
 
 -- A plugin file's environment and how its chunk runs: trusted, or
 -- sandboxed (lua/mcp/sandbox.lua) under the grants of its file's name.
 local function environment(path, dir)
   local view = config.plugin_mcp(cfg, path)
   if not sandboxed[dir] then
-    local env = setmetatable({}, { __index = _G })
+    local env, log = setmetatable({}, { __index = _G }), plugin_log.open(config.name_of(path))
+    view.server_log, env.print, env.io = log.server_log, log.print, log.io   -- to the log, never stdout
+    logs_of[env] = log
     env.require = plugin_require(dir, env, view)
-    return env, function(chunk) return decl.collect(chunk, debug.traceback) end
+    return env, function(chunk) return decl.collect(chunk, load_errors.handler) end
   end
   local sandbox = require "mcp.sandbox"    -- loaded only when there are sandboxed plugins
   local name, grants = config.name_of(path), config.grants(cfg, path)
   core.sandbox_set(name, grants)
   return sandbox.env(name, dir, view, grants), function(chunk)
-    return sandbox.run(name, grants, function(c) return decl.collect(c, debug.traceback) end, chunk)
+    return sandbox.run(name, grants, function(c) return decl.collect(c, load_errors.handler) end, chunk)
   end
 end
 
--- Run a plugin file: the plugin, or nil and an error with file:line.
+-- Run a plugin file: the plugin, or nil and its errors, one "file:line:
+-- message" each, in source order (lua/mcp/load_errors.lua).
 local function load_file(path, dir, source)
   local env, run = environment(path, dir)
   local chunk, err = load(source, "@" .. path, "t", env)
-  if not chunk then return nil, err end
+  if not chunk then return nil, load_errors.lines(path, source, {}, err) end
   local clients = {}                    -- mcp.connect clients it makes
   local prev = client.collect(clients)
   local cok, problems, ok, plugin = pcall(run, chunk)
   client.collect(prev)
   if not cok then problems, ok, plugin = {}, false, problems end
-  if ok and not mcp.is_plugin(plugin) then ok, plugin = false, path .. ": a plugin file must return mcp.plugin{...}" end
-  if #problems > 0 then                 -- mistakes in its declarations: every one, and any error after them
-    local lines = {}
-    for i, p in ipairs(problems) do lines[i] = decl.where(p, path, source) .. p.msg end
-    if not ok then lines[#lines + 1] = tostring(plugin) end
-    ok, plugin = false, table.concat(lines, "\n")
-  end
-  if not ok then
+  if #problems > 0 or not ok or not mcp.is_plugin(plugin) then
     for _, c in ipairs(clients) do c:close() end
-    plugin = tostring(plugin)
-    -- an error raised in a tail call (return mcp.plugin{...}) has no position
-    if not plugin:find(path, 1, true) then plugin = path .. ": " .. plugin end
-    return nil, plugin
+    return nil, load_errors.lines(path, source, problems, not ok and plugin or nil, ok and not mcp.is_plugin(plugin))
   end
   clients_of[plugin] = clients
+  if logs_of[env] then logs_of[env].name = plugin.name end   -- its lines name it as its tools do
   if sandboxed[dir] then require("mcp.sandbox").adopt(plugin, config.name_of(path), env) end
   return plugin
 end
@@ -283,15 +329,16 @@ local function rebuild(list, fresh)
   for _, u in ipairs(list) do
     local ok, err = true, nil
     if u.plugin.sandboxed then ok, err = sandbox_admit(u.plugin, trusted) end
-    if ok then ok, err = pcall(register, u.plugin, u.path, not fresh[u]) end
+    if ok then ok, err = pcall(register, u.plugin, u.path) end
     if not ok and mount.of(u.plugin) and mount.unmount(u.plugin) then
       -- its mounted part clashes with another plugin: its own part, and the
       -- upstream's lists fetched again (without the names taken)
       log("warning", "plugin %s: its mounted part is left out: %s", u.plugin.name, err)
-      ok, err = pcall(register, u.plugin, u.path, not fresh[u])
+      ok, err = pcall(register, u.plugin, u.path)
     end
     if ok then
       kept[#kept + 1] = u
+      if fresh[u] then announce(u) end
       if mount.of(u.plugin) then mounts = mounts + 1 end
     else
       u.error = u.path .. ": " .. err
@@ -382,7 +429,7 @@ function M.load(dirs)
         list[#list + 1] = u
         fresh[u] = true
       else
-        log("error", "plugin not loaded: %s", err)
+        for _, e in ipairs(err) do log("error", "plugin not loaded: %s", e) end
       end
     end
   end
@@ -424,7 +471,7 @@ end
 function M.rescan(lib_changed, afresh)
   lib_changed = lib_changed or {}
   local before = units
-  local list, fresh, changed, errors = {}, {}, {}, {}
+  local list, fresh, changed, errors = {}, {}, {}, {}  -- errors: each failed file's lines
   local function load_unit(path, dir, source, old)
     local plugin, err = load_file(path, dir, source)
     if plugin then
@@ -435,7 +482,7 @@ function M.rescan(lib_changed, afresh)
       kinds(plugin, changed)
       kinds(old and old.plugin, changed)
     else
-      errors[#errors + 1] = err
+      errors[#errors + 1] = err                   -- its lines
       if old then list[#list + 1] = old end      -- the last good version goes on
     end
   end
@@ -470,7 +517,7 @@ function M.rescan(lib_changed, afresh)
   local kept = rebuild(list, fresh)
   for _, u in ipairs(list) do
     if u.error then
-      errors[#errors + 1] = u.error
+      errors[#errors + 1] = { u.error }
       if u.old then                                 -- a new version clashes: keep the old one
         u.old.error = nil
         for i, x in ipairs(list) do if x == u then list[i] = u.old end end
@@ -480,7 +527,7 @@ function M.rescan(lib_changed, afresh)
   if #kept ~= #list then                            -- put the replaced versions back
     kept = rebuild(list, {})
     for _, u in ipairs(list) do
-      if u.error then errors[#errors + 1] = u.error end
+      if u.error then errors[#errors + 1] = { u.error } end
     end
   end
   units = kept
@@ -497,9 +544,11 @@ function M.rescan(lib_changed, afresh)
   for _, u in ipairs(units) do if fresh[u] then reloaded = reloaded + 1 end end
   core.count("luamcp_plugin_reloads_total", "ok", reloaded)
   core.count("luamcp_plugin_reloads_total", "failed", #errors)
-  for _, err in ipairs(errors) do
-    log("error", "reload: %s", err)
-    core.log("error", "luamcp: plugin not reloaded: " .. err)
+  for _, lines in ipairs(errors) do                -- a file's lines
+    for _, err in ipairs(lines) do
+      log("error", "plugin not reloaded: %s", err)
+      core.log("error", "luamcp: plugin not reloaded: " .. err)
+    end
   end
   if changed.tools then core.notify(nil, "notifications/tools/list_changed") end
   if changed.resources then core.notify(nil, "notifications/resources/list_changed") end
@@ -507,12 +556,17 @@ function M.rescan(lib_changed, afresh)
   return #errors == 0
 end
 
--- Sandboxed plugins over their memory_mb (lua/mcp/sandbox.lua), loaded
--- afresh as hot reload does: a new environment, their file run again; what
--- the old one held becomes garbage, collected now. Run by the core once a
--- loop turn's calls have run (mcp_sched_reset_due).
+-- Sandboxed plugins over their memory_mb (lua/mcp/sandbox.lua; measured
+-- here if a call that ended by a limit, a cancel or its timeout left a
+-- measure due), loaded afresh as hot reload does: a new environment, their
+-- file run again; what the old one held becomes garbage, collected now. Run
+-- by the core once a loop turn's calls have run (mcp_sched_reset_due).
 function M.reset_due()
-  local names, afresh = require("mcp.sandbox").take_due(), {}
+  local sandbox, afresh = require "mcp.sandbox", {}
+  for _, u in ipairs(units) do
+    if u.plugin.sandboxed then sandbox.measure_due(u.plugin) end
+  end
+  local names = sandbox.take_due()
   for _, u in ipairs(units) do
     if u.plugin.sandboxed and names[u.plugin.name] then
       afresh[u.path] = true

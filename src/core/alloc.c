@@ -3,14 +3,16 @@
  * allocations on the main thread never fail on it), the fail_alloc test
  * hook, and the memory budgets of sandboxed plugins (policy.h). sched.c
  * tells it which call's code runs (mcp__alloc_running) and is told, through
- * the callback it registered, when a call passes its budget. A budget's net
- * count (what the plugin's code allocated minus what was freed while it
- * ran) goes on across calls: src/lua/sandbox_mem.c measures what the plugin
- * keeps when it passes a step. */
+ * the callback it registered, when a call passes its budget. What the
+ * plugin's code allocates is also counted across calls, nothing taken back
+ * for what is freed: src/lua/sandbox_mem.c measures what the plugin keeps
+ * when that passes a step (mcp_budget_due). */
 #include <stdlib.h>
 
 #include "config.h"
 #include "sched_int.h"
+
+#define MB ((size_t)1 << 20)
 
 static struct {
   size_t used;                      /* the state's bytes */
@@ -44,7 +46,6 @@ static int budget_refuses(mcp_budget *b, size_t grow) {
 
 static void budget_take(mcp_budget *b, size_t old, size_t nsize) {
   size_t *held = A.running ? &A.running->mem_held : &A.account_held;
-  b->net += (int64_t)nsize - (int64_t)old;
   if (nsize >= old) {
     b->grown += nsize - old;
     b->mem_used += nsize - old;
@@ -100,6 +101,19 @@ void mcp__alloc_running(mcp_call *c, int resume) {
 void mcp_call_set_budget(mcp_call *c, mcp_budget *b) {
   c->budget = b;
   if (c == A.running) A.budget = b;
+}
+
+/* The growth past the last measure that asks for a new one: a quarter of
+ * memory_mb, at least 1 MB. */
+size_t mcp_budget_step(const mcp_budget *b) { return b->mem_limit / 4 > MB ? b->mem_limit / 4 : MB; }
+
+/* Allocated, not net of what was freed: garbage counted before the last
+ * measure and freed after it would hide as much growth. */
+int mcp_budget_due(const mcp_budget *b) { return b->on && b->mem_limit && b->grown > mcp_budget_step(b); }
+
+void mcp_budget_measured(mcp_budget *b, size_t bytes) {
+  b->grown = 0;
+  b->retained = bytes;
 }
 
 void mcp_sched_account(mcp_budget *b) {

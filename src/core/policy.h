@@ -32,13 +32,11 @@ typedef struct mcp_budget {
   const char *plugin;        /* interned */
   size_t mem_limit;          /* bytes its calls in flight may hold; 0 = none */
   size_t mem_used;           /* what they hold: sched.c's */
-  /* What it keeps across calls (sandbox_mem.c): net is what its code
-   * allocated minus what was freed while it ran, calls ended or not. It
-   * drifts (the shared collector frees anyone's garbage in anyone's code):
-   * only a trigger for a measure of what it really holds (retained). */
-  int64_t net;               /* running count: alloc.c's */
-  int64_t net_base;          /* net at the last measure */
-  size_t grown;              /* bytes allocated since the last measure */
+  /* What it keeps across calls (sandbox_mem.c measures it): what it keeps
+   * cannot have grown since the last measure by more than its code
+   * allocated since, whatever was freed (a free may be of garbage counted
+   * before that measure, or of others'): grown, the trigger of the next. */
+  size_t grown;              /* bytes its code allocated since the last measure: alloc.c's */
   size_t retained;           /* the last measure */
   uint64_t cpu_ns;           /* CPU time a call may use; 0 = none */
   int on;
@@ -46,5 +44,11 @@ typedef struct mcp_budget {
 
 /* plugin's budget (created when asked), or NULL for a trusted plugin. */
 mcp_budget *mcp_budget_of(const char *plugin, int create);
+/* What it keeps (alloc.c): the step, a quarter of mem_limit (at least 1 MB);
+ * is a measure due (its code allocated more than a step since the last)?;
+ * a measure made (bytes held). */
+size_t mcp_budget_step(const mcp_budget *b);
+int mcp_budget_due(const mcp_budget *b);
+void mcp_budget_measured(mcp_budget *b, size_t bytes);
 
 #endif

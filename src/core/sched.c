@@ -442,7 +442,12 @@ static void call_finish(mcp_call *c) {
   if (c->aprev) c->aprev->anext = c->anext; else S.all = c->anext;
   if (c->anext) c->anext->aprev = c->aprev;
   S.live--;
-  if (c->budget) c->budget->mem_used -= c->mem_held;   /* its memory is given back to the plugin */
+  if (c->budget) {
+    c->budget->mem_used -= c->mem_held;   /* its memory is given back to the plugin */
+    /* a measure of what the plugin keeps its guard did not make (the call
+     * was ended by a limit, a cancel or its timeout): server.reset_due's */
+    if (mcp_budget_due(c->budget)) mcp_sched_reset_due();
+  }
   EACH_TYPE(finish, c);
   c->owner->gone(c);
   c->qnext = S.graveyard;            /* freed after this loop turn, never under a caller */

@@ -13,6 +13,8 @@
  * one that cancelled another transfer) only marks the transfer, and the
  * removal follows as soon as curl_multi_socket_action returns, in the same
  * loop turn. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +62,7 @@ typedef struct transfer {
   CURLcode rc;
   char *url;                     /* the request's URL, then the effective one */
   char code[24];                 /* our own failure: too_large, denied (http_allow), io (a callback raised) */
-  char msg[400];
+  char msg[512];
   char errbuf[CURL_ERROR_SIZE];
   unsigned in_multi : 1;
   unsigned stopped : 1;          /* a callback returned false */
@@ -74,12 +76,11 @@ static struct {
   transfer *dead;                /* to remove once curl returns */
 } C;
 
-/* The host and port of the URL being connected to (after redirects). */
-static int current_target(transfer *t, char *host, size_t cap, int *port) {
-  char *url = NULL, *h = NULL, *p = NULL;
+/* The host (without brackets) and port (its scheme's by default) url names. */
+static int url_target(const char *url, char *host, size_t cap, int *port) {
+  char *h = NULL, *p = NULL;
   CURLU *u = curl_url();
   int ok = 0;
-  curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
   if (u && url && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
       curl_url_get(u, CURLUPART_HOST, &h, 0) == CURLUE_OK &&
       curl_url_get(u, CURLUPART_PORT, &p, CURLU_DEFAULT_PORT) == CURLUE_OK) {
@@ -98,42 +99,95 @@ static int current_target(transfer *t, char *host, size_t cap, int *port) {
   return ok;
 }
 
-/* May t connect to sa? Each list that is set (the server's, the plugin's,
- * the request's) must allow the URL's host and port, and the address. */
-static int allowed(transfer *t, const struct sockaddr *sa) {
+static int checked(const transfer *t) {
+  return t->sandbox || t->plugin_allow || t->req_allow || mcp_allow_server(0);
+}
+
+/* t refused: "denied", logged (and for a sandboxed plugin, counted). */
+static int refuse(transfer *t) {
+  snprintf(t->code, sizeof t->code, "denied");
+  if (t->sandbox) mcp_sandbox_denied(t->sandbox, MCP_CAP_HTTP, t->msg);
+  else mcp_info("http: %s", t->msg);
+  return 0;
+}
+
+/* May t reach host:port, resolved to sa, or with sa NULL by its name alone
+ * (before anything is resolved)? Each list that is set (the sandboxed
+ * plugin's grant, the server's, the plugin's, the request's) must allow it.
+ * Once refused, a transfer stays refused. */
+static int allowed_at(transfer *t, const char *host, int port, const struct sockaddr *sa) {
   static const char *const whose[3] = { "--http-allow", "the plugin's http_allow", "req.allow" };
   const mcp_allow *lists[3] = { mcp_allow_server(0), t->plugin_allow, t->req_allow };
-  char host[256], why[320];
-  int port;
-  if (!lists[0] && !lists[1] && !lists[2] && !t->sandbox) return 1;
-  if (!current_target(t, host, sizeof host, &port)) {
-    snprintf(t->msg, sizeof t->msg, "blocked: cannot tell where the request goes");
-    return 0;
+  char why[320], target[300];
+  if (t->code[0] != '\0') return 0;
+  if (mcp_allow_target(host, port, target, sizeof target) != 0) snprintf(target, sizeof target, "%.255s", host);
+  if (t->sandbox && !mcp_allow_check(t->sandbox_allow, host, port, NULL, why, sizeof why)) {
+    snprintf(t->msg, sizeof t->msg, "sandbox: %.64s may not reach %.140s (grant http = {\"%.140s\"}): not granted, not resolved",
+             t->sandbox, target, target);
+    return refuse(t);
   }
-  if (t->sandbox && !mcp_allow_check(t->sandbox_allow, host, port, sa, why, sizeof why)) {
-    snprintf(t->msg, sizeof t->msg, "sandbox: %s may not reach %.100s:%d (grant http = {\"%.100s:%d\"}): %.80s", t->sandbox,
-             host, port, host, port, why);
-    mcp_sandbox_denied(t->sandbox, MCP_CAP_HTTP, t->msg);
-    return 0;
+  if (t->sandbox && sa && !mcp_allow_check(t->sandbox_allow, host, port, sa, why, sizeof why)) {
+    snprintf(t->msg, sizeof t->msg, "sandbox: %.64s may not reach %.140s: %.200s (only a grant of the address itself reaches it)",
+             t->sandbox, target, why);
+    return refuse(t);
   }
   for (int i = 0; i < 3; i++) {
     if (lists[i] && !mcp_allow_check(lists[i], host, port, sa, why, sizeof why)) {
       snprintf(t->msg, sizeof t->msg, "blocked: %s (%s)", why, whose[i]);
-      return 0;
+      return refuse(t);
     }
   }
   return 1;
 }
 
+/* The same for url's host and port. */
+static int allowed_to(transfer *t, const char *url, const struct sockaddr *sa) {
+  char host[256];
+  int port;
+  if (url_target(url, host, sizeof host, &port)) return allowed_at(t, host, port, sa);
+  if (t->code[0] != '\0') return 0;
+  snprintf(t->msg, sizeof t->msg, "blocked: cannot tell where the request goes");
+  return refuse(t);
+}
+
+/* The same for the URL being fetched now (after redirects). */
+static int allowed(transfer *t, const struct sockaddr *sa) {
+  char *url = NULL;
+  if (!checked(t)) return 1;
+  curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
+  return allowed_to(t, url, sa);
+}
+
+/* The checks, each where curl goes a step further: before it resolves a
+ * name (the URL's, a redirect's: a name not allowed is never sent to DNS),
+ * when it opens a socket to an address it resolved (what is checked is what
+ * it connects to: nothing is resolved between the two), and before each
+ * request on a connection, a reused one included (whose socket it opened for
+ * another request). */
+static int on_resolver_start(void *resolver, void *reserved, void *ud) {
+  (void)resolver;
+  (void)reserved;
+  return allowed(ud, NULL) ? 0 : 1;
+}
+
 static curl_socket_t on_opensocket(void *ud, curlsocktype purpose, struct curl_sockaddr *a) {
-  transfer *t = ud;
   (void)purpose;
-  if (!allowed(t, &a->addr)) {
-    snprintf(t->code, sizeof t->code, "denied");
-    mcp_info("http: %s", t->msg);
-    return CURL_SOCKET_BAD;
-  }
+  if (!allowed(ud, &a->addr)) return CURL_SOCKET_BAD;
   return socket(a->family, a->socktype, a->protocol);
+}
+
+static int on_prereq(void *ud, char *peer_ip, char *local_ip, int peer_port, int local_port) {
+  transfer *t = ud;
+  struct sockaddr_storage ss;
+  (void)local_ip;
+  (void)peer_port;
+  (void)local_port;
+  if (!checked(t)) return CURL_PREREQFUNC_OK;
+  memset(&ss, 0, sizeof ss);
+  if (inet_pton(AF_INET, peer_ip, &((struct sockaddr_in *)&ss)->sin_addr) == 1) ss.ss_family = AF_INET;
+  else if (inet_pton(AF_INET6, peer_ip, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) ss.ss_family = AF_INET6;
+  else ss.ss_family = AF_UNSPEC;                     /* refused as "special" */
+  return allowed(t, (struct sockaddr *)&ss) ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT;
 }
 
 /* Lua callbacks. They run on the main thread on behalf of the call; a
@@ -237,7 +291,8 @@ static void transfer_end(transfer *t) {
   char *url = NULL;
   if (t->easy == NULL) return;
   mcp_counter_add("luamcp_outbound_http_requests_total",
-                  t->op.done ? "outcome=\"cancelled\""
+                  !t->in_multi && t->code[0] != '\0' ? "outcome=\"error\""   /* refused before it started */
+                  : t->op.done ? "outcome=\"cancelled\""
                   : t->rc == CURLE_OK || t->stopped ? "outcome=\"ok\"" : "outcome=\"error\"", 1);
   curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
   if (t->op.span)
@@ -597,8 +652,12 @@ static void setup(transfer *t, const char *method, double timeout, double connec
   curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
+  curl_easy_setopt(e, CURLOPT_RESOLVER_START_FUNCTION, on_resolver_start);
+  curl_easy_setopt(e, CURLOPT_RESOLVER_START_DATA, t);
   curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_opensocket);
   curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, t);
+  curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
+  curl_easy_setopt(e, CURLOPT_PREREQDATA, t);
   if (timeout > 0) curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(timeout * 1000.0 + 0.5));
   if (connect_timeout > 0)
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(connect_timeout * 1000.0 + 0.5));
@@ -718,8 +777,15 @@ static int l_http(lua_State *L) {
   t->plugin_allow = plugin_list(c);
   t->sandbox = mcp_sandbox_plugin(c);
   t->sandbox_allow = mcp_sandbox_http(c);
+  if (lua_getfield(L, 1, "sandbox") == LUA_TSTRING && t->sandbox == NULL)   /* the host's, for a plugin (a mount) */
+    t->sandbox = mcp_sandbox_of(lua_tostring(L, -1), &t->sandbox_allow);
+  lua_pop(L, 1);
   t->chunk_ref = fn_ref(L, "on_chunk");
   t->sse_ref = fn_ref(L, "on_sse");
+  if (checked(t) && !allowed_to(t, t->url, NULL)) {              /* by name, before anything is resolved */
+    mcp_op_cancel(&t->op, "denied");
+    return mcp_push_fail(L, "denied", "%s", t->msg);
+  }
 
   if (!background && mcp_op_span(&t->op, MCP_SPAN_CLIENT, method ? method : has_body ? "POST" : "GET"))
     t->headers = mcp_span_http_begin(t->op.span, t->url, t->headers);

@@ -98,6 +98,23 @@ static int l_log_stderr(lua_State *L) {
   return 0;
 }
 
+/* log_plugin(level, msg [, plugin]): a plugin's line in the server's log,
+ * naming the plugin (else the running call's) and the tool it runs in. */
+static int l_log_plugin(lua_State *L) {
+  int level = mcp_log_level_parse(luaL_checkstring(L, 1));
+  const char *msg = luaL_checkstring(L, 2);
+  const char *plugin = luaL_optstring(L, 3, NULL);
+  const char *tool = NULL;
+  mcp_call *c = current(L);
+  if (level < 0) return luaL_argerror(L, 1, "unknown log level");
+  if (c != NULL) {
+    if (plugin == NULL) plugin = c->logger;
+    if (c->method != NULL && strcmp(c->method, "tools/call") == 0) tool = c->tool;
+  }
+  mcp_log_plugin((mcp_log_level)level, plugin, tool, msg);
+  return 0;
+}
+
 static int l_set_policy(lua_State *L) {
   const char *tool = luaL_checkstring(L, 1);
   int mode = mcp_cancel_mode_parse(luaL_checkstring(L, 2));
@@ -290,6 +307,7 @@ static const luaL_Reg misc_funcs[] = {
   {"wall", l_wall},
   {"heap", l_heap},
   {"log_stderr", l_log_stderr},
+  {"log_plugin", l_log_plugin},
   {"set_logger", l_set_logger},
   {"set_policy", l_set_policy},
   {"set_limits", l_set_limits},

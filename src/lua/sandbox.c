@@ -82,6 +82,15 @@ static int under(const char *path, const char *prefix) {
   return strncmp(path, prefix, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
+/* Is url the URL prefix or under it? A prefix ends where a path, query or
+ * fragment starts, so "http://api.example" grants neither
+ * "http://api.example.DATA.evil" nor "http://api.example@evil". */
+static int url_under(const char *url, const char *prefix) {
+  size_t n = strlen(prefix);
+  if (strstr(prefix, "://") == NULL || strncmp(url, prefix, n) != 0) return 0;
+  return n > 0 && (prefix[n - 1] == '/' || url[n] == '\0' || strchr("/?#", url[n]) != NULL);
+}
+
 static int is_path_cap(mcp_cap cap) {
   return cap == MCP_CAP_READ || cap == MCP_CAP_WRITE || cap == MCP_CAP_SQLITE || cap == MCP_CAP_EXEC;
 }
@@ -94,7 +103,7 @@ static int granted(const grant *g, mcp_cap cap, const char *what) {
       if (strcmp(l[i], what) == 0) return 1;
     } else if (is_path_cap(cap)) {
       if (under(what, l[i])) return 1;
-    } else if (strcmp(l[i], what) == 0 || (strstr(l[i], "://") && strncmp(what, l[i], strlen(l[i])) == 0)) {
+    } else if (strcmp(l[i], what) == 0 || url_under(what, l[i])) {
       return 1;                    /* connect: the command, or a URL or its prefix */
     }
   }
@@ -145,11 +154,18 @@ deny:
 }
 
 const mcp_allow *mcp_sandbox_http(const mcp_call *c) {
+  const mcp_allow *http = NULL;
   const char *plugin = mcp_sandbox_plugin(c);
-  grant *g = plugin ? grant_of(plugin) : NULL;
+  if (plugin) mcp_sandbox_of(plugin, &http);
+  return http;
+}
+
+const char *mcp_sandbox_of(const char *plugin, const mcp_allow **http) {
+  grant *g = grant_of(plugin);
   if (g == NULL) return NULL;
   if (g->http == NULL) g->http = mcp_allow_new();
-  return g->http;
+  *http = g->http;
+  return g->plugin;
 }
 
 /* stack: ... list(at idx) -> ...; the strings of list (resolved paths for

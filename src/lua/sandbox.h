@@ -26,7 +26,11 @@ int mcp_sandbox_check(lua_State *L, const mcp_call *c, mcp_cap cap, const char *
 /* The http list of c's sandboxed plugin (empty when nothing is granted),
  * or NULL for a trusted one. */
 const mcp_allow *mcp_sandbox_http(const mcp_call *c);
-/* Count and log a denial decided elsewhere (httpc.c's, after DNS). */
+/* plugin as it is kept (interned) and its http list in *http when it is
+ * sandboxed, else NULL: for what the host does for it outside its calls (a
+ * mount's requests). */
+const char *mcp_sandbox_of(const char *plugin, const mcp_allow **http);
+/* Count and log a denial decided elsewhere (httpc.c's). */
 void mcp_sandbox_denied(const char *plugin, mcp_cap cap, const char *msg);
 /* The same for a limit (capability "memory_mb": what it keeps, sandbox_mem.c). */
 void mcp_sandbox_denied_as(const char *plugin, const char *capability, const char *msg);

@@ -1,8 +1,9 @@
 /* What a sandboxed plugin keeps across its calls (issue 23, memory_mb):
- * alloc.c keeps a running net count per plugin; when it passes the last
- * measure by a step, lua/mcp/sandbox.lua asks for a measure here: a walk of
- * what the plugin reaches from its own roots (its environment, its mcp, its
- * lib modules, its declarations' functions), each object counted once.
+ * alloc.c counts what each plugin's code allocates; when that passes a step
+ * since the last measure, lua/mcp/sandbox.lua asks for a measure here: a
+ * walk of what the plugin reaches from its own roots (its environment, its
+ * mcp, its lib modules, its declarations' functions), each object counted
+ * once.
  *
  * The walk does not follow into what is shared: the host's Lua functions
  * (their source is in the host's library directory: only the coroutines and
@@ -26,8 +27,6 @@
 #include "log.h"
 #include "policy.h"
 #include "sandbox.h"
-
-#define MB (1 << 20)
 
 typedef struct walk {
   lua_State *L;
@@ -229,22 +228,11 @@ static void walk_run(walk *w, int base) {
   }
 }
 
-/* The growth past the last measure that asks for a new one: a quarter of
- * memory_mb, at least 1 MB. */
-static size_t step(const mcp_budget *b) { return b->mem_limit / 4 > MB ? b->mem_limit / 4 : MB; }
-
-/* A measure is due: the net count passed a step, or 4 x memory_mb was
- * allocated whatever was freed (the net count drifts low when others'
- * garbage is freed in its code). */
-static int due(const mcp_budget *b) {
-  return b->on && b->mem_limit && (b->net - b->net_base > (int64_t)step(b) || b->grown > 4 * b->mem_limit);
-}
-
 /* sandbox_measure(plugin, roots, own_mt, loads, lib): the bytes the plugin
- * holds from roots (a list); the measure becomes its last (the net count's
- * new base). own_mt: metatables it set; loads: function -> source length of
- * the chunks it loaded; lib: the host's library directory. Stops counting
- * past its memory_mb and a step. */
+ * holds from roots (a list); the measure becomes its last (what its code
+ * allocates is counted from it). own_mt: metatables it set; loads: function
+ * -> source length of the chunks it loaded; lib: the host's library
+ * directory. Stops counting past its memory_mb and a step. */
 static int l_sandbox_measure(lua_State *L) {
   mcp_budget *b = mcp_budget_of(luaL_checkstring(L, 1), 0), *was;
   walk w = { L, NULL, 0, 0, 0, 0, 3, 4, NULL, 0, 0 };
@@ -255,7 +243,7 @@ static int l_sandbox_measure(lua_State *L) {
   lua_settop(L, 5);
   lua_pushfstring(L, "@%s", luaL_checkstring(L, 5));
   w.lib = lua_tolstring(L, 6, &w.lib_len);
-  w.cutoff = b && b->mem_limit ? b->mem_limit + step(b) : SIZE_MAX / 2;
+  w.cutoff = b && b->mem_limit ? b->mem_limit + mcp_budget_step(b) : SIZE_MAX / 2;
   was = mcp_sched_budget_swap(NULL);           /* the walk's stack is the host's */
   base = lua_gettop(L);
   luaL_checkstack(L, 16, "sandbox_measure");
@@ -269,11 +257,7 @@ static int l_sandbox_measure(lua_State *L) {
   mcp_sched_budget_swap(was);
   free(w.set);
   if (w.full) w.bytes = w.cutoff + 1;
-  if (b) {
-    b->net_base = b->net;
-    b->grown = 0;
-    b->retained = w.bytes;
-  }
+  if (b) mcp_budget_measured(b, w.bytes);
   lua_pushinteger(L, (lua_Integer)w.bytes);
   return 1;
 }
@@ -282,7 +266,7 @@ static int l_sandbox_measure(lua_State *L) {
 /* sandbox_due(plugin): is a measure of what it keeps due? */
 static int l_sandbox_due(lua_State *L) {
   const mcp_budget *b = mcp_budget_of(luaL_checkstring(L, 1), 0);
-  lua_pushboolean(L, b != NULL && due(b));
+  lua_pushboolean(L, b != NULL && mcp_budget_due(b));
   return 1;
 }
 

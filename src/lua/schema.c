@@ -320,11 +320,15 @@ static int equal(lua_State *L, int a, int b, int nest) {
   return 1;
 }
 
-/* Fail with a message: pushes it, returns 0. */
-static int fail(checker *c, const char *fmt, int idx) {
+/* Fail with a message: pushes fmt with the limit kept at idx for %s, and
+ * unit (if any) after it ("1 character", "2 characters"); returns 0. */
+static int fail(checker *c, const char *fmt, int idx, const char *unit) {
   lua_State *L = c->L;
+  int one;
   lua_rawgeti(L, c->keep, idx);
+  one = lua_tonumber(L, -1) == 1;
   luaL_tolstring(L, -1, NULL);
+  if (unit != NULL) lua_pushfstring(L, "%s %s%s", lua_tostring(L, -1), unit, one ? "" : "s");
   lua_pushfstring(L, fmt, lua_tostring(L, -1));
   return 0;
 }
@@ -350,6 +354,7 @@ static int fail_json(checker *c, const char *prefix, int idx) {
 typedef struct limit {
   int idx, op, when;
   const char *fmt;             /* the message, %s the limit as Lua prints it */
+  const char *unit;            /* counted after the limit (singular), or NULL */
 } limit;
 
 static int within(checker *c, int v, const limit *l, int n) {
@@ -359,7 +364,7 @@ static int within(checker *c, int v, const limit *l, int n) {
     lua_rawgeti(c->L, c->keep, l[i].idx);
     r = lua_compare(c->L, v, -1, l[i].op);
     lua_pop(c->L, 1);
-    if (r == l[i].when) return fail(c, l[i].fmt, l[i].idx);
+    if (r == l[i].when) return fail(c, l[i].fmt, l[i].idx, l[i].unit);
   }
   return 1;
 }
@@ -380,8 +385,8 @@ static int check_child(checker *c, const snode *n, int v, int index, int key) {
 static int check_array(checker *c, const snode *n, int v) {
   lua_State *L = c->L;
   lua_Integer len = (lua_Integer)lua_rawlen(L, v);
-  limit items[] = { { n->minitems_idx, LUA_OPLT, 1, "needs at least %s items" },
-                    { n->maxitems_idx, LUA_OPLE, 0, "allows at most %s items" } };
+  limit items[] = { { n->minitems_idx, LUA_OPLT, 1, "needs at least %s", "item" },
+                    { n->maxitems_idx, LUA_OPLE, 0, "allows at most %s", "item" } };
   lua_pushinteger(L, len);
   if (!within(c, lua_gettop(L), items, 2)) return 0;
   lua_pop(L, 1);
@@ -480,10 +485,10 @@ static int check(checker *c, const snode *n, int v) {
     if (!found) return fail_json(c, "must be one of ", n->enum_idx);
   }
   if (have == T_INTEGER || have == T_NUMBER) {
-    limit range[] = { { n->min_idx, LUA_OPLT, 1, "must be >= %s" },
-                      { n->max_idx, LUA_OPLE, 0, "must be <= %s" },
-                      { n->xmin_idx, LUA_OPLE, 1, "must be > %s" },
-                      { n->xmax_idx, LUA_OPLT, 0, "must be < %s" } };
+    limit range[] = { { n->min_idx, LUA_OPLT, 1, "must be >= %s", NULL },
+                      { n->max_idx, LUA_OPLE, 0, "must be <= %s", NULL },
+                      { n->xmin_idx, LUA_OPLE, 1, "must be > %s", NULL },
+                      { n->xmax_idx, LUA_OPLT, 0, "must be < %s", NULL } };
     if (!within(c, v, range, 4)) return 0;
   } else if (have == T_STRING && (n->minlen_idx || n->maxlen_idx)) {
     size_t len, chars = 0, i = 0;
@@ -496,8 +501,8 @@ static int check(checker *c, const snode *n, int v) {
       }
       i += k, chars++;
     }
-    limit length[] = { { n->minlen_idx, LUA_OPLT, 1, "must be at least %s characters" },
-                       { n->maxlen_idx, LUA_OPLE, 0, "must be at most %s characters" } };
+    limit length[] = { { n->minlen_idx, LUA_OPLT, 1, "must be at least %s", "character" },
+                       { n->maxlen_idx, LUA_OPLE, 0, "must be at most %s", "character" } };
     lua_pushinteger(L, (lua_Integer)chars);
     if (!within(c, lua_gettop(L), length, 2)) return 0;
     lua_pop(L, 1);

@@ -237,6 +237,25 @@ static int l_span_fail(lua_State *L) {
   return 0;
 }
 
+/* span:set(attrs): attributes on the span. */
+static int l_span_set(lua_State *L) {
+  span_handle *h = luaL_checkudata(L, 1, SPAN_MT);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  if (h->s && h->s->sampled) set_attrs(L, 2, &h->s->attrs);
+  return 0;
+}
+
+/* span:event(name [, attrs]): an event on the span, now. */
+static int l_span_event(lua_State *L) {
+  span_handle *h = luaL_checkudata(L, 1, SPAN_MT);
+  const char *name = luaL_checkstring(L, 2);
+  mcp_attrs *a;
+  if (!lua_isnoneornil(L, 3)) luaL_checktype(L, 3, LUA_TTABLE);
+  if (h->s == NULL || !h->s->sampled || (a = mcp_span_event_add(h->s, name)) == NULL) return 0;
+  if (lua_istable(L, 3)) set_attrs(L, 3, a);
+  return 0;
+}
+
 /* mono(): seconds of a monotonic clock (real time, not the test clock's). */
 static int l_mono(lua_State *L) {
   lua_pushnumber(L, (double)uv_hrtime() / 1e9);
@@ -259,6 +278,8 @@ static const luaL_Reg span_meta[] = {
 
 static const luaL_Reg span_methods[] = {
   {"fail", l_span_fail},
+  {"set", l_span_set},
+  {"event", l_span_event},
   {"finish", l_span_close},
   {NULL, NULL}
 };

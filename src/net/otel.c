@@ -1,7 +1,12 @@
 /* The trace exporter (otel.h).
  *
  * Finished spans come from trace.c's sink into a FIFO bounded by
- * OTEL_BSP_MAX_QUEUE_SIZE; past it a span is dropped and counted. A batch
+ * OTEL_BSP_MAX_QUEUE_SIZE; past it a span is dropped, counted and logged
+ * (a warning at most every DROP_WARN_MS, saying how many). The default
+ * bound is 16384, not the SDKs' 2048: a stdio read hands the loop hundreds
+ * of calls at once, so a pipelined burst of thousands finishes its spans
+ * before the first export is answered; 16384 spans of 600 bytes are about
+ * 10 MB, held only while they wait. A batch
  * (at most MAX_BATCH spans) leaves when the queue holds a full one or the
  * schedule delay's timer fires, encoded (otlp.c) and POSTed on a multi
  * handle of our own, driven by the loop as httpc.c drives handlers'
@@ -28,6 +33,9 @@
 #include "trace.h"
 
 #define MAX_BATCH 512                      /* OTEL_BSP_MAX_EXPORT_BATCH_SIZE's default */
+#define DEFAULT_QUEUE 16384
+#define DROP_WARN_MS 10000
+#define CLOSE_NS 2000000000ull             /* what shutdown gives the last exports */
 
 static struct {
   uv_loop_t *loop;
@@ -46,6 +54,11 @@ static struct {
   mcp_buf body;                           /* its body */
   int in_flight;                          /* its spans */
   uint64_t exported, dropped, failed, exports_failed;
+  uv_timer_t flush_wait;                  /* mcp_otel_flush's */
+  void (*flushed)(void);                  /* its callback, while it waits */
+  uint64_t close_by;                      /* the last exports' deadline (uv_hrtime) */
+  uint64_t drops_told;                    /* dropped when the last warning said so */
+  uint64_t told_at;                       /* its loop time (ms), 0 before the first */
   int on;
 } O;
 
@@ -167,7 +180,7 @@ static int configure(const mcp_otel_opts *o, mcp_sampler *sampler) {
     return -1;
   }
   if (parse_ms(opt(o->schedule_delay, "OTEL_BSP_SCHEDULE_DELAY"), 5000, 1, "schedule_delay", &O.delay_ms) ||
-      parse_ms(opt(o->max_queue_size, "OTEL_BSP_MAX_QUEUE_SIZE"), 2048, 1, "max_queue_size", &queue) ||
+      parse_ms(opt(o->max_queue_size, "OTEL_BSP_MAX_QUEUE_SIZE"), DEFAULT_QUEUE, 1, "max_queue_size", &queue) ||
       parse_ms(opt(o->export_timeout, "OTEL_EXPORTER_OTLP_TIMEOUT"), 10000, 1, "export_timeout", &O.timeout_ms))
     return -1;
   O.max_queue = (int)(queue > 1000000 ? 1000000 : queue);
@@ -192,6 +205,7 @@ static int configure(const mcp_otel_opts *o, mcp_sampler *sampler) {
 }
 
 static void export_done(CURLcode rc);
+static void on_flush_wait(uv_timer_t *h);
 
 /* After curl acted: the export, if it finished. */
 static void on_curl_done(mcp_curl_loop *cl) {
@@ -219,6 +233,12 @@ static void take_batch(int n) {
   O.in_flight = n;
 }
 
+/* The collector's answer is not read (curl's default writes it to fd 1). */
+static size_t discard(char *p, size_t size, size_t n, void *ud) {
+  (void)p, (void)ud;
+  return size * n;
+}
+
 /* The easy handle, set to POST O.body: made at the first export and kept
  * (its options set once), not made and freed per batch. */
 static CURL *easy_for_export(void) {
@@ -229,6 +249,7 @@ static CURL *easy_for_export(void) {
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, O.headers);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
   }
   curl_easy_setopt(e, CURLOPT_POSTFIELDS, O.body.data);
   curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)O.body.len);
@@ -238,7 +259,7 @@ static CURL *easy_for_export(void) {
 
 static void export_start(void) {
   int n = O.queued < MAX_BATCH ? O.queued : MAX_BATCH;
-  if (O.easy || n == 0) return;
+  if (O.easy || O.flushed || n == 0) return;       /* at shutdown, export_last sends the rest */
   take_batch(n);
   if ((O.easy = easy_for_export()) == NULL) {
     O.failed += (uint64_t)n;
@@ -263,12 +284,27 @@ static void export_done(CURLcode rc) {
   curl_multi_remove_handle(O.cl.multi, e);
   O.easy = NULL;
   O.in_flight = 0;
-  if (O.queued >= MAX_BATCH) export_start();      /* a full batch waits: no need to wait the delay */
+  if (O.flushed) uv_timer_start(&O.flush_wait, on_flush_wait, 0, 0);   /* out of curl's callback */
+  else if (O.queued >= MAX_BATCH) export_start();  /* a full batch waits: no need to wait the delay */
+}
+
+/* Drops not told yet, told: at once the first time, then at most every
+ * DROP_WARN_MS (a drop or the flush timer tells the rest), and at close. */
+static void tell_drops(int at_close) {
+  uint64_t now = uv_now(O.loop), n = O.dropped - O.drops_told;
+  if (n == 0 || (!at_close && O.told_at && now - O.told_at < DROP_WARN_MS)) return;
+  mcp_warn("otel: %llu span%s dropped: the export queue was full (max_queue_size %d); the collector at %s "
+           "did not keep up -- raise OTEL_BSP_MAX_QUEUE_SIZE (otel.max_queue_size in the configuration) "
+           "to keep such a burst",
+           (unsigned long long)n, n == 1 ? "" : "s", O.max_queue, O.url);
+  O.drops_told = O.dropped;
+  O.told_at = now ? now : 1;
 }
 
 static void on_flush(uv_timer_t *h) {
   (void)h;
   export_start();
+  tell_drops(0);
 }
 
 /* trace.c's sink: s joins the queue, or is dropped when it is full. */
@@ -276,6 +312,7 @@ static void sink(mcp_span *s) {
   if (!O.on || O.queued >= O.max_queue) {
     O.dropped++;
     mcp_span_free(s);
+    if (O.on) tell_drops(0);
     return;
   }
   s->next = NULL;
@@ -307,6 +344,7 @@ int mcp_otel_init(uv_loop_t *loop, const mcp_otel_opts *o) {
   uv_timer_init(loop, &O.flush_timer);
   uv_unref((uv_handle_t *)&O.flush_timer);
   uv_timer_start(&O.flush_timer, on_flush, (uint64_t)O.delay_ms, (uint64_t)O.delay_ms);
+  uv_timer_init(loop, &O.flush_wait);
   mcp_metrics_collector(collect);
   mcp_sched_trace(&sampler, sink);
   O.on = 1;
@@ -314,9 +352,10 @@ int mcp_otel_init(uv_loop_t *loop, const mcp_otel_opts *o) {
   return 0;
 }
 
-/* The last spans, at shutdown: blocking exports, two seconds in all. */
+/* The last spans, at shutdown: blocking exports, until two seconds after
+ * the shutdown began. */
 static void export_last(void) {
-  uint64_t end = uv_hrtime() + 2000000000ull, now;
+  uint64_t end = (O.close_by ? O.close_by : uv_hrtime() + CLOSE_NS), now;
   CURL *e;
   while (O.queued > 0 && (now = uv_hrtime()) < end) {
     take_batch(O.queued < MAX_BATCH ? O.queued : MAX_BATCH);
@@ -326,13 +365,33 @@ static void export_last(void) {
   }
 }
 
+/* mcp_otel_flush's wait is over: the export in flight ended, or time. */
+static void on_flush_wait(uv_timer_t *h) {
+  void (*done)(void) = O.flushed;
+  (void)h;
+  O.flushed = NULL;
+  if (done) done();
+}
+
+void mcp_otel_flush(void (*done)(void)) {
+  if (!O.on || O.easy == NULL) {
+    done();
+    return;
+  }
+  O.flushed = done;
+  O.close_by = uv_hrtime() + CLOSE_NS;
+  uv_timer_start(&O.flush_wait, on_flush_wait, CLOSE_NS / 1000000, 0);
+}
+
 void mcp_otel_close(void) {
   if (!O.on) return;
+  tell_drops(1);
   O.on = 0;
   mcp_trace_on = 0;
-  if (O.easy) {
+  if (O.easy) {                                   /* no answer in time: failed */
     curl_multi_remove_handle(O.cl.multi, O.easy);
     O.easy = NULL;
+    O.failed += (uint64_t)O.in_flight;
   }
   export_last();
   if (O.handle) curl_easy_cleanup(O.handle);
@@ -346,6 +405,7 @@ void mcp_otel_close(void) {
   O.queued = 0;
   mcp_span_spare_free();
   uv_close((uv_handle_t *)&O.flush_timer, NULL);
+  uv_close((uv_handle_t *)&O.flush_wait, NULL);
   curl_slist_free_all(O.headers);
   mcp_attrs_free(&O.resource);
   mcp_buf_free(&O.body);

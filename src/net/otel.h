@@ -21,7 +21,11 @@ typedef struct {
 /* Start exporting when an endpoint is configured (else nothing: tracing
  * stays off). 0, or -1 with the error logged (a bad value). */
 int mcp_otel_init(uv_loop_t *loop, const mcp_otel_opts *o);
-/* Send what is queued (one last export, at most a second) and stop. */
+/* At shutdown, before mcp_otel_close: done() once the export in flight
+ * has its answer (at once when none is; two seconds at most, which the
+ * last exports share). */
+void mcp_otel_flush(void (*done)(void));
+/* Send what is queued (blocking exports, two seconds at most) and stop. */
 void mcp_otel_close(void);
 
 #endif

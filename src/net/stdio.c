@@ -33,7 +33,8 @@ static struct {
   mcp_session session;
   uv_loop_t *loop;
   uv_handle_type in_type, out_type;
-  int out_fd;                   /* the protocol's stdout; fd 1 itself now goes to stderr */
+  int in_fd, out_fd;            /* the protocol's stdin and stdout; fd 0 is now /dev/null,
+                                   fd 1 stderr */
   stream_u in, out;
   uv_fs_t fs_read;              /* stdin is a regular file */
   char *fs_buf;
@@ -251,7 +252,7 @@ static void fs_read_cb(uv_fs_t *req) {
     feed(T.fs_buf, (size_t)n);
     T.fs_off += n;
     uv_buf_t b = uv_buf_init(T.fs_buf, READ_CHUNK);
-    uv_fs_read(T.loop, &T.fs_read, 0, &b, 1, T.fs_off, fs_read_cb);
+    uv_fs_read(T.loop, &T.fs_read, T.in_fd, &b, 1, T.fs_off, fs_read_cb);
     return;
   }
   if (n < 0) mcp_warn("stdin: %s", uv_strerror((int)n));
@@ -265,19 +266,35 @@ static int open_stream(int fd, uv_handle_type type, stream_u *s, int readable) {
   return r;
 }
 
+/* stdin and stdout are the protocol's: the transport keeps a duplicate of
+ * each for itself; fd 1 points at stderr, so that nothing else (print,
+ * io.write, C libraries, children) can reach the client, and fd 0 at
+ * /dev/null, so that nothing else (io.read, a child that reads) takes the
+ * client's messages. Before any plugin loads. */
+int mcp_stdio_set_aside(void) {
+  int null;
+  fflush(stdout);
+  T.in_fd = fcntl(0, F_DUPFD_CLOEXEC, 3);        /* children must not inherit them */
+  T.out_fd = fcntl(1, F_DUPFD_CLOEXEC, 3);
+  if (T.in_fd < 0 || T.out_fd < 0 || (null = open("/dev/null", O_RDONLY)) < 0) {
+    mcp_error("stdio: cannot set aside: %s", strerror(errno));
+    return -1;
+  }
+  if (dup2(null, 0) < 0 || dup2(2, 1) < 0) {
+    mcp_error("stdio: cannot set aside: %s", strerror(errno));
+    close(null);
+    return -1;
+  }
+  close(null);
+  setvbuf(stdout, NULL, _IOLBF, 0);              /* C's stdout is now a log stream */
+  return 0;
+}
+
 int mcp_stdio_start(uv_loop_t *loop, void (*on_eof)(void)) {
   int r;
   T.loop = loop;
   T.on_eof = on_eof;
-  /* stdout is the protocol: keep it for the transport alone, and point fd 1
-   * at stderr so that print(), io.write and C libraries cannot corrupt it. */
-  fflush(stdout);
-  T.out_fd = fcntl(1, F_DUPFD_CLOEXEC, 3);       /* children must not inherit it */
-  if (T.out_fd < 0 || dup2(2, 1) < 0) {
-    mcp_error("stdout: cannot set aside: %s", strerror(errno));
-    return UV_EBADF;
-  }
-  T.in_type = uv_guess_handle(0);
+  T.in_type = uv_guess_handle(T.in_fd);
   T.out_type = uv_guess_handle(T.out_fd);
   mcp_session_init(&T.session, session_write, NULL);
   strcpy(T.session.name, "stdio");
@@ -296,10 +313,10 @@ int mcp_stdio_start(uv_loop_t *loop, void (*on_eof)(void)) {
     T.fs_buf = malloc(READ_CHUNK);
     if (T.fs_buf == NULL) abort();
     uv_buf_t b = uv_buf_init(T.fs_buf, READ_CHUNK);
-    return uv_fs_read(loop, &T.fs_read, 0, &b, 1, 0, fs_read_cb);
+    return uv_fs_read(loop, &T.fs_read, T.in_fd, &b, 1, 0, fs_read_cb);
   }
   if (T.in_type != UV_TTY) T.in_type = UV_NAMED_PIPE;
-  if ((r = open_stream(0, T.in_type, &T.in, 1)) < 0 ||
+  if ((r = open_stream(T.in_fd, T.in_type, &T.in, 1)) < 0 ||
       (r = uv_read_start(&T.in.stream, alloc_cb, read_cb)) < 0) {
     mcp_error("stdin: %s", uv_strerror(r));
     return r;
@@ -357,6 +374,7 @@ static void close_handles(void) {
 
 void mcp_stdio_free(void) {
   if (T.out_type == UV_FILE && T.out_fd >= 0) close(T.out_fd);
+  if (T.in_type == UV_FILE && T.in_fd >= 0) close(T.in_fd);
   mcp_session_close(&T.session);
   mcp_buf_free(&T.line);
   mcp_buf_free(&T.pend);

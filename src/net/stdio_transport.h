@@ -4,7 +4,10 @@
 
 #include <uv.h>
 
-/* Start reading stdin; on_eof runs once input ends or stdout fails. */
+/* Keep fds 0 and 1 for the transport, point fd 0 at /dev/null and fd 1 at
+ * stderr: before plugins load. */
+int mcp_stdio_set_aside(void);
+/* Start reading stdin (after mcp_stdio_set_aside); on_eof runs once input ends or stdout fails. */
 int mcp_stdio_start(uv_loop_t *loop, void (*on_eof)(void));
 void mcp_stdio_stop_reading(void);
 /* Flush, wait for pending writes, close the handles, then call on_closed. */

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "allow.h"
 
@@ -42,6 +41,23 @@ void mcp_allow_free(mcp_allow *a) {
 
 void mcp_allow_clear(mcp_allow *a) { a->n = 0; }
 
+/* The form hosts are compared in: lower case, without brackets or a
+ * trailing dot, an IP literal as inet_ntop writes it. 0, or -1 when it does
+ * not fit. */
+static int host_key(const char *h, size_t n, char *out, size_t cap) {
+  unsigned char ip[16];
+  if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
+    h++;
+    n -= 2;
+  }
+  if (n > 1 && h[n - 1] == '.') n--;
+  if (n == 0 || n >= cap) return -1;
+  for (size_t i = 0; i < n; i++) out[i] = (char)(h[i] >= 'A' && h[i] <= 'Z' ? h[i] + 32 : h[i]);
+  out[n] = '\0';
+  if (inet_pton(AF_INET6, out, ip) == 1 && inet_ntop(AF_INET6, ip, out, (socklen_t)cap) == NULL) return -1;
+  return 0;
+}
+
 int mcp_allow_add(mcp_allow *a, const char *s) {
   entry x;
   const char *colon, *end;
@@ -49,18 +65,15 @@ int mcp_allow_add(mcp_allow *a, const char *s) {
   if (s == NULL || s[0] == '\0') return -1;
   if (s[0] == '[') {                                   /* [v6] or [v6]:port */
     if ((end = strchr(s, ']')) == NULL) return -1;
-    hl = (size_t)(end - s - 1);
+    hl = (size_t)(end - s + 1);
     if (end[1] != '\0' && end[1] != ':') return -1;
     colon = end[1] == ':' ? end + 1 : NULL;
-    s++;
   } else {
     colon = strchr(s, ':');
     if (colon && strchr(colon + 1, ':')) colon = NULL;  /* a bare v6 literal */
     hl = colon ? (size_t)(colon - s) : strlen(s);
   }
-  if (hl == 0 || hl >= sizeof x.host) return -1;
-  for (size_t i = 0; i < hl; i++) x.host[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
-  x.host[hl] = '\0';
+  if (host_key(s, hl, x.host, sizeof x.host) != 0) return -1;
   x.port = 0;
   if (colon) {
     char *stop;
@@ -74,6 +87,12 @@ int mcp_allow_add(mcp_allow *a, const char *s) {
   }
   a->e[a->n++] = x;
   return 0;
+}
+
+int mcp_allow_target(const char *host, int port, char *out, size_t cap) {
+  char key[256];
+  if (host_key(host, strlen(host), key, sizeof key) != 0) return -1;
+  return snprintf(out, cap, strchr(key, ':') ? "[%s]:%d" : "%s:%d", key, port) < (int)cap ? 0 : -1;
 }
 
 static int special_v4(uint32_t a) {
@@ -110,7 +129,7 @@ static int names_addr(const entry *x, const struct sockaddr *sa) {
   else if (sa->sa_family == AF_INET6) src = &((const struct sockaddr_in6 *)sa)->sin6_addr;
   else return 0;
   if (inet_ntop(sa->sa_family, src, ip, sizeof ip) == NULL) return 0;
-  if (strcasecmp(x->host, ip) == 0) return 1;
+  if (strcmp(x->host, ip) == 0) return 1;
   if (strcmp(x->host, "localhost") != 0) return 0;
   if (sa->sa_family == AF_INET) return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
   return strcmp(ip, "::1") == 0;
@@ -118,17 +137,21 @@ static int names_addr(const entry *x, const struct sockaddr *sa) {
 
 int mcp_allow_check(const mcp_allow *a, const char *host, int port, const struct sockaddr *sa,
                     char *msg, size_t cap) {
+  char key[256], target[300];
   if (a->n < 0) return 1;                          /* a dropped plugin list */
-  for (int i = 0; i < a->n; i++) {
-    const entry *x = &a->e[i];
-    if (strcasecmp(x->host, host) != 0 || (x->port != 0 && x->port != port)) continue;
-    if (mcp_allow_special(sa) && !names_addr(x, sa)) {
-      snprintf(msg, cap, "%.255s resolved to a loopback, private or link-local address", host);
-      return 0;
+  if (host_key(host, strlen(host), key, sizeof key) == 0) {
+    for (int i = 0; i < a->n; i++) {
+      const entry *x = &a->e[i];
+      if (strcmp(x->host, key) != 0 || (x->port != 0 && x->port != port)) continue;
+      if (sa != NULL && mcp_allow_special(sa) && !names_addr(x, sa)) {
+        snprintf(msg, cap, "%.255s resolved to a loopback, private or link-local address", key);
+        return 0;
+      }
+      return 1;
     }
-    return 1;
   }
-  snprintf(msg, cap, "%.255s:%d is not an allowed host", host, port);
+  if (mcp_allow_target(host, port, target, sizeof target) != 0) snprintf(target, sizeof target, "%.255s", host);
+  snprintf(msg, cap, "%s is not an allowed host", target);
   return 0;
 }
 

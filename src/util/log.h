@@ -19,6 +19,11 @@ void mcp_log(mcp_log_level level, const char *fmt, ...)
  * or the JSON line's "logger". */
 void mcp_log_as(mcp_log_level level, const char *logger, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
+/* A plugin's line (mcp.server_log, print): "plugin: tool: message", or the
+ * JSON line's "logger" and "tool"; either may be NULL. Its own threshold:
+ * luamcp call shows them at info while it hides the server's own lines. */
+void mcp_log_plugin(mcp_log_level level, const char *plugin, const char *tool, const char *msg);
+extern mcp_log_level mcp_log_plugin_threshold;
 /* --log-format json: each line a JSON object {time, level, [logger,] msg}. */
 extern int mcp_log_json;
 

@@ -76,8 +76,8 @@ static char *copy(mcp_attrs *a, const char *p, size_t n, int *own) {
 }
 
 /* Freed spans, kept for the next ones, so that a traced call allocates
- * nothing in the steady state: at most as many as the exporter's queue
- * holds by default (OTEL_BSP_MAX_QUEUE_SIZE), about 1 MB. */
+ * nothing in the steady state: at most 2048 (the SDKs' default queue; a
+ * burst past it allocates), about 1.2 MB. */
 #define SPARE_MAX 2048
 static struct {
   mcp_span *head;
