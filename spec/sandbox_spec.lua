@@ -469,7 +469,8 @@ describe("sandbox", function()
       assert.is_true(r.result.isError)
       assert.equal('content is a string ("oops"): expected a list of content items, such as ' ..
                    '{ { type = "text", text = "..." } }', H.text(r))
-      assert.truthy(c:stderr_text():find("warning: tool ret (plugin evil, ", 1, true), c:stderr_text())
+      assert.truthy(c:stderr_text():find("warning: tool ret (plugin evil, " .. tmp .. "/untrusted/evil.lua:", 1, true),
+                    c:stderr_text())
     end)
     it("a <close> that loops, in a call its CPU limit ends", function()
       local r = ret "local x <close> = setmetatable({}, M); while true do end"

@@ -218,7 +218,7 @@ local function call_result(res)
   end
   local out = {}
   for k, v in next, res do out[k] = v end
-  local content, err = rawget(res, "content")
+  local content, err = rawget(res, "content"), nil
   if content == nil then
     content = array {}
     if sc ~= nil then content, err = text_of(sc) end
@@ -286,12 +286,13 @@ local function check_output(tool, result)
 end
 
 -- Where tool's handler is: "plugin P, FILE:LINE" (a mounted tool's is the
--- mount's: its plugin only).
+-- mount's: its plugin only; a sandboxed one's, the plugin's function, not
+-- the sandbox's wrapper of it).
 local function where(tool)
   local plugin = type(tool.plugin) == "table" and tool.plugin.name
-  local at = ""
-  if not tool.mounted and type(tool.handler) == "function" then
-    local info = debug.getinfo(tool.handler, "S")
+  local handler, at = tool.own_handler or tool.handler, ""
+  if not tool.mounted and type(handler) == "function" then
+    local info = debug.getinfo(handler, "S")
     if info.what == "Lua" then at = info.short_src .. ":" .. info.linedefined end
   end
   if plugin and at ~= "" then return " (plugin " .. plugin .. ", " .. at .. ")" end

@@ -308,7 +308,10 @@ function M.adopt(plugin, name, env)
                     :format(tostring(plugin.name), name, name))
     plugin.name = name
   end
-  for _, t in ipairs(plugin.tools) do t.handler = guard(t.handler, st) end
+  for _, t in ipairs(plugin.tools) do
+    t.own_handler = t.handler            -- where the plugin wrote it, for the log (result.lua)
+    t.handler = guard(t.handler, st)
+  end
   for _, r in ipairs(plugin.resources) do
     r.read = guard(r.read, st)
     r.complete = M.guard_complete(r.complete, st)
