@@ -339,6 +339,17 @@ no:
   return 0;
 }
 
+/* The text of the string, number or true at idx, as tostring gives it but
+ * without a __tostring (the string metatable's is the host's to keep). */
+static const char *scalar_text(lua_State *co, int idx, size_t *n) {
+  if (lua_type(co, idx) == LUA_TBOOLEAN) {
+    *n = 4;
+    return "true";
+  }
+  lua_pushvalue(co, idx);
+  return lua_tolstring(co, -1, n);   /* a number: converted on the copy */
+}
+
 /* lua_rawget of the table at idx by a C string key: pushes, returns its type. */
 static int rawfield(lua_State *L, int idx, const char *k) {
   idx = lua_absindex(L, idx);
@@ -422,7 +433,7 @@ static int returned(mcp_call *c, lua_State *co, int nres) {
   } else if (!t->output && (type == LUA_TSTRING || type == LUA_TNUMBER ||
                             (type == LUA_TBOOLEAN && lua_toboolean(co, v)))) {
     size_t n;
-    const char *s = luaL_tolstring(co, v, &n);
+    const char *s = scalar_text(co, v, &n);
     text_result(s, n);
   } else if (type == LUA_TTABLE && (shape = table_shape(co, t, v, 1)) == SHAPE_TEXT) {
     size_t n;                        /* written here: encoding the table costs ten times more */
@@ -544,7 +555,7 @@ void mcp_fastpath_step_result(lua_State *co, int base) {
   } else if (!t->output && (type == LUA_TSTRING || type == LUA_TNUMBER ||
                             (type == LUA_TBOOLEAN && lua_toboolean(co, v)))) {
     size_t len;
-    const char *s = luaL_tolstring(co, v, &len);
+    const char *s = scalar_text(co, v, &len);
     push_content(co, s, len);
     lua_replace(co, v);
   } else if (type == LUA_TTABLE && (shape = table_shape(co, t, v, 0)) != SHAPE_LUA) {
