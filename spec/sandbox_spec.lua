@@ -472,6 +472,23 @@ describe("sandbox", function()
       assert.truthy(c:stderr_text():find("warning: tool ret (plugin evil, " .. tmp .. "/untrusted/evil.lua:", 1, true),
                     c:stderr_text())
     end)
+    it("a declaration's table given a metatable after it was declared: refused at load, and at run time", function()
+      write(tmp .. "/untrusted/decl.lua", [[
+local mcp = require "mcp"
+local schema = { type = "object" }
+local p = mcp.plugin { name = "decl", tools = { mcp.tool { name = "decl_t", inputSchema = schema, handler = function() end } } }
+setmetatable(schema, { __index = function() while true do end end })
+return p
+]])
+      c:close()
+      start()
+      assert.truthy(c:wait_stderr("decl.lua: sandbox: plugin.tools[1].inputSchema has a metatable of the plugin's: " ..
+                                  "a declaration's tables must stay plain", nil, { plain = true }), c:stderr_text())
+      unharmed()
+      -- evil's inputSchema, declared: a handler cannot give it a metatable either
+      assert.equal("sandbox: a declaration's table cannot take a metatable once declared",
+                   H.text(ret("return select(2, pcall(setmetatable, SCHEMA, M))")))
+    end)
     it("a <close> that loops, in a call its CPU limit ends", function()
       local r = ret "local x <close> = setmetatable({}, M); while true do end"
       assert.is_true(r.result.isError)
