@@ -6,11 +6,12 @@ set -e
 # prometheus: spec/metrics_spec.lua scrapes /metrics with it (and promtool).
 # stress: `make flake STRESS=1`. redis-server, libhiredis-dev, haproxy: many
 # instances (--store, deploy/haproxy.cfg). iproute2: spec/sandbox_dns_spec.lua's
-# network namespace (ip). chromium, fonts-dejavu-core: the console's and MCP
-# Apps' specs drive a real browser (puppeteer-core from npm).
+# network namespace (ip). zlib1g-dev: luamcp pack's zip (src/util/zip.c).
+# chromium, fonts-dejavu-core: the console's and MCP Apps' specs drive a real
+# browser (puppeteer-core from npm).
 PKGS="build-essential cmake pkg-config liblua5.4-dev lua5.4 libuv1-dev libjansson-dev \
 libhttp-parser-dev libcurl4-openssl-dev libsqlite3-dev ca-certificates lua-cjson lua-busted lua-luv \
-libssl-dev clang libfuzzer-14-dev prometheus stress redis-server libhiredis-dev haproxy iproute2 \
+libssl-dev clang libfuzzer-14-dev prometheus stress redis-server libhiredis-dev haproxy iproute2 zlib1g-dev \
 chromium fonts-dejavu-core"
 missing=""
 for p in $PKGS; do

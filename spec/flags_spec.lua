@@ -57,7 +57,7 @@ local function section(md, heading)
 end
 
 describe("the flags' table", function()
-  local server, tools
+  local server, tools, registry
   setup(function()
     local code, out = run { "--help" }
     assert.are.equal(0, code)
@@ -65,6 +65,9 @@ describe("the flags' table", function()
     code, out = run { "list", "--help" }
     assert.are.equal(0, code)
     tools = flags_in(out)
+    code, out = run { "registry", "--help" }    -- its options: lua/mcp/cli_registry.lua's table
+    assert.are.equal(0, code)
+    registry = flags_in(out)
   end)
 
   it("every flag --help names is one the server takes", function()
@@ -77,13 +80,19 @@ describe("the flags' table", function()
 
   it("docs/reference/cli.md names exactly the flags of --help and list --help", function()
     local md = read("docs/reference/cli.md")
-    local named = flags_in(section(md, "Flags") .. section(md, "Working with plugins"))
+    local named = flags_in(section(md, "Flags") .. section(md, "Working with plugins")
+                           .. section(md, "A bundle: pack"))
     assert.are.same(union(server, tools), named)
   end)
 
-  it("luamcp(1) names exactly the flags of --help and list --help", function()
+  it("docs/reference/cli.md's registry section names exactly the flags of registry --help", function()
+    local md = read("docs/reference/cli.md")
+    assert.are.same(registry, (flags_in(section(md, "Sharing a server: registry"))))
+  end)
+
+  it("luamcp(1) names exactly the flags of --help, list --help and registry --help", function()
     local page = read("docs/luamcp.1")
-    assert.are.same(union(server, tools), (flags_in(page)))
+    assert.are.same(union(union(server, tools), registry), (flags_in(page)))
   end)
 
   it("--no-FLAG in the docs and the help names only flags without a value", function()

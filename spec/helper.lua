@@ -271,7 +271,7 @@ function H.start(opts)
   local env
   if opts.env then
     env = {}
-    local base = uv.os_environ()
+    local base = opts.bare_env and {} or uv.os_environ()   -- bare_env: opts.env only (env -i)
     for k, v in pairs(opts.env) do base[k] = v end
     for k, v in pairs(base) do env[#env + 1] = k .. "=" .. v end
   end

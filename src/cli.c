@@ -1,4 +1,5 @@
-/* The plugin author's command line: luamcp list, call, check, new and path.
+/* The plugin author's command line: luamcp list, call, check, new, path
+ * and pack.
  *
  * list, check and new are written in Lua (lua/mcp/cli.lua). call runs one
  * tool in-process through the real path: a session whose writer is this
@@ -18,6 +19,7 @@
 #include <lualib.h>
 #include <uv.h>
 
+#include "cli_pack.h"
 #include "conffile.h"
 #include "config.h"
 #include "flags.h"
@@ -44,6 +46,8 @@ static const char usage_head[] =
   "       luamcp check [--config FILE] [--plugins DIR]...\n"
   "       luamcp new NAME [--dir DIR] [--spec-dir DIR]\n"
   "       luamcp path [lua|types|plugins]\n"
+  "       luamcp pack [--config FILE] [--plugins DIR]... [--sandbox DIR]... [--name NAME]\n"
+  "                  [-o FILE.mcpb] [--description TEXT] [--author NAME] [--bundle-version VERSION]\n"
   "\n"
   "  list   the tools, resources and prompts of the plugins, with their schemas\n"
   "  call   run one tool in-process and print its result (Ctrl-C cancels it,\n"
@@ -54,6 +58,8 @@ static const char usage_head[] =
   "         of the API) unless they exist\n"
   "  path   the directory of luamcp's Lua library (mcp.test is there), of its LuaLS\n"
   "         annotations, or of its example plugins\n"
+  "  pack   write an MCP Bundle (NAME.mcpb) of luamcp, its libraries and the plugins,\n"
+  "         for Linux x86-64; the configuration file's env() variables become its user_config\n"
   "The server's flags below apply as they do to the server; --config FILE: the server's\n"
   "configuration file: its plugins' settings, directories and these flags apply (a flag\n"
   "given here wins).\n";
@@ -181,6 +187,7 @@ static int open_cli(lua_State *L) {
   lua_setfield(L, -2, "mkdir");
   lua_pushcfunction(L, l_share_dir);
   lua_setfield(L, -2, "share_dir");
+  mcp_cli_pack_open(L);
   return 1;
 }
 
@@ -210,6 +217,15 @@ static void push_opts(lua_State *L, const cli_opts *o) {
   if (mcp_flags.dir) lua_pushstring(L, mcp_flags.dir), lua_setfield(L, -2, "dir");
   if (mcp_flags.spec_dir) lua_pushstring(L, mcp_flags.spec_dir), lua_setfield(L, -2, "spec_dir");
   if (mcp_flags.config) lua_pushstring(L, mcp_flags.config), lua_setfield(L, -2, "config");
+  if (strcmp(o->cmd, "pack") == 0) {
+    lua_createtable(L, 0, 5);
+    if (mcp_flags.pack.name) lua_pushstring(L, mcp_flags.pack.name), lua_setfield(L, -2, "name");
+    if (mcp_flags.pack.output) lua_pushstring(L, mcp_flags.pack.output), lua_setfield(L, -2, "output");
+    if (mcp_flags.pack.description) lua_pushstring(L, mcp_flags.pack.description), lua_setfield(L, -2, "description");
+    if (mcp_flags.pack.author) lua_pushstring(L, mcp_flags.pack.author), lua_setfield(L, -2, "author");
+    if (mcp_flags.pack.version) lua_pushstring(L, mcp_flags.pack.version), lua_setfield(L, -2, "version");
+    lua_setfield(L, -2, "pack");
+  }
 }
 
 /* stdout is set aside, as the server does, so that what a plugin or its
@@ -581,8 +597,9 @@ int mcp_cli_main(int argc, char **argv) {
   }
   if (strcmp(o.cmd, "new") != 0 && set_stdout_aside() != 0) return 1;
   if (out == NULL) out = stdout;
-  /* list runs as a request too: a mount's lists are fetched inside a call */
-  r = strcmp(o.cmd, "call") == 0 || strcmp(o.cmd, "list") == 0 ? run_call(&o) : run_lua_cmd(&o);
+  /* list and pack run as a request too: a mount's lists are fetched inside a call */
+  r = strcmp(o.cmd, "call") == 0 || strcmp(o.cmd, "list") == 0 || strcmp(o.cmd, "pack") == 0
+    ? run_call(&o) : run_lua_cmd(&o);
   fflush(out);
   mcp_conffile_free(&conf);
   mcp_flags_free();

@@ -126,6 +126,14 @@ static const mcp_flag table[] = {
   BOOL("json", NULL, T, &mcp_flags.json, "list, call: print the raw JSON"),
   STRING("dir", NULL, T, "DIR", 1, &mcp_flags.dir, "new: where the plugin goes (default plugins/)"),
   STRING("spec-dir", NULL, T, "DIR", 1, &mcp_flags.spec_dir, "new: where its spec goes (default spec/)"),
+  /* luamcp pack */
+  STRING("name", NULL, T, "NAME", 1, &mcp_flags.pack.name,
+         "pack: the bundle's name (default: the current directory's)"),
+  STRING("output", NULL, T, "FILE", 1, &mcp_flags.pack.output, "pack: the bundle's file (default NAME.mcpb; also -o)"),
+  STRING("description", NULL, T, "TEXT", 1, &mcp_flags.pack.description, "pack: the bundle's description"),
+  STRING("author", NULL, T, "NAME", 1, &mcp_flags.pack.author, "pack: the bundle's author (default $USER)"),
+  STRING("bundle-version", NULL, T, "VERSION", 1, &mcp_flags.pack.version,
+         "pack: the bundle's version (default 0.1.0)"),
   ACTION("version", S, "print the version and exit"),
   ACTION("help", S | T, "print this and exit (also -h)"),
 };
@@ -150,6 +158,7 @@ void mcp_flags_defaults(void) {
 const mcp_flag *mcp_flag_find(const char *arg, int *no) {
   *no = 0;
   if (strcmp(arg, "-h") == 0) arg = "--help";
+  if (strcmp(arg, "-o") == 0) arg = "--output";
   if (strncmp(arg, "--", 2) != 0) return NULL;
   arg += 2;
   for (size_t i = 0; i < NFLAGS; i++)

@@ -1,4 +1,4 @@
-/* The flags of luamcp and of luamcp list/call/check/new/path: one table
+/* The flags of luamcp and of luamcp list/call/check/new/path/pack: one table
  * (flags.c), from which come the help text, which flags take a value,
  * applying a value, the configuration file's keys and --no-FLAG. */
 #ifndef MCP_FLAGS_H
@@ -30,7 +30,7 @@ typedef enum {
 /* Who takes a flag, and how. */
 enum {
   MCP_FLAG_SERVER = 1,     /* luamcp (the server) */
-  MCP_FLAG_TOOLS = 2,      /* luamcp list, call, check, new, path */
+  MCP_FLAG_TOOLS = 2,      /* luamcp list, call, check, new, path, pack */
   MCP_FLAG_ABOVE = 4,      /* a number must be above lo, not at it */
   MCP_FLAG_REPEAT = 8,     /* may be given again, each value kept (a list in the file) */
   MCP_FLAG_FILE = 16       /* the configuration file's only (otel = {...}): no flag, no help line */
@@ -73,6 +73,9 @@ typedef struct {
   int log_level;                   /* an mcp_log_level */
   int json;                        /* list, call: --json */
   const char *dir, *spec_dir;      /* new: --dir, --spec-dir */
+  struct {                         /* pack: --name, -o/--output, --description, --author, --bundle-version */
+    const char *name, *output, *description, *author, *version;
+  } pack;
   mcp_otel_opts otel;              /* otel = {...} in the file; the OTEL_* variables otherwise */
 } mcp_opts;
 

@@ -11,6 +11,7 @@
 
 #include "buf.h"
 #include "cli.h"
+#include "cli_registry.h"
 #include "conffile.h"
 #include "config.h"
 #include "flags.h"
@@ -23,6 +24,7 @@
 #include "stats.h"
 #include "rev2026.h"
 #include "stdio_transport.h"
+#include "server_card.h"
 #include "store.h"
 #include "task.h"
 #include "transport_http.h"
@@ -35,6 +37,7 @@
 /* The usage's lines after the synopsis; the flags' lines come from their table (flags.c). */
 static const char usage_head[] =
   "       luamcp list|call|check|new|path ...   (see luamcp list --help)\n"
+  "       luamcp registry ...                   server.json for the MCP registry (see luamcp registry --help)\n"
   "\n"
   "Serves the Lua plugins in each DIR (default ./plugins) over MCP on stdio,\n"
   "or on Streamable HTTP at http://HOST:PORT/mcp.\n";
@@ -246,8 +249,10 @@ static int load_server(lua_State *Ls) {
 int main(int argc, char **argv) {
   if (argc > 1 && (strcmp(argv[1], "list") == 0 || strcmp(argv[1], "call") == 0 ||
                    strcmp(argv[1], "check") == 0 || strcmp(argv[1], "new") == 0 ||
-                   strcmp(argv[1], "path") == 0))
+                   strcmp(argv[1], "path") == 0 || strcmp(argv[1], "pack") == 0))
     return mcp_cli_main(argc, argv);            /* the plugin author's commands: cli.c */
+  if (argc > 1 && strcmp(argv[1], "registry") == 0)
+    return mcp_cli_registry_main(argc, argv);   /* server.json for the MCP registry: cli_registry.c */
   int status = 0, r, open = 0;
   mcp_flags_defaults();
   if ((r = parse_flags(argc, argv)) != 0) {
@@ -353,6 +358,7 @@ int main(int argc, char **argv) {
   if (!use_http) mcp_stdio_free();
   mcp_auth_close();
   lua_close(L);
+  mcp_server_card_free();
   mcp_policy_clear();
   mcp_stats_close();
   mcp_semconv_close();

@@ -1,9 +1,9 @@
--- The plugin author's command line (src/cli.c runs it): luamcp list, check
--- and new (cli_new.lua writes its files), and the request and the output of
--- luamcp call. Each command takes the options table cli.c builds ({dirs =
--- {...}, json =, name =, arguments =, dir =, spec_dir =, config =}) and
--- returns the exit code and the text for stdout; messages for stderr are
--- written directly.
+-- The plugin author's command line (src/cli.c runs it): luamcp list, check,
+-- new (cli_new.lua writes its files) and pack (cli_pack.lua), and the
+-- request and the output of luamcp call. Each command takes the options
+-- table cli.c builds ({dirs = {...}, json =, name =, arguments =, dir =,
+-- spec_dir =, config =, pack =}) and returns the exit code and the text for
+-- stdout; messages for stderr are written directly.
 local core = require "mcp.core"
 local load_errors = require "mcp.load_errors"
 local lex = require "mcp.lex"
@@ -64,7 +64,19 @@ end
 function M.load(opts)
   local server = require "mcp.server"
   server.config_file = opts.config
+  if opts.cmd == "pack" then require("mcp.cli_pack").watch_config() end
   server.load(opts.dirs)
+  if opts.cmd == "pack" then
+    server.methods["luamcp/pack"] = function()
+      server.refresh_mounts()
+      local ok, code, text = pcall(require("mcp.cli_pack").pack, opts, server, M)
+      if not ok then
+        say("luamcp: pack: %s", tostring(code))
+        return { code = 1, text = "" }
+      end
+      return { code = code, text = text }
+    end
+  end
   if opts.cmd == "list" then
     -- luamcp list runs as this request (cli.c), so that the lists of mounts
     -- (lua/mcp/mount.lua) can be fetched: that waits, inside a call
@@ -180,7 +192,7 @@ local function entry(lines, name, title, description, plugin)
 end
 
 -- Every page of a list method, as one list.
-local function all_pages(server, method, field)
+function M.all_pages(server, method, field)
   local fn, items, cursor = server.methods[method], {}, nil
   if not fn then return setmetatable({}, array_mt) end
   repeat
@@ -195,10 +207,10 @@ function M.list(opts, server)
   server = server or M.load(opts)
   if opts.json then
     return 0, M.pretty {
-      tools = all_pages(server, "tools/list", "tools"),
-      resources = all_pages(server, "resources/list", "resources"),
-      resourceTemplates = all_pages(server, "resources/templates/list", "resourceTemplates"),
-      prompts = all_pages(server, "prompts/list", "prompts"),
+      tools = M.all_pages(server, "tools/list", "tools"),
+      resources = M.all_pages(server, "resources/list", "resources"),
+      resourceTemplates = M.all_pages(server, "resources/templates/list", "resourceTemplates"),
+      prompts = M.all_pages(server, "prompts/list", "prompts"),
     } .. "\n"
   end
   local reg, lines = server.list(), {}
@@ -258,8 +270,8 @@ end
 -- call: the request cli.c feeds to the session, and what it prints.
 
 function M.call_request(opts)
-  if opts.cmd == "list" then
-    return core.encode { jsonrpc = "2.0", id = 1, method = "luamcp/list", params = {} }
+  if opts.cmd == "list" or opts.cmd == "pack" then
+    return core.encode { jsonrpc = "2.0", id = 1, method = "luamcp/" .. opts.cmd, params = {} }
   end
   local args = {}
   if opts.arguments ~= nil then
@@ -317,7 +329,7 @@ function M.call_output(response, opts, interrupts)
     local e = msg.error
     return 1, "", string.format("luamcp: error %s: %s\n", tostring(e.code), tostring(e.message))
   end
-  if opts.cmd == "list" then return msg.result.code, msg.result.text, "" end
+  if opts.cmd == "list" or opts.cmd == "pack" then return msg.result.code, msg.result.text, "" end
   local result = msg.result
   if opts.json then
     return result.isError == true and 1 or 0, M.pretty(result) .. "\n",

@@ -6,6 +6,8 @@
 -- `limits` overrides tools' limits (TOOL = {max_concurrent=, queue=, rate=,
 -- heartbeat=}), over what the tool and its plugin declare. `auth` = {issuer=,
 -- jwks=, audience=, introspect=} is the --auth-* flags (auth_issuer= too).
+-- `server_card` = {name=, description=, ...} is who the server is (its card,
+-- luamcp registry's server.json): checked by lua/mcp/server_card.lua.
 -- env("NAME") and file("PATH") read secrets (lua/mcp/secret.lua).
 --
 -- Every problem is raised as "FILE:LINE: message", LINE being the line of
@@ -163,6 +165,10 @@ end
 local BASICS = { "assert", "error", "ipairs", "next", "pairs", "pcall", "select", "tonumber",
                  "tostring", "type", "math", "string", "table", "utf8" }
 
+-- on_env(name, default, value) and on_file(path), when set, see each env() and
+-- file() the file calls (luamcp pack makes its user_config of them).
+M.on_env, M.on_file = nil, nil
+
 local function sandbox(base)
   local env = {}
   for _, k in ipairs(BASICS) do env[k] = _G[k] end
@@ -172,14 +178,16 @@ local function sandbox(base)
   function env.env(name, default)
     if type(name) ~= "string" then error("env: the variable's name must be a string", 2) end
     local v = os.getenv(name)
-    if v ~= nil then return secret.new(v) end
-    if default ~= nil then return default end
-    error(string.format("env(%q): not set", name), 2)
+    if v == nil and default == nil then error(string.format("env(%q): not set", name), 2) end
+    if v ~= nil then v = secret.new(v) else v = default end
+    if M.on_env then M.on_env(name, default, v) end
+    return v
   end
   -- file(PATH): the file's content without its last newline, as a secret;
   -- a relative path is relative to the configuration file.
   function env.file(p)
     if type(p) ~= "string" then error("file: the path must be a string", 2) end
+    if M.on_file then M.on_file(p) end
     local f, err = io.open(join(base, p), "rb")
     if not f then error(string.format("file(%q): %s", p, err:match(": ([^:]*)$") or err), 2) end
     local s = f:read("a") or ""
@@ -499,6 +507,8 @@ function M.read(path)
       check_sandbox(cfg, t[k])
     elseif k == "otel" then
       check_otel(cfg, t[k])
+    elseif k == "server_card" then
+      cfg.server_card = require("mcp.server_card").check(t[k], function(sub, fmt, ...) fail(cfg, sub, fmt, ...) end)
     elseif not FLAGS[k] then
       local as = k:gsub("^%-%-", ""):gsub("%-", "_")
       if FLAGS[as] then

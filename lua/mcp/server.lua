@@ -401,6 +401,7 @@ local function reread_config()
     end
   end
   cfg = new
+  core.server_card(cfg.server_card)
   if #flags > 0 then
     log("warning", "%s: %s changed: restart luamcp to apply", M.config_file, table.concat(flags, ", "))
   end
@@ -423,6 +424,7 @@ function M.load(dirs)
   dirs = all
   dirs_loaded = dirs
   if M.config_file then cfg = config.read(M.config_file) end
+  core.server_card(cfg and cfg.server_card)
   local list, fresh = {}, {}
   for _, dir in ipairs(dirs) do
     for _, name in ipairs(scan(dir)) do

@@ -38,6 +38,10 @@ static int beside_binary(void) {
   return has_library(dir);
 }
 
+const char *mcp_lua_rel(void) {
+  return LUAMCP_LUA_REL;
+}
+
 const char *mcp_lua_dir(void) {
   const char *env = getenv("LUAMCP_LUA_DIR");
   if (env != NULL && env[0] != '\0') return env;

@@ -11,6 +11,8 @@
  * bin/../share/luamcp/lua) when it holds the library; else the source
  * tree's lua/ (a build directory). */
 const char *mcp_lua_dir(void);
+/* LUAMCP_LUA_REL: where an installed tree's library is, relative to BINDIR. */
+const char *mcp_lua_rel(void);
 /* The real path of one of the installed tree's directories into buf:
  * "lua" (the library), "types" (the LuaLS annotations) or "plugins" (the
  * examples), the last two beside the library (share/luamcp/ installed, the

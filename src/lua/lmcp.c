@@ -25,6 +25,7 @@
 #include "schema.h"
 #include "session.h"
 #include "spawn.h"
+#include "server_card.h"
 #include "sqlite.h"
 #include "task.h"
 #include "lmcp_int.h"
@@ -345,6 +346,7 @@ int luaopen_mcp_core(lua_State *L) {
   mcp_sandbox_mem_open(L);
   mcp_fastpath_open_lib(L);
   mcp_forward_open_lib(L);
+  mcp_server_card_open_lib(L);
   luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
   lua_setfield(L, -2, "array_mt");
   lua_pushlightuserdata(L, NULL);

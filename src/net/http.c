@@ -11,7 +11,7 @@
 #include "log.h"
 
 enum { H_CONTENT_TYPE, H_ACCEPT, H_ORIGIN, H_HOST, H_AUTH, H_SESSION, H_PROTO, H_LAST_EVENT,
-       H_EXPECT, H_MCP_METHOD, H_MCP_NAME, H_ACR_HEADERS, H_TRACEPARENT, H_TRACESTATE, NH };
+       H_EXPECT, H_MCP_METHOD, H_MCP_NAME, H_ACR_HEADERS, H_TRACEPARENT, H_TRACESTATE, H_IF_NONE_MATCH, NH };
 enum { COLLECT = NH };          /* c->cur: a header named cfg.collect_prefix... */
 #define NO_DUE UINT64_MAX
 #define NAME(s) { s, sizeof s - 1 }
@@ -22,7 +22,7 @@ static const struct {
   NAME("content-type"), NAME("accept"), NAME("origin"), NAME("host"), NAME("authorization"),
   NAME("mcp-session-id"), NAME("mcp-protocol-version"), NAME("last-event-id"), NAME("expect"),
   NAME("mcp-method"), NAME("mcp-name"), NAME("access-control-request-headers"),
-  NAME("traceparent"), NAME("tracestate")
+  NAME("traceparent"), NAME("tracestate"), NAME("if-none-match")
 };
 #undef NAME
 
@@ -241,9 +241,12 @@ void mcp_http_respond(mcp_http_conn *c, int status, const char *headers, const c
   uv_buf_t bufs[2];
   b->len = 0;
   add_head(b, c, status, headers, content_type);
-  mcp_buf_adds(b, "Content-Length: ");
-  mcp_buf_add_int(b, (long long)len);
-  mcp_buf_adds(b, "\r\n\r\n");
+  if (status != 304) {          /* a 304's Content-Length would have to be the 200's (RFC 9110, 8.6) */
+    mcp_buf_adds(b, "Content-Length: ");
+    mcp_buf_add_int(b, (long long)len);
+    mcp_buf_adds(b, "\r\n");
+  }
+  mcp_buf_adds(b, "\r\n");
   bufs[0] = uv_buf_init(b->data, (unsigned)b->len);
   bufs[1] = uv_buf_init((char *)body, len && !c->head ? (unsigned)len : 0);
   conn_writev(c, bufs, bufs[1].len ? 2 : 1);
@@ -477,6 +480,7 @@ static void dispatch(mcp_http_conn *c) {
   r.mcp_name = value(c, H_MCP_NAME);
   r.traceparent = value(c, H_TRACEPARENT);
   r.tracestate = value(c, H_TRACESTATE);
+  r.if_none_match = value(c, H_IF_NONE_MATCH);
   r.nfields = collected(c, &r.fields);
   r.preflight_headers = value(c, H_ACR_HEADERS);
   r.body = c->body.data ? c->body.data : "";   /* never NULL: parsers take (NULL, 0) badly */

@@ -34,6 +34,7 @@ const char *mcp_http_status_text(int status) {
     case 200: return "OK";
     case 202: return "Accepted";
     case 204: return "No Content";
+    case 304: return "Not Modified";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 403: return "Forbidden";

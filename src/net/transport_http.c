@@ -36,6 +36,7 @@
 #include "rpc.h"
 #include "sched.h"
 #include "span.h"
+#include "server_card.h"
 #include "session.h"
 #include "transport_http.h"
 #include "transport_http_int.h"
@@ -475,6 +476,10 @@ static void on_request(mcp_http_conn *c, const mcp_http_request *r) {
     mcp_http_auth_metadata(c, r);
     return;
   }
+  if (mcp_server_card_on() && strcmp(r->path, MCP_SERVER_CARD_PATH) == 0) {
+    mcp_server_card_answer(c, r);              /* public metadata: any Origin, no token */
+    return;
+  }
   if (r->origin != NULL && !mcp_http_origin_allowed(&T.opt, r->origin)) {
     reply_error(c, 403, NULL, -32600, "Forbidden: Origin not allowed");
     return;
@@ -566,8 +571,11 @@ static mcp_http_config config(const mcp_http_options *opt) {
 
 int mcp_http_start(uv_loop_t *loop, const mcp_http_options *opt) {
   mcp_http_config cfg = config(opt);
+  int r;
   T.opt = *opt;
-  return mcp_http_listen(loop, opt->host, opt->port, &cfg, &T.listener);
+  if ((r = mcp_http_listen(loop, opt->host, opt->port, &cfg, &T.listener)) == 0)
+    mcp_server_card_listening(opt->host, mcp_http_port());
+  return r;
 }
 
 int mcp_http_serve_fd(uv_loop_t *loop, const mcp_http_options *opt, uv_os_sock_t fd) {
