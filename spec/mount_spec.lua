@@ -231,6 +231,28 @@ return mcp.plugin { name = "mw", middleware = { mcp.middleware {
     assert.are.same({ code = -32010, message = "wrap says no" }, c:call("w_echo", { text = "rpc" }).error)
   end)
 
+  it("reads what wrap returns raw, and says what is malformed in it", function()
+    local c = serve(gateway_dir(upstream_cmd(), [[prefix = "w_",
+      wrap = function(name, args, ctx, call)
+        local function loop() while true do end end
+        local M = { __index = loop, __len = loop, __pairs = loop, __eq = loop, __tostring = loop }
+        if args.text == "hostile" then return { content = setmetatable({ { type = "text", text = "h" } }, M) } end
+        if args.text == "hostile_error" then error(setmetatable({}, M)) end
+        if args.text == "oops" then return { content = "oops" } end
+        return call(args)
+      end]]))
+    assert.are.equal("h", H.text(c:call("w_echo", { text = "hostile" })))
+    local r = c:call("w_echo", { text = "hostile_error" })
+    assert.is_true(r.result.isError)
+    assert.are.equal("(an error object, a table, whose __tostring did not return within 50 ms)", H.text(r))
+    r = c:call("w_echo", { text = "oops" })
+    assert.is_true(r.result.isError)
+    assert.are.equal('content is a string ("oops"): expected a list of content items, such as ' ..
+                     '{ { type = "text", text = "..." } }', H.text(r))
+    assert.truthy(c:request("ping").result)
+    assert.truthy(c:stderr_text():find("warning: tool w_echo (plugin ", 1, true), c:stderr_text())
+  end)
+
   it("forwards progress, and a cancel stops the upstream handler", function()
     local c = serve(gateway_dir(upstream_cmd()))
     c:request("tools/list", {})

@@ -62,7 +62,7 @@ local ROWS = {
   { "raise_runtime", result = tool_error("attempt to index a nil value (local 't')"),
     log = "returns%.lua:%d+: attempt to index a nil value" },
   { "function", result = tool_error("handler returned a function"),
-    log = "error: tool function: the handler returned a function" },
+    log = "error: tool function %(plugin returns, [^)\n]*returns%.lua:%d+%): the handler returned a function" },
   { "old_rpc", result = tool_error("x"),
     log = "warning: tool old_rpc returned nil, %-32602, message: use mcp.rpc_error for a JSON%-RPC error" },
   -- outputSchema
@@ -80,6 +80,64 @@ local ROWS = {
   -- a mount forwards an upstream's JSON-RPC error (lua/mcp/mount.lua)
   { "mount_rpc", error = { code = -32003, message = "no" } },
   { "mount_closed", result = tool_error("the upstream exited") },
+}
+
+-- What ret's code returns (its one argument: hostile(t), t with every
+-- metamethod a loop), and what the client gets: a malformed result is a tool
+-- error in the author's words (log: the warning naming the tool); a hostile
+-- one ends at once, read raw, the server answering a ping right after.
+local WARNED = "warning: tool ret %(plugin returns, [^)\n]*returns%.lua:%d+%): "
+local MALFORMED = {
+  { 'return { content = "oops" }',
+    tool_error('content is a string ("oops"): expected a list of content items, such as ' ..
+               '{ { type = "text", text = "..." } }'),
+    log = WARNED .. 'returned a malformed result: content is a string %("oops"%)' },
+  { "return { content = { a = 1 } }", tool_error("content has the key a: expected a list of content items") },
+  { 'return { content = { "hello" } }',
+    tool_error('content[1] is a string ("hello"): expected a content item, such as { type = "text", text = "..." }') },
+  { 'return { content = { { type = "txt", text = "x" } } }',
+    tool_error('content[1]\'s type is "txt": expected one of text, image, audio, resource_link or resource') },
+  { 'return { content = { { text = "x" } } }',
+    tool_error("content[1] has no type: expected one of text, image, audio, resource_link or resource") },
+  { 'return { content = { { type = "text", text = 42 } } }',
+    tool_error('content[1] (type "text") needs text, a string; it has a number (42)') },
+  { 'return { content = require("mcp").array { { type = "image", data = "AA==" } } }',
+    tool_error('content[1] (type "image") needs mimeType, a string; it has none') },
+  { 'return { content = require("mcp").array { { type = "text", text = "x" } }, isError = "yes" }',
+    tool_error('isError is a string ("yes"): expected true or false'),
+    log = WARNED .. 'returned a malformed result: isError is a string' },
+  { 'return { structuredContent = "x" }',
+    tool_error('structuredContent is a string ("x"): expected an object (a table with string keys)') },
+  { "return { structuredContent = { 1, 2, a = 3 } }",
+    tool_error("structuredContent mixes a list (1 to 2) and keys (a): expected an object (string keys) or a list, " ..
+               "not both") },
+  { "return { 1, 2, a = 3 }",
+    tool_error("the result mixes a list (1 to 2) and keys (a): expected an object (string keys) or a list, not both") },
+  -- a value after a success: the documented contract keeps the first (string.gsub's count is one)
+  { 'return "a", "b"', text("a"),
+    log = WARNED .. 'returned more than one value: the first is the result, the second %(a string %("b"%)%) is ignored' },
+  { 'return ("aXb"):gsub("X", "-")', text("a-b") },
+}
+local GUARDED = "(an error object, a table, whose __tostring did not return within 50 ms)"
+local HOSTILE = {
+  { "the result table", "return (...)()", { content = { { type = "text", text = "{}" } }, structuredContent = {} } },
+  { "its content list", 'return { content = (...){ { type = "text", text = "x" } } }', text("x") },
+  { "a content item", "return { content = { (...)() } }",
+    tool_error("content[1] has no type: expected one of text, image, audio, resource_link or resource") },
+  { "a list of content items", 'return { (...){ type = "text", text = "y" } }', text("y") },
+  { "structuredContent", "return { structuredContent = (...){ a = 1 } }",
+    { content = { { type = "text", text = '{"a":1}' } }, structuredContent = { a = 1 } } },
+  { "a __metatable answering __eq", "return setmetatable({ 1, 2 }, { __metatable = (...)() })", text("[1,2]") },
+  { "isError", 'return { content = {}, isError = (...)() }',
+    tool_error("isError is a table: expected true or false") },
+  { "an error object's __tostring", "error((...)())", tool_error(GUARDED) },
+  { "a failure's message", "return nil, (...)()", tool_error(GUARDED) },
+  { "a second value", 'return "a", (...)()', text("a") },
+  { "an mcp.rpc_error look-alike",
+    'return setmetatable({ code = 1, message = "m" }, { __metatable = getmetatable(require("mcp").rpc_error(1, "x")), ' ..
+    '__index = function() while true do end end })',
+    { content = { { type = "text", text = '{"code":1,"message":"m"}' } }, structuredContent = { code = 1, message = "m" } },
+    json = true },
 }
 
 -- read, get and the completion function end as args.how says.
@@ -160,6 +218,54 @@ for _, name in ipairs { "stdio", "http" } do
       end)
     end
 
+    for _, row in ipairs(MALFORMED) do
+      it("malformed: " .. row[1], function()
+        local resp = request("tools/call", { name = "ret", arguments = { code = row[1] } })
+        assert.are.same(row[2], resp.result, cjson.encode(resp))
+        no_path(resp)
+        assert.is_nil(cjson.encode(resp):find("bad argument", 1, true))
+        if row.log then assert.truthy(logged(srv, row.log), srv:stderr_text()) end
+      end)
+    end
+
+    for _, row in ipairs(HOSTILE) do
+      it("a metamethod that loops, on " .. row[1] .. ", ends the call, not the server", function()
+        local resp = request("tools/call", { name = "ret", arguments = { code = row[2] } })
+        local got, want = resp.result, row[3]
+        if row.json then   -- the text's key order is the encoder's
+          got.content[1].text = cjson.decode(got.content[1].text)
+          want = { content = { { type = "text", text = cjson.decode(want.content[1].text) } },
+                   structuredContent = want.structuredContent }
+        end
+        assert.are.same(want, got, cjson.encode(resp))
+        local t0 = os.clock()
+        assert.truthy(request("ping").result)
+        assert.is_true(os.clock() - t0 < 1)
+      end)
+    end
+
+    it("a metamethod that loops, on what read, get and complete return, ends the request, not the server", function()
+      local want = { code = -32603, message = "Internal error: resource returns://read/hostile: " ..
+                                              "read returned a table without text, blob or contents" }
+      local resp = request("resources/read", { uri = "returns://read/hostile" })
+      assert.are.same(want, resp.error, cjson.encode(resp))
+      resp = request("resources/read", { uri = "returns://read/hostile_error" })
+      assert.are.same({ code = -32603, message = "Internal error: " .. GUARDED }, resp.error, cjson.encode(resp))
+      resp = request("prompts/get", { name = "get", arguments = { how = "hostile" } })
+      assert.are.same({}, resp.result.messages, cjson.encode(resp))
+      for _, how in ipairs { "hostile_error", "hostile_message" } do
+        assert.are.same({ code = -32603, message = "Internal error: " .. GUARDED },
+                        request("prompts/get", { name = "get", arguments = { how = how } }).error)
+        assert.are.same({ code = -32603, message = "Internal error: " .. GUARDED },
+                        request("completion/complete", { ref = { type = "ref/prompt", name = "get" },
+                                                         argument = { name = "how", value = how } }).error)
+      end
+      resp = request("completion/complete", { ref = { type = "ref/prompt", name = "get" },
+                                              argument = { name = "how", value = "hostile" } })
+      assert.are.same({ values = {}, hasMore = false }, resp.result.completion)
+      assert.truthy(request("ping").result)
+    end)
+
     it("warns once per tool about the old nil, code, message", function()
       request("tools/call", { name = "old_rpc", arguments = {} })
       request("tools/call", { name = "old_rpc", arguments = {} })
@@ -196,3 +302,39 @@ for _, name in ipairs { "stdio", "http" } do
     end)
   end)
 end
+
+-- What a middleware returns is read as a handler's result is (server/middleware.lua's shape, chain.c).
+describe("what a middleware returns", function()
+  local c
+  setup(function()
+    c = H.start { plugins = { "spec/fixtures/returns", "spec/fixtures/returns_mw" } }
+    c:initialize()
+  end)
+  teardown(H.cleanup)
+
+  local function ret(code)
+    local resp = c:request("tools/call", { name = "mw_ret", arguments = { code = code } })
+    assert.truthy(c:request("ping").result)
+    return resp
+  end
+
+  it("a metamethod that loops, on its result, its content or its error object, ends the call, not the server", function()
+    assert.are.same({ content = { { type = "text", text = "{}" } }, structuredContent = {} }, ret("return (...)()").result)
+    assert.are.same(text("x"), ret('return { content = (...){ { type = "text", text = "x" } } }').result)
+    assert.are.same(tool_error("content[1] has no type: expected one of text, image, audio, resource_link or resource"),
+                    ret("return { content = { (...)() } }").result)
+    assert.are.same(tool_error(GUARDED), ret("error((...)())").result)
+    assert.are.same(tool_error(GUARDED), ret("return nil, (...)()").result)
+    assert.are.same(text("the tool's"), ret("local _, next, req = ...; local r = next(req); return r, (...)()").result)
+  end)
+
+  it("a req whose params only a metamethod gives is refused by next", function()
+    local resp = ret("local H, next = ...; return next(H())")
+    assert.are.same(tool_error("code:1: bad argument #1 to 'next' (a req with params expected)"), resp.result, H.cjson.encode(resp))
+  end)
+
+  it("a malformed result is the author's mistake, in the author's words", function()
+    assert.are.same(tool_error('content is a string ("oops"): expected a list of content items, such as ' ..
+                               '{ { type = "text", text = "..." } }'), ret('return { content = "oops" }').result)
+  end)
+end)

@@ -424,6 +424,86 @@ describe("sandbox", function()
     end)
   end)
 
+  -- What a handler returns, raises or its middleware returns: read raw by
+  -- the host (lua/mcp/result.lua), so a metamethod that loops never runs
+  -- outside the call's limits; an error object's __tostring runs under a 50 ms
+  -- guard (src/lua/guard.c).
+  describe("what the host reads from it", function()
+    local M = "local L = function() while true do end end; " ..
+              "local M = { __index = L, __newindex = L, __len = L, __pairs = L, __eq = L, __lt = L, __le = L, " ..
+              "__concat = L, __call = L, __tostring = L, __close = L, __name = 'hostile' }; "
+    local function ret(code, tool)
+      local r = c:call(tool or "ret", { code = M .. code }, { timeout = 10 })
+      assert.truthy(r.result, H.cjson.encode(r))
+      unharmed()
+      return r
+    end
+    local GUARDED = "(an error object, a table, whose __tostring did not return within 50 ms)"
+
+    it("a result, its content, a content item and structuredContent, with every metamethod a loop", function()
+      assert.equal("{}", H.text(ret "return setmetatable({}, M)"))
+      assert.equal("x", H.text(ret "return { content = setmetatable({ { type = 'text', text = 'x' } }, M) }"))
+      local r = ret "return { content = { setmetatable({}, M) } }"
+      assert.is_true(r.result.isError)
+      assert.equal("content[1] has no type: expected one of text, image, audio, resource_link or resource", H.text(r))
+      assert.same({ a = 1 }, ret("return { structuredContent = setmetatable({ a = 1 }, M) }").result.structuredContent)
+      assert.equal("[1,2]", H.text(ret "return setmetatable({ 1, 2 }, { __metatable = setmetatable({}, M) })"))
+    end)
+    it("an error object or a failure's message with a __tostring that loops", function()
+      local r = ret "error(setmetatable({}, M))"
+      assert.is_true(r.result.isError)
+      assert.equal("(error object is a table value)", H.text(r))
+      r = ret "return nil, setmetatable({}, M)"
+      assert.is_true(r.result.isError)
+      assert.equal(GUARDED, H.text(r))
+    end)
+    it("what its middleware returns", function()
+      assert.equal("{}", H.text(ret("return setmetatable({}, M)", "other_ret")))
+      -- the guard's 50 ms, or the sandbox's where it cannot yield (shape runs under a C call): whichever ends first
+      local r = ret("return nil, setmetatable({}, M)", "other_ret")
+      assert.is_true(r.result.isError)
+      assert.is_true(H.text(r) == GUARDED or H.text(r):find("sandbox: plugin other", 1, true) ~= nil, H.text(r))
+    end)
+    it("a malformed result, in the author's words", function()
+      local r = ret "return { content = 'oops' }"
+      assert.is_true(r.result.isError)
+      assert.equal('content is a string ("oops"): expected a list of content items, such as ' ..
+                   '{ { type = "text", text = "..." } }', H.text(r))
+      assert.truthy(c:stderr_text():find("warning: tool ret (plugin evil, " .. tmp .. "/untrusted/evil.lua:", 1, true),
+                    c:stderr_text())
+    end)
+    it("a declaration's table given a metatable after it was declared: refused at load, and at run time", function()
+      write(tmp .. "/untrusted/decl.lua", [[
+local mcp = require "mcp"
+local schema = { type = "object" }
+local p = mcp.plugin { name = "decl", tools = { mcp.tool { name = "decl_t", inputSchema = schema, handler = function() end } } }
+setmetatable(schema, { __index = function() while true do end end })
+return p
+]])
+      c:close()
+      start()
+      assert.truthy(c:wait_stderr("decl.lua: sandbox: plugin.tools[1].inputSchema has a metatable of the plugin's: " ..
+                                  "a declaration's tables must stay plain", nil, { plain = true }), c:stderr_text())
+      unharmed()
+      -- evil's inputSchema, declared: a handler cannot give it a metatable either
+      assert.equal("sandbox: a declaration's table cannot take a metatable once declared",
+                   H.text(ret("return select(2, pcall(setmetatable, SCHEMA, M))")))
+    end)
+    it("a <close> that loops, in a call its CPU limit ends", function()
+      local r = ret "local x <close> = setmetatable({}, M); while true do end"
+      assert.is_true(r.result.isError)
+      assert.matches("passed its CPU limit", H.text(r), 1, true)
+    end)
+    it("a <close> that loops, in a call cancelled", function()
+      c:send({ jsonrpc = "2.0", id = "cl", method = "tools/call", params = { name = "ret", arguments = {
+        code = M .. "local ctx = ...; local x <close> = setmetatable({}, M); ctx:sleep(30)" } } })
+      H.pump(0.1)
+      c:send(H.cancel_msg("cl", "stop"))
+      H.pump(0.1)
+      unharmed()
+    end)
+  end)
+
   describe("memory", function()
     it("a table that grows past memory_mb ends the call", function()
       ended_by("local t = {} for i = 1, 1e8 do t[i] = i end", "passed its memory limit (memory_mb = 8)")

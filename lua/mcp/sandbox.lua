@@ -26,6 +26,12 @@ local LIB = debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "\0"
 local kept = setmetatable({}, { __mode = "k" })   -- env -> what a measure of its plugin starts from
 local due = {}                                    -- name -> true: to be loaded afresh (M.take_due)
 local adopted = setmetatable({}, { __mode = "k" })   -- plugin -> its env's kept[] (M.measure_due)
+-- The tables of the plugins' declarations (the plugin, its lists, each tool,
+-- resource, prompt and middleware, their schemas...): the host reads them on
+-- the loop, where no limit of the plugin's applies, so none may take a
+-- metatable of the plugin's once declared (ARCHITECTURE.md, "What the host
+-- reads from a plugin").
+local declared = setmetatable({}, { __mode = "k" })
 
 local function refuse(what, hint)
   error("sandbox: " .. what .. " is not available to a sandboxed plugin" .. (hint and " (" .. hint .. ")" or ""), 3)
@@ -180,6 +186,7 @@ function M.env(name, dir, view, grants)
     if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
       error("sandbox: __gc (a finalizer) is not available to a sandboxed plugin", 2)
     end
+    if declared[t] then error("sandbox: a declaration's table cannot take a metatable once declared", 2) end
     local r = setmetatable(t, mt)
     if type(mt) == "table" then own_mt[mt] = true end
     return r
@@ -283,7 +290,7 @@ local function guard(fn, st)
     if st and (st.over or sandbox_due(st.name)) then check_kept(st) end
     if r[1] then return table.unpack(r, 2, r.n) end
     local e = r[2]
-    if type(e) ~= "string" and e ~= mcp.CANCELLED and not require("mcp.result").is_rpc_error(e) then
+    if type(e) ~= "string" and not rawequal(e, mcp.CANCELLED) and not require("mcp.result").is_rpc_error(e) then
       e = "(error object is a " .. type(e) .. " value)"
     end
     error(e, 0)
@@ -301,14 +308,46 @@ end
 -- The functions of a sandboxed plugin's declarations, guarded; its name is
 -- its file's (the name its grants and its calls are known by in C). env:
 -- the environment its file ran in (what it keeps is measured from there).
+-- Walk the declarations of plugin raw (nothing of the plugin's runs): each
+-- table met is declared; one with a metatable the plugin set is refused.
+local function declare(plugin, own_mt)
+  local kinds = { [core.array_mt] = true, [debug.getmetatable(plugin)] = true }
+  for _, list in ipairs { "tools", "resources", "prompts", "middleware" } do
+    local l = rawget(plugin, list)
+    for i = 1, type(l) == "table" and rawlen(l) or 0 do
+      local mt = debug.getmetatable(rawget(l, i))
+      if mt and not own_mt[mt] then kinds[mt] = true end
+    end
+  end
+  local function walk(t, path)
+    if type(t) ~= "table" or declared[t] then return end
+    local mt = debug.getmetatable(t)
+    if mt ~= nil and not kinds[mt] then
+      if own_mt[mt] then
+        error(("sandbox: %s has a metatable of the plugin's: a declaration's tables must stay plain"):format(path), 0)
+      end
+      return                                       -- the host's (a client's, a mount's): not the plugin's
+    end
+    declared[t] = true
+    for k, v in next, t do
+      walk(v, path .. (type(k) == "string" and "." .. k or "[" .. (math.type(k) and tostring(k) or type(k)) .. "]"))
+    end
+  end
+  walk(plugin, "plugin")
+end
+
 function M.adopt(plugin, name, env)
   local st = kept[env]
+  declare(plugin, st and st.own_mt or {})
   if plugin.name ~= name then
     core.log_stderr("warning", ("sandbox: plugin %q (file %s.lua) is named %s: a sandboxed plugin's name is its file's")
                     :format(tostring(plugin.name), name, name))
     plugin.name = name
   end
-  for _, t in ipairs(plugin.tools) do t.handler = guard(t.handler, st) end
+  for _, t in ipairs(plugin.tools) do
+    t.own_handler = t.handler            -- where the plugin wrote it, for the log (result.lua)
+    t.handler = guard(t.handler, st)
+  end
   for _, r in ipairs(plugin.resources) do
     r.read = guard(r.read, st)
     r.complete = M.guard_complete(r.complete, st)

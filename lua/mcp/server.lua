@@ -254,7 +254,13 @@ local function load_file(path, dir, source)
   end
   clients_of[plugin] = clients
   if logs_of[env] then logs_of[env].name = plugin.name end   -- its lines name it as its tools do
-  if sandboxed[dir] then require("mcp.sandbox").adopt(plugin, config.name_of(path), env) end
+  if sandboxed[dir] then
+    local aok, aerr = pcall(require("mcp.sandbox").adopt, plugin, config.name_of(path), env)
+    if not aok then
+      for _, c in ipairs(clients) do c:close() end
+      return nil, { path .. ": " .. tostring(aerr) }
+    end
+  end
   return plugin
 end
 

@@ -22,12 +22,12 @@ void mcp__respond_init(lua_State *L, int server_ref) {
   R.server_ref = server_ref;
 }
 
+/* The error on co's top as text, when server.raised could not say: a
+ * string (or number) as it is, else its type. No __tostring runs here: the
+ * handler's coroutine is dead, no budget reaches this (result.lua's
+ * message_of runs one under guard.c's limit). */
 static void error_message(lua_State *co, char *msg, size_t cap) {
-  const char *s = co ? lua_tostring(co, -1) : NULL;
-  if (s == NULL && co && luaL_getmetafield(co, -1, "__tostring") != LUA_TNIL) {
-    lua_pop(co, 1);
-    s = luaL_tolstring(co, -1, NULL);          /* pushes; the thread is dead anyway */
-  }
+  const char *s = co && lua_isstring(co, -1) ? lua_tostring(co, -1) : NULL;
   if (s != NULL) snprintf(msg, cap, "%s", s);
   else snprintf(msg, cap, "(error object is a %s value)", co ? luaL_typename(co, -1) : "no");
 }

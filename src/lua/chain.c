@@ -124,6 +124,17 @@ static void push_self(lua_State *L) {
   lua_getinfo(L, "f", &ar);
 }
 
+/* Push req.params, read raw: req is the middleware's, and no metamethod
+ * of a plugin's runs in the host's reading (ARCHITECTURE.md). */
+static int req_params(lua_State *L) {
+  if (!lua_istable(L, 1)) {
+    lua_pushnil(L);
+    return LUA_TNIL;
+  }
+  lua_pushliteral(L, "params");
+  return lua_rawget(L, 1);
+}
+
 /* next(req), called by middleware k: the rest of the chain, once.
  * stack: req -> req on_error step args... */
 static int l_next(lua_State *L) {
@@ -140,7 +151,7 @@ static int l_next(lua_State *L) {
     step = strcmp(lua_tostring(L, -1), "tools/call") == 0;
     lua_rawget(L, -2);
     lua_remove(L, -2);                                 /* req on_error fn|nil */
-    if (lua_getfield(L, 1, "params") == LUA_TNIL) return misuse(L, k, called);
+    if (req_params(L) == LUA_TNIL) return misuse(L, k, called);
     c = current(L);
     lua_getfield(L, UP(U_CTX), "id");
     if (c != NULL) lua_pushinteger(L, c->sid); else lua_pushnil(L);
@@ -148,7 +159,7 @@ static int l_next(lua_State *L) {
   } else {
     lua_getfield(L, -1, "handler");
     lua_remove(L, -2);                                 /* req on_error handler */
-    if (lua_getfield(L, 1, "params") == LUA_TNIL) return misuse(L, k, called);
+    if (req_params(L) == LUA_TNIL) return misuse(L, k, called);
     lua_pop(L, 1);
     lua_pushvalue(L, 1);
     lua_pushvalue(L, UP(U_CTX));

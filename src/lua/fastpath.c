@@ -339,8 +339,41 @@ no:
   return 0;
 }
 
+/* The text of the string, number or true at idx, as tostring gives it but
+ * without a __tostring (the string metatable's is the host's to keep). */
+static const char *scalar_text(lua_State *co, int idx, size_t *n) {
+  if (lua_type(co, idx) == LUA_TBOOLEAN) {
+    *n = 4;
+    return "true";
+  }
+  lua_pushvalue(co, idx);
+  return lua_tolstring(co, -1, n);   /* a number: converted on the copy */
+}
+
+/* lua_rawget of the table at idx by a C string key: pushes, returns its type. */
+static int rawfield(lua_State *L, int idx, const char *k) {
+  idx = lua_absindex(L, idx);
+  lua_pushstring(L, k);
+  return lua_rawget(L, idx);
+}
+
+/* Are the items of the array at idx all text items ({type = "text", text =
+ * a string})? Any other is result.lua's to check. */
+static int text_items(lua_State *co, int idx) {
+  int top = lua_gettop(co), ok = 1;
+  lua_Unsigned n = lua_rawlen(co, idx);
+  for (lua_Unsigned i = 1; ok && i <= n; i++) {
+    ok = lua_rawgeti(co, idx, (lua_Integer)i) == LUA_TTABLE && rawfield(co, -1, "type") == LUA_TSTRING &&
+         is_text(co, -1, "text", 4) && rawfield(co, -2, "text") == LUA_TSTRING;
+    lua_settop(co, top);
+  }
+  return ok;
+}
+
+/* Read raw, as result.lua reads (no metamethod of the plugin's runs here:
+ * ARCHITECTURE.md, "What the host reads from a plugin"). */
 static int table_shape(lua_State *co, const fast_tool *t, int v, int text) {
-  int top = lua_gettop(co), content = top + 1, ok;
+  int top = lua_gettop(co), content = top + 1, ok, err;
   if (text && !t->output && text_shape(co, v)) return SHAPE_TEXT;
   if (lua_getmetatable(co, v)) {     /* the upstream's result as it wrote it: as result.lua passes it */
     lua_rawgeti(co, LUA_REGISTRYINDEX, raw_mt_ref);
@@ -348,19 +381,17 @@ static int table_shape(lua_State *co, const fast_tool *t, int v, int text) {
     lua_settop(co, top);
     return ok ? SHAPE_AS_IS : SHAPE_LUA;
   }
-  if (lua_getfield(co, v, "content") != LUA_TTABLE || !lua_getmetatable(co, content)) goto lua;
+  if (rawfield(co, v, "content") != LUA_TTABLE || !lua_getmetatable(co, content)) goto lua;
   lua_rawgeti(co, LUA_REGISTRYINDEX, F.array_mt_ref);
-  ok = lua_rawequal(co, -1, -2);
+  ok = lua_rawequal(co, -1, -2) && text_items(co, content);
   lua_settop(co, content);
-  if (!ok || lua_getfield(co, v, "structuredContent") != LUA_TNIL) goto lua;
+  if (!ok || rawfield(co, v, "structuredContent") != LUA_TNIL) goto lua;
   lua_pop(co, 1);
-  if (t->output) {                   /* checked unless isError is true */
-    ok = lua_getfield(co, v, "isError") == LUA_TBOOLEAN && lua_toboolean(co, -1);
-    lua_settop(co, top);
-    return ok ? SHAPE_AS_IS : SHAPE_LUA;
-  }
+  err = rawfield(co, v, "isError");
+  ok = err == LUA_TNIL || err == LUA_TBOOLEAN;
+  if (ok && t->output) ok = err == LUA_TBOOLEAN && lua_toboolean(co, -1);   /* checked unless isError is true */
   lua_settop(co, top);
-  return SHAPE_AS_IS;
+  return ok ? SHAPE_AS_IS : SHAPE_LUA;
 lua:
   lua_settop(co, top);
   return SHAPE_LUA;
@@ -395,14 +426,14 @@ static int returned(mcp_call *c, lua_State *co, int nres) {
   (void)c;
   if (t == NULL) return chain_returned(co, nres);
   lua_settop(co, v + 2);             /* entry res msg code (result.tool's arguments) */
-  type = lua_type(co, v);
+  type = lua_isnil(co, v + 1) ? lua_type(co, v) : LUA_TNONE;   /* a second value: result.lua's */
   if (!t->output && type == LUA_TNIL && lua_isnil(co, v + 1) && lua_isnil(co, v + 2)) {
     F.out.len = 0;
     mcp_buf_adds(&F.out, "{\"content\":[]}");
   } else if (!t->output && (type == LUA_TSTRING || type == LUA_TNUMBER ||
                             (type == LUA_TBOOLEAN && lua_toboolean(co, v)))) {
     size_t n;
-    const char *s = luaL_tolstring(co, v, &n);
+    const char *s = scalar_text(co, v, &n);
     text_result(s, n);
   } else if (type == LUA_TTABLE && (shape = table_shape(co, t, v, 1)) == SHAPE_TEXT) {
     size_t n;                        /* written here: encoding the table costs ten times more */
@@ -517,14 +548,14 @@ void mcp_fastpath_step_result(lua_State *co, int base) {
   const fast_tool *t = lua_touserdata(co, base);
   int v = base + 1, type, shape = SHAPE_LUA;
   lua_settop(co, base + 3);          /* entry res msg code */
-  type = lua_type(co, v);
+  type = lua_isnil(co, v + 1) ? lua_type(co, v) : LUA_TNONE;   /* a second value: result.lua's */
   if (!t->output && type == LUA_TNIL && lua_isnil(co, v + 1) && lua_isnil(co, v + 2)) {
     push_content(co, NULL, 0);
     lua_replace(co, v);
   } else if (!t->output && (type == LUA_TSTRING || type == LUA_TNUMBER ||
                             (type == LUA_TBOOLEAN && lua_toboolean(co, v)))) {
     size_t len;
-    const char *s = luaL_tolstring(co, v, &len);
+    const char *s = scalar_text(co, v, &len);
     push_content(co, s, len);
     lua_replace(co, v);
   } else if (type == LUA_TTABLE && (shape = table_shape(co, t, v, 0)) != SHAPE_LUA) {

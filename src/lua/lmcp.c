@@ -335,6 +335,7 @@ int luaopen_mcp_core(lua_State *L) {
   mcp__lmcp_client_open(L);
   mcp__lmcp_misc_open(L);
   mcp__chain_open(L);
+  mcp__guard_open(L);
   mcp_spans_open(L);
   mcp_op_open(L);
   mcp_sqlite_open_lib(L);

@@ -17,5 +17,7 @@ void mcp__lmcp_client_open(lua_State *L);
 void mcp__lmcp_misc_open(lua_State *L);
 /* stack: core -> core. The middleware chain (chain.c): chain_run, chain_setup. */
 void mcp__chain_open(lua_State *L);
+/* stack: core -> core. guarded_tostring (guard.c): an error object's __tostring, bounded. */
+void mcp__guard_open(lua_State *L);
 
 #endif

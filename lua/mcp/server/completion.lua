@@ -22,31 +22,40 @@ end
 -- A list of values as a completer: the values starting with the typed text.
 local function by_prefix(list, value)
   local out, low = {}, value:lower()
-  for _, v in ipairs(list) do
-    v = tostring(v)
-    if v:sub(1, #low):lower() == low then out[#out + 1] = v end
+  for i = 1, rawlen(list) do
+    local v = rawget(list, i)
+    if type(v) == "string" or type(v) == "number" then
+      v = tostring(v)
+      if v:sub(1, #low):lower() == low then out[#out + 1] = v end
+    end
   end
   return out
 end
 
 local MAX_VALUES = 100
 
+-- What complete returned, read raw (result.lua: no metamethod of the
+-- plugin's runs in the host's reading).
 local function completion_result(res)
   local values, total, has_more = res, nil, nil
-  if type(res) == "table" and res.values ~= nil then
-    values, total, has_more = res.values, res.total, res.hasMore
+  if type(res) == "table" and rawget(res, "values") ~= nil then
+    values, total, has_more = rawget(res, "values"), rawget(res, "total"), rawget(res, "hasMore")
   end
   if values == nil then values = {} end
   if type(values) ~= "table" then return nil, "complete returned a " .. type(values) end
-  local out = mcp.array()
-  for i, v in ipairs(values) do
+  local out, n = mcp.array(), rawlen(values)
+  for i = 1, n do
+    local v = rawget(values, i)
     if i > MAX_VALUES then
       has_more = true
       break
     end
+    if type(v) ~= "string" and type(v) ~= "number" then
+      return nil, "complete returned a " .. type(v) .. " as value " .. i .. ": expected a string"
+    end
     out[i] = tostring(v)
   end
-  if #values > MAX_VALUES and total == nil then total = #values end
+  if n > MAX_VALUES and total == nil then total = n end
   if total ~= nil and math.type(total) ~= "integer" then total = math.tointeger(total) end
   return { completion = { values = out, total = total, hasMore = has_more and true or false } }
 end

@@ -115,10 +115,11 @@ end
 -- What middleware mw returned, as the method's answer in the core's
 -- protocol: a result table, or nil, code, message, data. gave: the result
 -- next last gave; key: the request's params.name or params.uri.
+-- Read raw, as result.lua reads (no metamethod of the plugin's runs here).
 local function shape(method, key, gave, mw, res, msg, code, err)
-  if res == gave and res ~= nil and msg == nil then return res end
-  if res == nil and code == "rpc" and type(err) == "table" and math.type(err.code) == "integer" then
-    return nil, err.code, tostring(err.message), err.data     -- what next gave for a JSON-RPC error
+  if rawequal(res, gave) and res ~= nil and msg == nil then return res end
+  if res == nil and code == "rpc" and type(err) == "table" and math.type(rawget(err, "code")) == "integer" then
+    return nil, rawget(err, "code"), outcome.message_of(rawget(err, "message")), rawget(err, "data")
   end
   if method == "tools/call" then
     return outcome.tool(tools[key] or { name = tostring(key) }, res, msg, code)
@@ -135,7 +136,7 @@ end
 -- An error raised under next: its position and traceback to the log (as the
 -- core logs a handler's); an mcp.rpc_error, or a cancel's, is no failure.
 local function on_error(err)
-  if err ~= mcp.CANCELLED and not outcome.is_rpc_error(err) and not core.cancelled() then
+  if not rawequal(err, mcp.CANCELLED) and not outcome.is_rpc_error(err) and not core.cancelled() then
     local tool = core.tool()
     log("error", "request failed%s: %s", tool and " (tool " .. tool .. ")" or "",
         debug.traceback(type(err) == "string" and err or outcome.message_of(err), 2))

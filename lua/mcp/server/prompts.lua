@@ -26,17 +26,19 @@ methods["prompts/list"] = function(params)
 end
 
 -- A prompt message: a string is a user text message; content may be a string.
+-- What get returned is read raw (result.lua: no metamethod of the plugin's
+-- runs in the host's reading).
 local function message(m)
   if type(m) == "string" then return { role = "user", content = { type = "text", text = m } } end
   if type(m) ~= "table" then return nil, "a message is a " .. type(m) end
-  local role = m.role or "user"
+  local role = rawget(m, "role") or "user"
   if role ~= "user" and role ~= "assistant" then return nil, "role must be \"user\" or \"assistant\"" end
-  local content = m.content
+  local content = rawget(m, "content")
   if type(content) == "string" or type(content) == "number" then
     content = { type = "text", text = tostring(content) }
-  elseif type(content) == "table" and content.type == nil and type(content.text) == "string" then
-    content = { type = "text", text = content.text, annotations = content.annotations }
-  elseif type(content) ~= "table" or type(content.type) ~= "string" then
+  elseif type(content) == "table" and rawget(content, "type") == nil and type(rawget(content, "text")) == "string" then
+    content = { type = "text", text = rawget(content, "text"), annotations = rawget(content, "annotations") }
+  elseif type(content) ~= "table" or type(rawget(content, "type")) ~= "string" then
     return nil, "a message needs content (a string or a content object with a type)"
   end
   return { role = role, content = content }
@@ -46,10 +48,10 @@ local function prompt_result(res)
   local description, list
   if type(res) == "string" then
     list = { res }
-  elseif type(res) == "table" and res.messages ~= nil then
-    description, list = res.description, res.messages
+  elseif type(res) == "table" and rawget(res, "messages") ~= nil then
+    description, list = rawget(res, "description"), rawget(res, "messages")
     if type(list) ~= "table" then return nil, "messages is not a list" end
-  elseif type(res) == "table" and (res.role ~= nil or res.content ~= nil) then
+  elseif type(res) == "table" and (rawget(res, "role") ~= nil or rawget(res, "content") ~= nil) then
     list = { res }
   elseif type(res) == "table" then
     list = res
@@ -57,12 +59,12 @@ local function prompt_result(res)
     return nil, "get returned a " .. type(res)
   end
   local messages = mcp.array()
-  for i, m in ipairs(list) do
-    local msg, err = message(m)
+  for i = 1, rawlen(list) do
+    local msg, err = message(rawget(list, i))
     if not msg then return nil, "messages[" .. i .. "]: " .. err end
     messages[i] = msg
   end
-  return { description = description, messages = messages, _meta = type(res) == "table" and res._meta or nil }
+  return { description = description, messages = messages, _meta = type(res) == "table" and rawget(res, "_meta") or nil }
 end
 
 -- The checks before get runs: prompt, args; or nil, code, message.

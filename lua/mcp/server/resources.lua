@@ -34,32 +34,33 @@ methods["resources/templates/list"] = function(params)
   return { resourceTemplates = page, nextCursor = next_cursor }
 end
 
--- What read returned, as ReadResourceResult contents; or nil, message.
+-- What read returned, as ReadResourceResult contents; or nil, message. Read
+-- raw (result.lua: no metamethod of the plugin's runs in the host's reading).
 local function content_item(item, uri, mimeType)
   local t = type(item)
   if t == "string" or t == "number" then return { uri = uri, mimeType = mimeType, text = tostring(item) } end
   if t ~= "table" then return nil, "read returned a " .. t end
-  local text, blob = item.text, item.blob
+  local text, blob = rawget(item, "text"), rawget(item, "blob")
   if text ~= nil and type(text) ~= "string" then return nil, "read returned a non-string text" end
   if blob ~= nil and type(blob) ~= "string" then return nil, "read returned a non-string blob" end
   if (text == nil) == (blob == nil) then return nil, "read returned an item without text or blob (or with both)" end
-  return { uri = item.uri or uri, mimeType = item.mimeType or mimeType, text = text, blob = blob,
-           _meta = item._meta }
+  return { uri = rawget(item, "uri") or uri, mimeType = rawget(item, "mimeType") or mimeType, text = text,
+           blob = blob, _meta = rawget(item, "_meta") }
 end
 
 local function read_result(res, uri, mimeType)
   local items = res
-  if type(res) == "table" and res.contents ~= nil then
-    items = res.contents
+  if type(res) == "table" and rawget(res, "contents") ~= nil then
+    items = rawget(res, "contents")
     if type(items) ~= "table" then return nil, "read returned contents that is not a list" end
-  elseif type(res) ~= "table" or res.text ~= nil or res.blob ~= nil then
+  elseif type(res) ~= "table" or rawget(res, "text") ~= nil or rawget(res, "blob") ~= nil then
     items = { res }
-  elseif #res == 0 then
+  elseif rawlen(res) == 0 then
     return nil, "read returned a table without text, blob or contents"
   end
   local contents = mcp.array()
-  for _, item in ipairs(items) do
-    local c, err = content_item(item, uri, mimeType)
+  for i = 1, rawlen(items) do
+    local c, err = content_item(rawget(items, i), uri, mimeType)
     if not c then return nil, err end
     contents[#contents + 1] = c
   end
