@@ -172,6 +172,14 @@ return mcp.plugin { name = "bad",
     rm(bad)
   end)
 
+  it("luamcp call runs a UI-only tool (its session declares the extension)", function()
+    local r = H.start{ no_plugins = true, args = { "call", "weather_series", '{"city":"Oslo","hours":2}',
+                                                   "--plugins", dir } }
+    assert.are.equal(0, r:wait_exit(10), r:stderr_text())
+    assert.truthy(r.bad_lines[1]:find("^Oslo, hourly °C: [%d.]+, [%d.]+$"), r.bad_lines[1])
+    r.bad_lines = {}                     -- the command's output, not a server's stdout
+  end)
+
   it("a tool with a view that returns no text is logged once", function()
     write(dir .. "/weather_app.lua", [[
 local mcp = require "mcp"
