@@ -180,6 +180,25 @@ return mcp.plugin { name = "bad",
     r.bad_lines = {}                     -- the command's output, not a server's stdout
   end)
 
+  it("ctx:supports and ctx:require take the extension's name", function()
+    write(dir .. "/weather_app.lua", [[
+local mcp = require "mcp"
+return mcp.plugin { name = "asks", tools = { mcp.tool { name = "needs_ui", handler = function(_, ctx)
+  local ui = "io.modelcontextprotocol/ui"
+  local before = ctx:supports(ui)
+  ctx:require(ui)
+  return tostring(before)
+end } } }
+]])
+    local with = session(dir, RENDERS)
+    assert.are.equal("true", H.text(with:call("needs_ui")))
+    local without = session(dir, {})
+    local err = without:call("needs_ui").error
+    assert.are.equal(-32021, err.code)
+    assert.are.equal("Missing required client capability: " .. UI, err.message)
+    assert.are.same({ requiredCapabilities = { extensions = { [UI] = {} } } }, err.data)
+  end)
+
   it("a tool with a view that returns no text is logged once", function()
     write(dir .. "/weather_app.lua", [[
 local mcp = require "mcp"
