@@ -229,6 +229,23 @@ return mcp.plugin { name = "mute",
     assert.truthy(c:wait_stderr("app ui://weather/view: its HTML changed"))
   end)
 
+  it("a mount of a server with apps: its view and UI-only tool pass through, listed by our client's support", function()
+    local gw = H.tmpdir()
+    write(gw .. "/gw.lua", ([[
+local mcp = require "mcp"
+return mcp.plugin { name = "gw", mount = { command = { %q, "--plugins", %q } } }
+]]):format(H.binary(), dir))
+    local c = session(gw, RENDERS)
+    assert.are.equal("weather weather_series", names(c:request("tools/list", {}).result.tools))
+    local r = c:call("weather_series", { city = "Oslo", hours = 2 }).result
+    assert.are.equal(2, #r.structuredContent.points, cjson.encode(r))
+    assert.are.equal(MIME, c:request("resources/read", { uri = VIEW }).result.contents[1].mimeType)
+    local plain = session(gw, {})
+    assert.are.equal("weather", names(plain:request("tools/list", {}).result.tools))
+    assert.are.equal(-32602, plain:call("weather_series", { city = "Oslo" }).error.code)
+    rm(gw)
+  end)
+
   describe("over HTTP", function()
     it("a 2025-11-25 session: the list follows the session's capabilities", function()
       local srv = HH.start{ plugins = { dir } }
