@@ -22,13 +22,23 @@ local function tool_entry(t)
 end
 
 -- The tools a client that renders no MCP Apps is shown (apps.lua): set by
--- sync_c when some tool only a view may call, else nil.
-local model_tools
+-- sync_c when some tool only a view may call, else nil. Their entries are
+-- then listed here, from the JSON sync_c encoded (tool -> text).
+local model_tools, encoded = nil, setmetatable({}, { __mode = "k" })
+
+local function encoded_entry(t)
+  local text = encoded[t]
+  if text then return core.json_raw(text) end
+  return tool_entry(t)
+end
 
 function methods.tools_list(params)
-  local list = tool_list
-  if model_tools and not apps.client_renders() then list = model_tools end
-  local page, next_cursor, msg = reg.paginate(list, params, tool_entry)
+  local list, entry = tool_list, tool_entry
+  if model_tools then
+    entry = encoded_entry
+    if not apps.client_renders() then list = model_tools end
+  end
+  local page, next_cursor, msg = reg.paginate(list, params, entry)
   if not page then return nil, next_cursor, msg end
   return { tools = page, nextCursor = next_cursor }
 end
@@ -130,6 +140,8 @@ function M.sync_c()
   end
   for i, t in ipairs(tool_list) do
     local app_only = apps.app_only(t)      -- Lua asks whether the client renders apps
+    local entry = core.encode(tool_entry(t))
+    encoded[t] = entry
     list[i] = {
       name = t.name, tool = t, handler = t.handler,
       schema = not t.mounted and t.inputSchema or nil,      -- the upstream checks a mounted tool's
@@ -139,7 +151,7 @@ function M.sync_c()
       forward = t.mounted and t.forward,       -- its arguments may stay JSON text (mount.lua)
       upstream = t.mounted and t.forward and t.upstream or nil,   -- and C may forward its call
       -- nil: tools/list stays Lua's (which says why, or lists by client)
-      entry = not model_tools and core.encode(tool_entry(t)) or nil,
+      entry = not model_tools and entry or nil,
     }
   end
   core.fast_tools(list, getmetatable(decl.ctx(0)), outcome.tool, input.open, decl.input_args)
