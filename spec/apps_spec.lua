@@ -172,12 +172,18 @@ return mcp.plugin { name = "bad",
     rm(bad)
   end)
 
-  it("luamcp call runs a UI-only tool (its session declares the extension)", function()
+  it("luamcp call runs a UI-only tool (its session declares the extension); luamcp list says which have views", function()
     local r = H.start{ no_plugins = true, args = { "call", "weather_series", '{"city":"Oslo","hours":2}',
                                                    "--plugins", dir } }
     assert.are.equal(0, r:wait_exit(10), r:stderr_text())
     assert.truthy(r.bad_lines[1]:find("^Oslo, hourly °C: [%d.]+, [%d.]+$"), r.bad_lines[1])
     r.bad_lines = {}                     -- the command's output, not a server's stdout
+    local l = H.start{ no_plugins = true, args = { "list", "--plugins", dir } }
+    assert.are.equal(0, l:wait_exit(10), l:stderr_text())
+    local out = table.concat(l.bad_lines, "\n")
+    l.bad_lines = {}
+    assert.truthy(out:find("  app: ui://weather/view\n  input:", 1, true), out)
+    assert.truthy(out:find("  app: ui://weather/view (only a view calls it)\n", 1, true), out)
   end)
 
   it("ctx:supports and ctx:require take the extension's name", function()
