@@ -263,6 +263,17 @@ return mcp.plugin { name = "gw", mount = { command = { %q, "--plugins", %q } } }
       assert.are.equal(-32602, without:call("weather_series", { city = "Oslo" }).error.code)
     end)
 
+    it("2026-07-28: a saved view reaches a subscriptions/listen stream that named its URI", function()
+      local srv = HH.start{ plugins = { dir }, args = { "--watch" } }
+      local r = HH.post_rev2026(srv, { jsonrpc = "2.0", id = "L", method = "subscriptions/listen",
+        params = HH.params_rev2026({ notifications = { resourceSubscriptions = { VIEW } } }, RENDERS) })
+      assert.are.equal("notifications/subscriptions/acknowledged", r:next_message().method)
+      write(dir .. "/weather_app.html", slurp(dir .. "/weather_app.html") .. "<!-- edited -->\n")
+      local up = r:next_message(10)
+      assert.are.equal("notifications/resources/updated", up and up.method, srv:stderr_text())
+      assert.are.equal(VIEW, up.params.uri)
+    end)
+
     it("2026-07-28: each request's own capabilities decide; server/discover declares the extension beside tasks", function()
       write(dir .. "/tasks.lua", [[
 local mcp = require "mcp"
