@@ -126,8 +126,8 @@ int mcp_watch_start(uv_loop_t *loop, const char **dirs, int ndirs, unsigned debo
     if (watch_path(loop, lib, i, -1, 1) == 0) mcp_debug("watch: %s", lib);
     mcp_info("watching %s for changes", dirs[i]);
   }
-  for (int i = 0; i < W.nfiles; i++)       /* files named before the start */
-    if ((r = watch_file_at(i)) != 0) return r;
+  for (int i = 0; i < W.nfiles; i++)       /* files named before the start (an app's HTML) */
+    (void)watch_file_at(i);                 /* one that cannot be watched is logged, not fatal */
   return 0;
 }
 
