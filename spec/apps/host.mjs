@@ -15,7 +15,7 @@
 //
 // Prints one JSON line: {host, dom, reference, plainTools, console, shot}.
 import { createServer } from "node:http";
-import { readFile, mkdir } from "node:fs/promises";
+import { readFile, mkdir, rename } from "node:fs/promises";
 import { dirname, join, resolve, extname } from "node:path";
 import { fileURLToPath } from "node:url";
 import puppeteer from "puppeteer-core";
@@ -165,8 +165,11 @@ async function main() {
       polyline: (document.querySelector("#chart polyline")?.getAttribute("points") || "").trim().split(/\s+/).length,
       origin: self.origin, sandboxed: window.parent !== window.top,
     }));
+    // written aside, then renamed: a run beside this one (the ASan specs) may read the same file
+    const tmp = `${process.env.APPS_SHOT}.${process.pid}.png`;
     await mkdir(dirname(process.env.APPS_SHOT), { recursive: true });
-    await page.screenshot({ path: process.env.APPS_SHOT });
+    await page.screenshot({ path: tmp });
+    await rename(tmp, process.env.APPS_SHOT);
     const renders = await client({ extensions: { [UI]: { mimeTypes: [MIME] } } });
     const reference = (await renders.callTool({ name: "weather_series", arguments: { city, hours: 24 } })).structuredContent;
     await renders.close();
