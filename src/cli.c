@@ -613,8 +613,10 @@ static int run_call(const cli_opts *o) {
   uv_signal_start(&C.sigint, on_sigint, SIGINT);
   uv_timer_init(C.loop, &C.ticker);
 
+  /* as a host that renders MCP Apps: the author lists and calls UI-only tools too */
   feed("{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
-       "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+       "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"extensions\":"
+       "{\"io.modelcontextprotocol/ui\":{\"mimeTypes\":[\"text/html;profile=mcp-app\"]}}},"
        "\"clientInfo\":{\"name\":\"luamcp call\",\"version\":\"" LUAMCP_VERSION "\"}}}");
   feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
   if (o->log_level >= 0) {

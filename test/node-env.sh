@@ -58,6 +58,10 @@ AJV_FORMATS_SPEC=ajv-formats@3
 CLAUDE_SPEC=@anthropic-ai/claude-code@2
 CODEX_SPEC=@openai/codex@0
 GEMINI_SPEC=@google/gemini-cli@0
+# spec/apps_browser_spec.lua: a host page (MCP Apps' AppBridge) in Chromium,
+# driven by puppeteer-core (Debian's chromium: no browser is downloaded).
+EXTAPPS_SPEC=@modelcontextprotocol/ext-apps@2
+PUPPETEER_SPEC=puppeteer-core@25
 
 say() { printf 'node-env: %s\n' "$*" >&2; }
 
@@ -86,6 +90,8 @@ cache_complete() {
   case $(version_of "$M/@anthropic-ai/claude-code") in 2.*) ;; *) return 1 ;; esac
   case $(version_of "$M/@openai/codex") in 0.*) ;; *) return 1 ;; esac
   case $(version_of "$M/@google/gemini-cli") in 0.*) ;; *) return 1 ;; esac
+  case $(version_of "$M/@modelcontextprotocol/ext-apps") in 2.*) ;; *) return 1 ;; esac
+  case $(version_of "$M/puppeteer-core") in 25.*) ;; *) return 1 ;; esac
   return 0
 }
 
@@ -96,14 +102,14 @@ do_install() {
     say "(install npm, or set LUAMCP_SKIP_NODE=1 to skip the tests that need them)"
     return 1
   fi
-  say "installing $NODE_SPEC $CONF_SPEC $SDK_SPEC $CLIENT_SPEC $ZOD_SPEC $SERVER_SPEC $EVERYTHING_SPEC $OAUTH_SPEC $OTLP_SPEC $OTEL_SDK_SPEC $OTEL_API_SPEC $MCPB_SPEC $AJV_SPEC $AJV_FORMATS_SPEC $CLAUDE_SPEC $CODEX_SPEC $GEMINI_SPEC into $CACHE"
+  say "installing $NODE_SPEC $CONF_SPEC $SDK_SPEC $CLIENT_SPEC $ZOD_SPEC $SERVER_SPEC $EVERYTHING_SPEC $OAUTH_SPEC $OTLP_SPEC $OTEL_SDK_SPEC $OTEL_API_SPEC $MCPB_SPEC $AJV_SPEC $AJV_FORMATS_SPEC $CLAUDE_SPEC $CODEX_SPEC $GEMINI_SPEC $EXTAPPS_SPEC $PUPPETEER_SPEC into $CACHE"
   LOG=$CACHE/npm-install.log
   # The cache is not a project: keep npm from walking up to one.
   [ -f "$CACHE/package.json" ] || printf '{ "private": true }\n' >"$CACHE/package.json"
   # Retries kept short: an unreachable registry fails in seconds, not minutes.
   if ! "$NPM" install --prefix "$CACHE" --no-audit --no-fund --no-update-notifier \
          --loglevel=error --fetch-retries=1 --fetch-retry-mintimeout=2000 \
-         --fetch-retry-maxtimeout=5000 --fetch-timeout=120000 "$NODE_SPEC" "$CONF_SPEC" "$SDK_SPEC" "$CLIENT_SPEC" "$ZOD_SPEC" "$SERVER_SPEC" "$EVERYTHING_SPEC" "$OAUTH_SPEC" "$OTLP_SPEC" "$OTEL_SDK_SPEC" "$OTEL_API_SPEC" "$MCPB_SPEC" "$AJV_SPEC" "$AJV_FORMATS_SPEC" "$CLAUDE_SPEC" "$CODEX_SPEC" "$GEMINI_SPEC" >"$LOG" 2>&1; then
+         --fetch-retry-maxtimeout=5000 --fetch-timeout=120000 "$NODE_SPEC" "$CONF_SPEC" "$SDK_SPEC" "$CLIENT_SPEC" "$ZOD_SPEC" "$SERVER_SPEC" "$EVERYTHING_SPEC" "$OAUTH_SPEC" "$OTLP_SPEC" "$OTEL_SDK_SPEC" "$OTEL_API_SPEC" "$MCPB_SPEC" "$AJV_SPEC" "$AJV_FORMATS_SPEC" "$CLAUDE_SPEC" "$CODEX_SPEC" "$GEMINI_SPEC" "$EXTAPPS_SPEC" "$PUPPETEER_SPEC" >"$LOG" 2>&1; then
     say "npm install failed (is the npm registry reachable?); its output:"
     sed 's/^/  npm: /' "$LOG" | tail -n 30 >&2
     say "(set LUAMCP_SKIP_NODE=1 to skip the tests that need Node 22 and the MCP packages)"

@@ -159,6 +159,8 @@
 ---@field task? "forbidden"|"optional"|"required" the tasks extension (default "forbidden")
 ---@field defer_task? boolean the handler starts its task itself with ctx:task()
 ---@field scopes? string[] the OAuth scopes a call needs
+---@field app? string MCP Apps: the ui:// URI of the resource serving the tool's view (_meta.ui.resourceUri)
+---@field visibility? ("model"|"app")[] MCP Apps: who may call it (default both); {"app"}: a view only, not listed to clients without the extension
 ---@field _meta? table
 ---@field handler fun(args: table, ctx: mcp.Ctx): mcp.ToolReturn, string?, mcp.FailCode?
 
@@ -177,9 +179,25 @@
 ---@field size? number
 ---@field annotations? table
 ---@field _meta? table
----@field read fun(ctx: mcp.Ctx): mcp.ReadReturn, string?, mcp.FailCode?
+---@field read? fun(ctx: mcp.Ctx): mcp.ReadReturn, string?, mcp.FailCode? required, unless app serves the resource
+---@field app? mcp.AppView MCP Apps: the resource is a view's HTML (uri ui://..., mimeType text/html;profile=mcp-app)
 
 ---@class mcp.Resource: mcp.ResourceDecl
+
+---An MCP App's view (the io.modelcontextprotocol/ui extension): html or file, one of them.
+---@class mcp.AppView
+---@field html? string the page
+---@field file? string the page's file, relative to the declaring file's directory (below it); watched with --watch
+---@field csp? mcp.AppCsp origins the host's Content-Security-Policy for the view allows
+---@field permissions? ("camera"|"microphone"|"geolocation"|"clipboard_write")[]
+---@field domain? string a dedicated origin for the view, in the host's format
+---@field prefers_border? boolean whether the host draws a border and background around it
+
+---@class mcp.AppCsp
+---@field connect_domains? string[] fetch, XHR, WebSocket (connect-src)
+---@field resource_domains? string[] scripts, styles, images, fonts, media
+---@field frame_domains? string[] nested iframes (frame-src)
+---@field base_uri_domains? string[] base-uri
 
 ---@class mcp.ResourceTemplateDecl
 ---@field uriTemplate string RFC 6570, one variable per expression: {var}, {+var}, {#var}
@@ -406,7 +424,8 @@ function Ctx:roots(opts) end
 ---@return table<string, table> results, table<string, string> errors by key
 function Ctx:input(requests, opts) end
 
----Did the client declare this capability ("sampling", "elicitation", "roots", ...)?
+---Did the client declare this capability ("sampling", "elicitation", "roots", ...)? A name
+---with a slash is an extension's (capabilities.extensions[name]: "io.modelcontextprotocol/ui").
 ---@param capability string
 ---@return boolean
 function Ctx:supports(capability) end

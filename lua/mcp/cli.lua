@@ -8,6 +8,7 @@
 local core = require "mcp.core"
 local load_errors = require "mcp.load_errors"
 local lex = require "mcp.lex"
+local apps = require "mcp.apps"
 
 local M = {}
 local array_mt, null = core.array_mt, core.null
@@ -222,6 +223,10 @@ function M.list(opts, server)
       local cancel, timeout, grace = policy_of(t)
       lines[#lines + 1] = string.format("  policy: timeout %s, cancel %s, grace %s", seconds(timeout),
                                         cancel, seconds(grace))
+      local view = apps.view_of(t)              -- MCP Apps
+      if view or apps.app_only(t) then
+        lines[#lines + 1] = "  app: " .. (view or "no view") .. (apps.app_only(t) and " (only a view calls it)" or "")
+      end
       local input = {}
       schema_lines(t.inputSchema, "", "    ", input)
       lines[#lines + 1] = #input > 0 and "  input:" or "  input: none"

@@ -45,6 +45,21 @@ local function origin()
   end
 end
 
+-- The directory of the file making the declaration (".", for a file named
+-- without one), or nil when it was not made from a file.
+function D.source_dir()
+  local level = 2
+  while true do
+    local info = debug.getinfo(level, "S")
+    if info == nil then return nil end
+    if not is_lib(info) then
+      if info.source:sub(1, 1) ~= "@" then return nil end
+      return info.source:sub(2):match("^(.*)/[^/]*$") or "."
+    end
+    level = level + 1
+  end
+end
+
 -- A mistake in a declaration: collected, or raised at the plugin's line.
 -- field: the dotted path of the field it is about (lua/mcp/load_errors.lua
 -- finds the line it is written on).

@@ -187,8 +187,10 @@ end
 
 local TOOL_FIELDS = { name = true, title = true, description = true, inputSchema = true,
                       outputSchema = true, annotations = true, icons = true, _meta = true,
-                      handler = true, task = true, defer_task = true, scopes = true }
+                      handler = true, task = true, defer_task = true, scopes = true,
+                      app = true, visibility = true }     -- MCP Apps (lua/mcp/apps.lua)
 for k in pairs(POLICY_FIELDS) do TOOL_FIELDS[k] = true end
+local apps = require "mcp.apps"
 
 local function non_empty(v) return type(v) == "string" and v ~= "" end
 -- "tool NAME", or "tool" when it has no name (reported already).
@@ -227,6 +229,8 @@ function mcp.tool(t)
       if #t.scopes == 0 then t.scopes = nil end
     end
   end
+  apps.check_tool(t, where)
+  if apps.view_of(t) and type(t.handler) == "function" then apps.watch_text(t) end
   local schema = type(t.inputSchema) == "table" and t.inputSchema or { type = "object" }
   if schema.type == nil then schema.type = "object" end
   t.inputSchema = schema
@@ -261,7 +265,7 @@ end
 
 local RESOURCE_TYPES = { name = "string", title = "string", description = "string", mimeType = "string",
                          size = "number", annotations = "table", icons = "table", _meta = "table" }
-local RESOURCE_FIELDS = { uri = true, read = true }
+local RESOURCE_FIELDS = { uri = true, read = true, app = true }
 for k in pairs(RESOURCE_TYPES) do RESOURCE_FIELDS[k] = true end
 local TEMPLATE_FIELDS = { uriTemplate = true, read = true, complete = true }
 for k in pairs(RESOURCE_TYPES) do TEMPLATE_FIELDS[k] = k ~= "size" or nil end
@@ -271,7 +275,8 @@ function mcp.resource(t)
   if not non_empty(t.uri) then problem("mcp.resource: uri must be a non-empty string", t.uri ~= nil and "uri" or nil) end
   local where = named("resource", t.uri)
   decl.fields(t, RESOURCE_FIELDS, where)
-  if type(t.read) ~= "function" then problem(where .. ": read must be a function", t.read ~= nil and "read" or nil) end
+  if t.app ~= nil then apps.check_resource(t, where)     -- it reads itself
+  elseif type(t.read) ~= "function" then problem(where .. ": read must be a function", t.read ~= nil and "read" or nil) end
   check_types(t, where, RESOURCE_TYPES)
   if t.name == nil then t.name = t.uri end
   return setmetatable(t, RESOURCE)

@@ -228,17 +228,21 @@ end
 -- ctx:require(capability, ...): end the request with -32021 unless the
 -- client declared each capability.
 function M.require(ctx, ...)
-  local missing
+  local missing, names = nil, {}
   for i = 1, select("#", ...) do
     local cap = select(i, ...)
     if not core.client_supports(cap) then
       missing = missing or {}
-      missing[cap] = {}
+      if cap:find("/", 1, true) then      -- an extension's name: capabilities.extensions[cap]
+        missing.extensions = missing.extensions or {}
+        missing.extensions[cap] = {}
+      else
+        missing[cap] = {}
+      end
+      names[#names + 1] = cap
     end
   end
   if missing then
-    local names = {}
-    for cap in pairs(missing) do names[#names + 1] = cap end
     table.sort(names)
     core.finish(nil, -32021, "Missing required client capability: " .. table.concat(names, ", "),
                 { requiredCapabilities = missing })

@@ -115,6 +115,10 @@ function M.attach(p, where)
     command = m.command, url = m.url, env = m.env, cwd = m.cwd, headers = m.headers,
     protocol = m.protocol, connect_timeout = m.connect_timeout, stderr = m.stderr, name = p.name,
     on_notification = function(method, params) notified(st, method, params) end,
+    -- a host of MCP Apps toward the upstream: its UI-only tools are listed to us, and we
+    -- list them to our clients by theirs (apps.lua)
+    capabilities = { sampling = {}, elicitation = {}, roots = {}, extensions = {
+      ["io.modelcontextprotocol/ui"] = { mimeTypes = { "text/html;profile=mcp-app" } } } },
   })
   if not ok then
     return decl.problem(where .. ": mount: " .. tostring(client):gsub("^[^\n]-mcp%.connect: ", ""), "mount")
@@ -147,6 +151,7 @@ local function make_tool(st, t)
     inputSchema = type(t.inputSchema) == "table" and t.inputSchema or { type = "object" },
     outputSchema = type(t.outputSchema) == "table" and t.outputSchema or nil,
     annotations = type(t.annotations) == "table" and t.annotations or nil,
+    _meta = type(t._meta) == "table" and t._meta or nil,   -- its MCP App's _meta.ui among it
     -- answered: the upstream's input_required answer to the call forward.c
     -- sent (forward_outcome above), its first round's
     handler = function(args, ctx, answered)

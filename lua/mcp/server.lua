@@ -16,6 +16,7 @@ local reg = require "mcp.server.registry"
 local tools_family = require "mcp.server.tools"
 local resources_family = require "mcp.server.resources"
 local middleware = require "mcp.server.middleware"
+local apps = require "mcp.apps"
 require "mcp.server.prompts"
 require "mcp.server.completion"
 
@@ -450,6 +451,7 @@ function M.load(dirs)
   end
   warn_unmatched()
   M.sync_methods()
+  apps.refresh(resource_list, M.watching)
 end
 
 M.watching = false
@@ -561,6 +563,11 @@ function M.rescan(lib_changed, afresh)
   if changed.tools then core.notify(nil, "notifications/tools/list_changed") end
   if changed.resources then core.notify(nil, "notifications/resources/list_changed") end
   if changed.prompts then core.notify(nil, "notifications/prompts/list_changed") end
+  -- an MCP App's HTML edited (its file, or the plugin's html): its subscribers hear
+  for _, uri in ipairs(apps.refresh(resource_list, M.watching)) do
+    log("info", "app %s: its HTML changed", uri)
+    M.notify_resource_updated(uri)
+  end
   return #errors == 0
 end
 
@@ -700,6 +707,8 @@ function M.capabilities()
   local tasks = watch
   for _, t in ipairs(tool_list) do tasks = tasks or (t.task ~= nil and t.task ~= "forbidden") end
   if tasks then caps.tasks = { list = {}, cancel = {}, requests = { tools = { call = {} } } } end
+  -- MCP Apps (SEP-1724 extensions; rev2026.c adds the tasks extension beside it)
+  if watch or apps.in_use(tool_list, resource_list) then caps.extensions = { [apps.EXTENSION] = {} } end
   return caps
 end
 

@@ -35,7 +35,7 @@
  * inputSchema as user values. A call keeps its entry (on its coroutine's
  * first slot) while it runs, across reloads. */
 typedef struct fast_tool {
-  unsigned lua_only : 1;     /* task-only: Lua answers its calls */
+  unsigned lua_only : 1;     /* task-only, or app-only (MCP Apps): Lua answers its calls */
   unsigned scopes : 1;       /* it declares scopes (Lua checks them under --auth-*) */
   unsigned output : 1;       /* an outputSchema its results are checked against */
   unsigned tasks : 1;        /* task support: a 2026-07-28 call may become a task (Lua's) */

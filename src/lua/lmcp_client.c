@@ -108,12 +108,27 @@ static int l_request_all(lua_State *L) {
   }
   return mcp_task_input_wait(L, c, 1, timeout, 0);
 }
-/* client_supports(name): did the client declare capability name (at
- * initialize, or in this request's _meta)? */
+/* The client's declaration of capability name (at initialize, or in this
+ * request's _meta); a name with a slash is an extension's
+ * (capabilities.extensions[name]). NULL if none. */
+static json_t *declared(mcp_call *c, const char *name) {
+  json_t *caps = c ? c->session->client_capabilities : NULL;
+  if (strchr(name, '/') != NULL) caps = json_object_get(caps, "extensions");
+  return json_object_get(caps, name);
+}
+
+/* client_supports(name): did the client declare it? */
 static int l_client_supports(lua_State *L) {
-  const char *cap = luaL_checkstring(L, 1);
-  mcp_call *c = current(L);
-  lua_pushboolean(L, c != NULL && json_object_get(c->session->client_capabilities, cap) != NULL);
+  lua_pushboolean(L, declared(current(L), luaL_checkstring(L, 1)) != NULL);
+  return 1;
+}
+
+/* client_extension(name): the settings the client declared for extension
+ * name (an object: a table), or nil. */
+static int l_client_extension(lua_State *L) {
+  json_t *v = declared(current(L), luaL_checkstring(L, 1));
+  if (json_is_object(v)) mcp_json_push(L, v);
+  else lua_pushnil(L);
   return 1;
 }
 /* Send the progress notification in b (open after its last field), and
@@ -291,6 +306,7 @@ static const luaL_Reg client_funcs[] = {
   {"notify_listeners", l_notify_listeners},
   {"request", l_request},
   {"client_supports", l_client_supports},
+  {"client_extension", l_client_extension},
   {"request_all", l_request_all},
   {NULL, NULL}
 };

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "seal.h"
+#include "watch.h"
 #include "lmcp_int.h"
 
 /* seal(payload): a token the client hands back unchanged (seal.h). */
@@ -300,7 +301,21 @@ static int l_decode(lua_State *L) {
   }
   return 1;
 }
+/* watch_file(path): a change to the file reloads as a plugin file's does
+ * (an MCP App's HTML; with --watch). true, or nil, err. */
+static int l_watch_file(lua_State *L) {
+  int r = mcp_watch_add(luaL_checkstring(L, 1));
+  if (r != 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, uv_strerror(r));
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static const luaL_Reg misc_funcs[] = {
+  {"watch_file", l_watch_file},
   {"seal", l_seal},
   {"unseal", l_unseal},
   {"sha256", l_sha256},

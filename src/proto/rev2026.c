@@ -302,9 +302,13 @@ static void add_capabilities(mcp_buf *b) {
     drop_false(x, "listChanged");
     drop_false(x, "subscribe");
   }
-  if (json_object_get(v, "tasks")) {
+  if (json_object_get(v, "tasks")) {       /* beside the others (io.modelcontextprotocol/ui) */
     json_object_del(v, "tasks");
-    json_object_set_new(v, "extensions", json_pack("{s:{}}", MCP_EXT_TASKS));
+    if (!json_is_object(x = json_object_get(v, "extensions"))) {
+      x = json_object();
+      json_object_set_new(v, "extensions", x);
+    }
+    json_object_set_new(x, MCP_EXT_TASKS, json_object());
   }
   text = json_dumps(v, JSON_COMPACT);
   if (text) mcp_buf_add(b, text, strlen(text));

@@ -7,6 +7,7 @@ local outcome = require "mcp.result"
 local input = require "mcp.input"
 local decl = require "mcp.decl"
 local reg = require "mcp.server.registry"
+local apps = require "mcp.apps"
 
 local M = {}
 local methods = reg.methods
@@ -20,8 +21,24 @@ local function tool_entry(t)
   }
 end
 
+-- The tools a client that renders no MCP Apps is shown (apps.lua): set by
+-- sync_c when some tool only a view may call, else nil. Their entries are
+-- then listed here, from the JSON sync_c encoded (tool -> text).
+local model_tools, encoded = nil, setmetatable({}, { __mode = "k" })
+
+local function encoded_entry(t)
+  local text = encoded[t]
+  if text then return core.json_raw(text) end
+  return tool_entry(t)
+end
+
 function methods.tools_list(params)
-  local page, next_cursor, msg = reg.paginate(tool_list, params, tool_entry)
+  local list, entry = tool_list, tool_entry
+  if model_tools then
+    entry = encoded_entry
+    if not apps.client_renders() then list = model_tools end
+  end
+  local page, next_cursor, msg = reg.paginate(list, params, entry)
   if not page then return nil, next_cursor, msg end
   return { tools = page, nextCursor = next_cursor }
 end
@@ -40,6 +57,10 @@ local function prepare(params)
   local tool, args, msg = reg.named(params, tools, "Unknown tool: ")
   if not tool then return nil, args, msg end
   local name = tool.name
+  -- only a view calls it, through a host that renders apps: to others it is not there
+  if model_tools and apps.app_only(tool) and not apps.client_renders() then
+    return nil, -32602, "Unknown tool: " .. name
+  end
   local task, support = params.task, tool.task or "forbidden"
   -- without the tasks capability (no tool offers tasks), params.task is ignored
   if not methods["tasks/result"] then task = nil end
@@ -113,16 +134,24 @@ end
 -- tools/list entry encoded once.
 function M.sync_c()
   local list = {}
+  model_tools = nil
+  for _, t in ipairs(tool_list) do
+    if apps.app_only(t) then model_tools = apps.model_tools(tool_list) break end
+  end
   for i, t in ipairs(tool_list) do
+    local app_only = apps.app_only(t)      -- Lua asks whether the client renders apps
+    local entry = core.encode(tool_entry(t))
+    encoded[t] = entry
     list[i] = {
       name = t.name, tool = t, handler = t.handler,
       schema = not t.mounted and t.inputSchema or nil,      -- the upstream checks a mounted tool's
       output = t.outputSchema ~= nil and not t.mounted,
-      lua_only = t.task == "required", scopes = t.scopes ~= nil,
+      lua_only = t.task == "required" or app_only, scopes = t.scopes ~= nil,
       tasks = t.task ~= nil and t.task ~= "forbidden",
       forward = t.mounted and t.forward,       -- its arguments may stay JSON text (mount.lua)
       upstream = t.mounted and t.forward and t.upstream or nil,   -- and C may forward its call
-      entry = core.encode(tool_entry(t)),      -- nil: tools/list stays Lua's, which says why
+      -- nil: tools/list stays Lua's (which says why, or lists by client)
+      entry = not model_tools and entry or nil,
     }
   end
   core.fast_tools(list, getmetatable(decl.ctx(0)), outcome.tool, input.open, decl.input_args)
