@@ -193,13 +193,19 @@ local function entry(lines, name, title, description, plugin)
                                     plugin.sandboxed and ", sandboxed" or "")
 end
 
+local raw_mt = getmetatable(core.json_raw(""))
+
 -- Every page of a list method, as one list.
 function M.all_pages(server, method, field)
   local fn, items, cursor = server.methods[method], {}, nil
   if not fn then return setmetatable({}, array_mt) end
   repeat
     local res = fn({ cursor = cursor })
-    for _, item in ipairs(res[field]) do items[#items + 1] = item end
+    for _, item in ipairs(res[field]) do
+      -- an entry the server keeps encoded (tools/list beside a UI-only tool) is read as a table
+      if getmetatable(item) == raw_mt then item = assert(core.decode(item[1])) end
+      items[#items + 1] = item
+    end
     cursor = res.nextCursor
   until cursor == nil
   return setmetatable(items, array_mt)

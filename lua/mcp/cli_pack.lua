@@ -17,6 +17,7 @@
 local core = require "mcp.core"
 local config = require "mcp.config"
 local secret = require "mcp.secret"
+local apps = require "mcp.apps"
 
 local M = {}
 
@@ -230,10 +231,13 @@ function M.pack(opts, server, cli)
     args[#args + 1] = "${__dirname}/luamcp.conf"
   end
 
-  local tool_list = {}
-  for i, t in ipairs(tools) do tool_list[i] = { name = t.name, description = t.description } end
-  local names = {}
-  for i, t in ipairs(tools) do names[i] = t.name end
+  local tool_list, names = {}, {}
+  for _, t in ipairs(tools) do
+    if not apps.app_only(t) then        -- the model's tools: one only an app's view calls is not
+      tool_list[#tool_list + 1] = { name = t.name, description = t.description }
+      names[#names + 1] = t.name
+    end
+  end
   local manifest = {
     manifest_version = "0.3",
     name = name,
@@ -260,7 +264,7 @@ function M.pack(opts, server, cli)
   local size = 0
   for _, e in ipairs(entries) do size = size + #e[2] end
   say("luamcp: pack: wrote %s: %d tool%s, %d libraries, %d files (%.1f MB unpacked)",
-      output, #tools, #tools == 1 and "" or "s", #libs, #entries, size / 1048576)
+      output, #tool_list, #tool_list == 1 and "" or "s", #libs, #entries, size / 1048576)
   return 0, ""
 end
 
