@@ -13,18 +13,8 @@ local MIME = "text/html;profile=mcp-app"
 local VIEW = "ui://weather/view"
 local RENDERS = { extensions = { [UI] = { mimeTypes = { MIME } } } }
 
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
+local function slurp(path) return (assert(H.read_file(path))) end
+local write = H.write_file
 
 -- A directory with the example plugin and its HTML.
 local function example_dir()

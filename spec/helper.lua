@@ -91,6 +91,22 @@ function H.tmpdir()
   return assert(uv.fs_mkdtemp((os.getenv("TMPDIR") or "/tmp") .. "/luamcp-spec-XXXXXX"))
 end
 
+-- A file's whole text, or nil and io.open's message.
+function H.read_file(path)
+  local f, err = io.open(path, "rb")
+  if not f then return nil, err end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- Write text as the whole of the file at path.
+function H.write_file(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
 -- run_until for a condition no event announces: checked every 20 ms.
 function H.poll_until(pred, timeout)
   local t = uv.new_timer()

@@ -17,19 +17,7 @@ local BIN = assert(uv.fs_realpath(H.binary()))
 
 local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local t = f:read("a")
-  f:close()
-  return t
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
+local read, write = H.read_file, H.write_file
 
 local function exists(path) return uv.fs_stat(path) ~= nil end
 

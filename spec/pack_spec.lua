@@ -18,12 +18,7 @@ local function run(cmd)
   return out, ok, code
 end
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local function read(path) return (assert(H.read_file(path))) end
 
 -- glibc's own files: a bundle relies on the machine's.
 local function is_glibc(path)

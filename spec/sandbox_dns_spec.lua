@@ -16,11 +16,7 @@ local tmp, c
 
 local function sh(cmd) assert(os.execute(cmd)) end
 
-local function write(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-end
+local write = H.write_file
 
 local function lines(name)
   local out, f = {}, io.open(tmp .. "/" .. name)

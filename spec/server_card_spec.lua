@@ -29,18 +29,11 @@ local tmp
 
 local function write(name, text)
   local path = tmp .. "/" .. name
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
+  H.write_file(path, text)
   return path
 end
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local function read(path) return (assert(H.read_file(path))) end
 
 local function conf(url)
   return write("luamcp.conf", (CARD_CONF:gsub("@URL@", url and ("\n    url = %q,"):format(url) or "")))

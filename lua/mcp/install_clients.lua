@@ -55,6 +55,17 @@ local function json_client(c)
   return c
 end
 
+-- `claude mcp add` and `gemini mcp add` of a remote server: argv (the
+-- command's start) then --transport http NAME URL [--header ...].
+local function remote_argv(argv, name, e)
+  for _, a in ipairs({ "--transport", "http", name, e.url }) do argv[#argv + 1] = a end
+  if e.bearer_env then
+    argv[#argv + 1] = "--header"
+    argv[#argv + 1] = "Authorization: Bearer ${" .. e.bearer_env .. "}"
+  end
+  return argv
+end
+
 M["claude-code"] = json_client {
   scopes = { project = function() return ".mcp.json" end,
              user = function() return home() .. "/.claude.json" end },
@@ -69,14 +80,7 @@ M["claude-code"] = json_client {
     remove_first = true,
     add = function(name, e, scope)
       local argv = { "claude", "mcp", "add", "--scope", scope }
-      if e.url then
-        for _, a in ipairs({ "--transport", "http", name, e.url }) do argv[#argv + 1] = a end
-        if e.bearer_env then
-          argv[#argv + 1] = "--header"
-          argv[#argv + 1] = "Authorization: Bearer ${" .. e.bearer_env .. "}"
-        end
-        return argv
-      end
+      if e.url then return remote_argv(argv, name, e) end
       argv[#argv + 1] = name
       for _, kv in ipairs(e.env) do argv[#argv + 1] = "-e"; argv[#argv + 1] = kv[1] .. "=" .. kv[2] end
       argv[#argv + 1] = "--"
@@ -141,14 +145,7 @@ M["gemini-cli"] = json_client {
     bin = "gemini",
     add = function(name, e, scope)
       local argv = { "gemini", "mcp", "add", "--scope", scope }
-      if e.url then
-        for _, a in ipairs({ "--transport", "http", name, e.url }) do argv[#argv + 1] = a end
-        if e.bearer_env then
-          argv[#argv + 1] = "--header"
-          argv[#argv + 1] = "Authorization: Bearer ${" .. e.bearer_env .. "}"
-        end
-        return argv
-      end
+      if e.url then return remote_argv(argv, name, e) end
       argv[#argv + 1] = name
       argv[#argv + 1] = e.command
       for _, kv in ipairs(e.env) do argv[#argv + 1] = "-e"; argv[#argv + 1] = kv[1] .. "=" .. kv[2] end

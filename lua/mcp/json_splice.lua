@@ -49,6 +49,19 @@ local function scan_string(s)
   end
 end
 
+-- After a member or an item: its comma (and what follows it skipped), or the
+-- closing bracket next.
+local function separator(s, close)
+  skip(s)
+  local c = s.text:sub(s.pos, s.pos)
+  if c == "," then
+    s.pos = s.pos + 1
+    skip(s)
+  elseif c ~= close then
+    fail(s, "expected , or " .. close)
+  end
+end
+
 local scan_value
 
 -- An object from its "{": its members, each {key, kstart, vstart, vend}
@@ -69,14 +82,7 @@ local function scan_object(s)
     m.value = scan_value(s)
     m.vend = s.pos - 1
     obj.members[#obj.members + 1] = m
-    skip(s)
-    local c = s.text:sub(s.pos, s.pos)
-    if c == "," then
-      s.pos = s.pos + 1
-      skip(s)
-    elseif c ~= "}" then
-      fail(s, "expected , or }")
-    end
+    separator(s, "}")
   end
   obj.close = s.pos
   s.pos = s.pos + 1
@@ -88,14 +94,7 @@ local function scan_array(s)
   skip(s)
   while s.text:sub(s.pos, s.pos) ~= "]" do
     scan_value(s)
-    skip(s)
-    local c = s.text:sub(s.pos, s.pos)
-    if c == "," then
-      s.pos = s.pos + 1
-      skip(s)
-    elseif c ~= "]" then
-      fail(s, "expected , or ]")
-    end
+    separator(s, "]")
   end
   s.pos = s.pos + 1
   return true
