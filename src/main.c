@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "cli.h"
 #include "conffile.h"
+#include "console.h"
 #include "config.h"
 #include "flags.h"
 #include "lmcp.h"
@@ -261,6 +262,13 @@ int main(int argc, char **argv) {
     http_opt.auth = 1;
   }
 
+  if (mcp_flags.console) {
+    char why[300];
+    if (!use_http) return fail_usage("%s", "--console needs --http");
+    if (mcp_console_init(&http_opt, mcp_flags.console_scope, why, sizeof why) != 0)
+      return fail_usage("%s", why);
+  }
+
   signal(SIGPIPE, SIG_IGN);
   loop = uv_default_loop();
   L = lua_newstate(mcp_sched_alloc, NULL);
@@ -324,6 +332,7 @@ int main(int argc, char **argv) {
     } else {
       mcp_info("listening on http://%s%s%s:%d/mcp (luamcp %s)", strchr(http_opt.host, ':') ? "[" : "",
                http_opt.host, strchr(http_opt.host, ':') ? "]" : "", mcp_http_port(), LUAMCP_VERSION);
+      if (mcp_flags.console) mcp_console_announce(http_opt.host, mcp_http_port());
     }
   } else if (mcp_stdio_start(loop, on_eof) != 0) {
     status = 1;

@@ -44,6 +44,7 @@ OAUTH_SPEC=oauth2-mock-server@8
 OTLP_SPEC=@opentelemetry/otlp-transformer@0.216
 OTEL_SDK_SPEC=@opentelemetry/sdk-trace-base@2
 OTEL_API_SPEC=@opentelemetry/api@1
+PUPPETEER_SPEC=puppeteer-core@24   # spec/console_spec.lua drives Debian's chromium with it
 
 say() { printf 'node-env: %s\n' "$*" >&2; }
 
@@ -66,6 +67,7 @@ cache_complete() {
   case $(version_of "$M/@opentelemetry/otlp-transformer") in 0.216.*) ;; *) return 1 ;; esac
   case $(version_of "$M/@opentelemetry/sdk-trace-base") in 2.*) ;; *) return 1 ;; esac
   case $(version_of "$M/@opentelemetry/api") in 1.*) ;; *) return 1 ;; esac
+  case $(version_of "$M/puppeteer-core") in 24.*) ;; *) return 1 ;; esac
   return 0
 }
 
@@ -76,14 +78,14 @@ do_install() {
     say "(install npm, or set LUAMCP_SKIP_NODE=1 to skip the tests that need them)"
     return 1
   fi
-  say "installing $NODE_SPEC $CONF_SPEC $SDK_SPEC $CLIENT_SPEC $ZOD_SPEC $SERVER_SPEC $EVERYTHING_SPEC $OAUTH_SPEC $OTLP_SPEC $OTEL_SDK_SPEC $OTEL_API_SPEC into $CACHE"
+  say "installing $NODE_SPEC $CONF_SPEC $SDK_SPEC $CLIENT_SPEC $ZOD_SPEC $SERVER_SPEC $EVERYTHING_SPEC $OAUTH_SPEC $OTLP_SPEC $OTEL_SDK_SPEC $OTEL_API_SPEC $PUPPETEER_SPEC into $CACHE"
   LOG=$CACHE/npm-install.log
   # The cache is not a project: keep npm from walking up to one.
   [ -f "$CACHE/package.json" ] || printf '{ "private": true }\n' >"$CACHE/package.json"
   # Retries kept short: an unreachable registry fails in seconds, not minutes.
   if ! "$NPM" install --prefix "$CACHE" --no-audit --no-fund --no-update-notifier \
          --loglevel=error --fetch-retries=1 --fetch-retry-mintimeout=2000 \
-         --fetch-retry-maxtimeout=5000 --fetch-timeout=120000 "$NODE_SPEC" "$CONF_SPEC" "$SDK_SPEC" "$CLIENT_SPEC" "$ZOD_SPEC" "$SERVER_SPEC" "$EVERYTHING_SPEC" "$OAUTH_SPEC" "$OTLP_SPEC" "$OTEL_SDK_SPEC" "$OTEL_API_SPEC" >"$LOG" 2>&1; then
+         --fetch-retry-maxtimeout=5000 --fetch-timeout=120000 "$NODE_SPEC" "$CONF_SPEC" "$SDK_SPEC" "$CLIENT_SPEC" "$ZOD_SPEC" "$SERVER_SPEC" "$EVERYTHING_SPEC" "$OAUTH_SPEC" "$OTLP_SPEC" "$OTEL_SDK_SPEC" "$OTEL_API_SPEC" "$PUPPETEER_SPEC" >"$LOG" 2>&1; then
     say "npm install failed (is the npm registry reachable?); its output:"
     sed 's/^/  npm: /' "$LOG" | tail -n 30 >&2
     say "(set LUAMCP_SKIP_NODE=1 to skip the tests that need Node 22 and the MCP packages)"

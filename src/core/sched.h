@@ -187,6 +187,8 @@ void mcp_call_push_params(lua_State *L, mcp_call *c);
 int mcp_call_args_text(const mcp_call *c, const char **args, size_t *len);
 /* Append the server's capabilities object, as the plugins make them. */
 void mcp_sched_capabilities(mcp_buf *b);
+/* server[name]() as JSON into b (the console's views): 0, or -1 (logged). */
+int mcp_sched_server_json(const char *name, mcp_buf *b);
 /* The Mcp-Param headers a tool declares (x-mcp-header, 2026-07-28): a JSON
  * array of {"name": header name after "Mcp-Param-", "path": [property
  * names from the arguments object]}, or NULL for an unknown tool or one

@@ -30,6 +30,7 @@ typedef struct {
   const char *mcp_method, *mcp_name;   /* 2026-07-28 request metadata headers */
   const char *preflight_headers;       /* Access-Control-Request-Headers */
   const char *traceparent, *tracestate;   /* W3C trace-context */
+  const char *cookie;                  /* the console's (console.c) */
   const mcp_http_field *fields;   /* the headers named cfg.collect_prefix..., in order (repeats kept) */
   int nfields;
   const char *body;           /* never NULL, even when empty */
