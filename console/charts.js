@@ -8,7 +8,7 @@ const KEEP = 150;                       // points kept: 5 minutes at one every 2
 // {tool: {ok, err, buckets: [[le, count]...]}} of tools/call from the text.
 export function parse(text) {
   const tools = {};
-  const at = (tool) => (tools[tool] ??= { ok: 0, err: 0, buckets: [] });
+  const at = (tool) => (tools[tool] ??= { ok: 0, err: 0, cancelled: 0, buckets: [] });
   for (const line of text.split("\n")) {
     const m = line.match(/^(luamcp_requests_total|luamcp_handler_duration_seconds_bucket)\{([^}]*)\} ([0-9.eE+-]+)/);
     if (!m) continue;
@@ -17,7 +17,8 @@ export function parse(text) {
     const v = Number(m[3]);
     if (m[1] === "luamcp_requests_total") {
       if (labels.outcome === "ok") at(labels.tool).ok += v;
-      else at(labels.tool).err += v;
+      else if (labels.outcome === "error") at(labels.tool).err += v;
+      else at(labels.tool).cancelled += v;
     } else {
       at(labels.tool).buckets.push([labels.le === "+Inf" ? Infinity : Number(labels.le), v]);
     }
@@ -33,6 +34,8 @@ function quantile(now, then, q) {
   for (const [le, n] of d) if (n >= q * total) return le;
   return null;
 }
+
+const all = (t) => t.ok + t.err + t.cancelled;
 
 function ms(s) { return s == null ? "–" : s === Infinity ? "> max" : s < 1 ? (s * 1000).toFixed(s < 0.01 ? 1 : 0) + " ms" : s.toFixed(2) + " s"; }
 
@@ -53,16 +56,16 @@ export class Charts {
       const rates = [], errs = [];
       for (let i = 1; i < s.length; i++) {
         const a = s[i - 1].tools[tool], b = s[i].tools[tool], dt = (s[i].t - s[i - 1].t) / 1000;
-        rates.push(b && a ? (b.ok + b.err - a.ok - a.err) / dt : 0);
+        rates.push(b && a ? (all(b) - all(a)) / dt : 0);
         errs.push(b && a ? (b.err - a.err) / dt : 0);
       }
       const then = minuteAgo.tools[tool];
-      const calls = now.ok + now.err - (then ? then.ok + then.err : 0);
+      const calls = all(now) - (then ? all(then) : 0);
       const seconds = Math.max((last.t - minuteAgo.t) / 1000, 1);
       const card = this.card(tool);
       card.nums.textContent = `${(calls / seconds).toFixed(2)} calls/s · errors ${now.err - (then?.err ?? 0)}` +
         ` · p50 ${ms(quantile(now.buckets, then?.buckets, 0.5))} · p99 ${ms(quantile(now.buckets, then?.buckets, 0.99))}` +
-        ` · ${now.ok + now.err} calls in all`;
+        ` · cancelled ${now.cancelled - (then?.cancelled ?? 0)} · ${all(now)} calls in all`;
       plot(card.calls, rates);
       plot(card.errs, errs, Math.max(...rates, 0.001));
     }

@@ -27,6 +27,12 @@ async function api(path, opts) {
 
 // Tools.
 const mcp = new Mcp();
+
+// A request id as the call events name it (after "SESSION."): its JSON text, percent-encoded.
+function keyOf(id) {
+  return [...new TextEncoder().encode(JSON.stringify(id))].map((b) =>
+    /[A-Za-z0-9_-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : "%" + b.toString(16).toUpperCase().padStart(2, "0")).join("");
+}
 let running = null;                     // {id, tool, abort, cancelled}
 
 function tree(v) {
@@ -67,6 +73,16 @@ function openTool(t, li) {
     const id = "console-" + Date.now();
     const abort = new AbortController();
     running = { id, tool: t.name, abort };
+    const mine = "." + keyOf(id);
+    const ended = (kind, ev) => {
+      if (kind !== "call" || !ev.id.endsWith(mine) || ev.state !== "cancelled" || running?.cancelled) return;
+      listeners.delete(ended);
+      running.cancelled = true;
+      out.hidden = false; out.classList.add("error");
+      out.textContent = `cancelled elsewhere: ${ev.reason || "no reason given"}`;
+      abort.abort();
+    };
+    listeners.add(ended);
     run.disabled = true; stop.disabled = false; bar.hidden = false; bar.removeAttribute("value");
     out.hidden = true; after.replaceChildren(); msg.textContent = "running…";
     const t0 = performance.now();
@@ -86,6 +102,7 @@ function openTool(t, li) {
     } catch (e) {
       if (!running?.cancelled) { out.hidden = false; out.classList.add("error"); out.textContent = e.message; msg.textContent = ""; }
     } finally {
+      listeners.delete(ended);
       run.disabled = false; stop.disabled = true; bar.hidden = true;
       running = null;
     }
@@ -142,21 +159,28 @@ function callRow(ev) {
   $("#inflight").textContent = [...calls.values()].filter((x) => !TERMINAL.has(x.ev.state)).length;
 }
 
+// The row's cells are made once: a tick or an event changes their text, and
+// the Cancel button stays the same node (a click never lands on a stale one).
 function drawCall(c) {
   const e = c.ev, live = !TERMINAL.has(e.state);
+  if (!c.cells) {
+    c.cells = Array.from({ length: 8 }, () => el("td"));
+    c.cancel = el("button", { className: "stop", textContent: "Cancel" });
+    c.cancel.onclick = async () => {
+      c.cancel.disabled = true;
+      try { await api(`calls/${c.ev.id}/cancel`, { method: "POST" }); } catch (err) { c.cancel.title = err.message; }
+    };
+    c.row.append(...c.cells, el("td", {}, c.cancel));
+  }
   const elapsed = e.elapsed_ms + (live ? performance.now() - c.seen : 0);
-  const cancel = el("button", { className: "stop", textContent: "Cancel", disabled: !live || e.state === "cancelling" });
-  cancel.onclick = async () => {
-    cancel.disabled = true;
-    try { await api(`calls/${e.id}/cancel`, { method: "POST" }); } catch (err) { cancel.title = err.message; }
-  };
   const why = [e.limit ? "limit: " + e.limit : null, e.reason].filter(Boolean).join(" · ");
+  const text = [decodeURIComponent(e.id), e.tool, e.session || "", e.state, (elapsed / 1000).toFixed(1) + " s", e.progress ?? "",
+    e.cpu_ms !== undefined ? `${e.cpu_ms.toFixed(0)} ms / ${fmtBytes(e.memory)}` : "", why];
+  text.forEach((t, i) => { if (c.cells[i].textContent !== String(t)) c.cells[i].textContent = t; });
+  c.cells[3].className = "state";
   c.row.className = "s-" + e.state.replace(" ", "-");
-  c.row.replaceChildren(el("td", { textContent: e.id }), el("td", { textContent: e.tool }), el("td", { textContent: e.session || "" }),
-    el("td", { className: "state", textContent: e.state }), el("td", { textContent: (elapsed / 1000).toFixed(1) + " s" }),
-    el("td", { textContent: e.progress ?? "" }),
-    el("td", { textContent: e.cpu_ms !== undefined ? `${e.cpu_ms.toFixed(0)} ms / ${fmtBytes(e.memory)}` : "" }),
-    el("td", { textContent: why }), el("td", {}, live ? cancel : ""));
+  c.cancel.hidden = !live;
+  if (e.state === "cancelling") c.cancel.disabled = true;
 }
 
 setInterval(() => { for (const c of calls.values()) if (!TERMINAL.has(c.ev.state)) drawCall(c); }, 500);

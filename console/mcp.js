@@ -22,7 +22,7 @@ async function* messages(res) {
       const block = buf.slice(0, end);
       buf = buf.slice(end + 2);
       const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart());
-      if (data.length) yield JSON.parse(data.join("\n"));
+      if (data.join("") !== "") yield JSON.parse(data.join("\n"));   // a priming event has none
     }
   }
 }
