@@ -1,6 +1,7 @@
 -- Node 22 and the npm packages for the specs that drive luamcp with the
 -- official TypeScript SDK clients (sdk_spec.lua: v1, spec/sdk/*.mjs;
--- sdk2_spec.lua: v2, spec/sdk2/*.mjs).
+-- sdk2_spec.lua: v2, spec/sdk2/*.mjs), and for console_spec.lua, whose
+-- spec/console/*.mjs drive Debian's Chromium with puppeteer-core.
 --
 --   local N = require "spec.node_helper"
 --   local env = N.prepare("sdk2")                 -- in setup()
