@@ -422,7 +422,7 @@ describe("docs", function()
     local want = { "01-first-tool", "02-results-and-errors", "03-cancellation-and-timeouts",
                    "04-http", "05-sqlite", "06-other-servers-and-mounts",
                    "07-resources-prompts-completion", "08-testing", "09-hot-reload",
-                   "10-connecting-clients", "11-middleware", "12-untrusted-plugins" }
+                   "10-connecting-clients", "11-middleware", "12-untrusted-plugins", "14-console" }
     local got = docs("docs/guide")
     for i, name in ipairs(want) do assert.are.equal("docs/guide/" .. name .. ".md", got[i]) end
     assert.are.equal(#want, #got)
