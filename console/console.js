@@ -174,7 +174,7 @@ function drawCall(c) {
   }
   const elapsed = e.elapsed_ms + (live ? performance.now() - c.seen : 0);
   const why = [e.limit ? "limit: " + e.limit : null, e.reason].filter(Boolean).join(" · ");
-  const text = [decodeURIComponent(e.id), e.tool, e.session || "", e.state, (elapsed / 1000).toFixed(1) + " s", e.progress ?? "",
+  const text = [decodeURIComponent(e.id), e.tool, [e.client, e.session].filter(Boolean).join(" · "), e.state, (elapsed / 1000).toFixed(1) + " s", e.progress ?? "",
     e.cpu_ms !== undefined ? `${e.cpu_ms.toFixed(0)} ms / ${fmtBytes(e.memory)}` : "", why];
   text.forEach((t, i) => { if (c.cells[i].textContent !== String(t)) c.cells[i].textContent = t; });
   c.cells[3].className = "state";

@@ -11,6 +11,7 @@ local N = require "spec.node_helper"
 local cjson = H.cjson
 
 local FIX = "spec/fixtures/console"
+local CLIENT = "luamcp-http-specs"      -- http_helper's clientInfo.name
 
 local function start(extra)
   local args = { "--console", "--sandbox", H.root .. "/" .. FIX .. "/sandboxed",
@@ -95,6 +96,15 @@ describe("the console over HTTP", function()
     assert.are.equal(403, r.status)
   end)
 
+  it("prints its URL whatever the log level", function()
+    local c = H.start{ plugins = { FIX .. "/trusted" }, args = { "--http", "127.0.0.1:0", "--console", "--log-level", "error" } }
+    local line = c:wait_stderr("console: http://127%.0%.0%.1:%d+/console%?token=%x+")
+    c:kill("sigterm")
+    c:wait_exit(10)
+    assert.truthy(line, c:stderr_text())
+    assert.falsy(c:stderr_text():find("listening on", 1, true))      -- the threshold holds for the rest
+  end)
+
   it("refuses a non-loopback address without OAuth and console_scope", function()
     local c = H.start{ plugins = { FIX .. "/trusted" }, args = { "--http", "0.0.0.0:0", "--console" } }
     local code = c:wait_exit(10)
@@ -118,15 +128,18 @@ describe("the console over HTTP", function()
       method = "tools/call", params = { name = "slow", arguments = { steps = 100 } } }),
       headers = { ["Content-Type"] = "application/json", Accept = HH.ACCEPT, ["Mcp-Session-Id"] = s.id,
                   ["MCP-Protocol-Version"] = s.version } })
-    local id
+    local id, client
     H.run_until(function()
       for _, e in ipairs(ev.events) do
-        if e.event == "call" and e.msg and e.msg.state == "running" and e.msg.tool == "slow" then id = e.msg.id end
+        if e.event == "call" and e.msg and e.msg.state == "running" and e.msg.tool == "slow" then
+          id, client = e.msg.id, e.msg.client
+        end
       end
       return id ~= nil
     end, 10)
     assert.truthy(id, "no running call event")
     assert.are.equal('%22long%22', id:match("%.(.*)$"))
+    assert.are.equal(CLIENT, client)
     local c = HH.connect(srv)
     local r = c:exchange({ method = "POST", path = "/console/api/calls/" .. id .. "/cancel?token=" .. srv.token,
                            body = "", headers = { Origin = "http://" .. srv.host } })

@@ -1,7 +1,7 @@
 /* Calls as they run, for the console: a row of sched.c (sched_int.h),
  * registered on the first watch, whose hooks return at once while nobody
  * watches. Each event is one JSON object:
- *   {"type":"call","id":"SID.KEY","session":..,"tool":..,"state":..,
+ *   {"type":"call","id":"SID.KEY","session":..,"client":..,"tool":..,"state":..,
  *    "elapsed_ms":..,"progress":..,"cpu_ms":..,"memory":..,"limit":..,"reason":..}
  * id is the session's number and the request id's JSON text, percent-encoded
  * but for [A-Za-z0-9_-]: it can stand in a URL path as it is. */
@@ -70,6 +70,7 @@ static void add_call(mcp_buf *b, const mcp_call *c, const char *state) {
   add_id(b, c);
   mcp_buf_addc(b, '"');
   add_str(b, "session", session && session[0] ? session : NULL);
+  if (c->session && c->owner->client_name) add_str(b, "client", c->owner->client_name(c));
   add_str(b, "tool", c->tool);
   add_str(b, "state", state ? state : state_of(c));
   mcp_buf_printf(b, ",\"elapsed_ms\":%.1f", (double)(uv_hrtime() - c->arrive_ns) / 1e6);

@@ -30,6 +30,8 @@ typedef struct mcp_call_owner {
   void (*gone)(mcp_call *c);
   /* The name of its session for the access log (not a credential), or NULL. */
   const char *(*session_name)(const mcp_call *c);
+  /* Its client's name (clientInfo.name), or NULL (the console's; optional). */
+  const char *(*client_name)(const mcp_call *c);
 } mcp_call_owner;
 
 /* A call is owned by the scheduler: created by mcp_call_start (its id's

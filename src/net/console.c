@@ -83,10 +83,14 @@ int mcp_console_init(const mcp_http_options *opt, const char *scope, char *why, 
   return 0;
 }
 
+/* Printed whatever --log-level says: without it the console cannot be opened. */
 void mcp_console_announce(const char *host, int port) {
   const char *shown = is_loopback(host) ? "127.0.0.1" : host;
+  mcp_log_level threshold = mcp_log_threshold;
+  if (mcp_log_threshold > MCP_LOG_NOTICE) mcp_log_threshold = MCP_LOG_NOTICE;
   mcp_log(MCP_LOG_NOTICE, "console: http://%s%s%s:%d/console?token=%s", strchr(shown, ':') ? "[" : "", shown,
           strchr(shown, ':') ? "]" : "", port, K.token);
+  mcp_log_threshold = threshold;
 }
 
 int mcp_console_path(const char *path) {
