@@ -71,6 +71,7 @@ static void closed(void) {
   uv_unref((uv_handle_t *)&sigint);
   uv_close((uv_handle_t *)&drain_timer, NULL);
   mcp_http_close(NULL);              /* the --metrics listener (stdio); none is left over HTTP */
+  mcp_console_close();
   mcp_task_close();
   mcp_store_close();             /* after the tasks' last writes */
   mcp_otel_close();              /* after the last call's span, before the names its spans borrow go */

@@ -57,10 +57,22 @@ static const char *limit_of(const mcp_call *c) {
   }
 }
 
+/* No printf here: an event is built for each turning point of every call. */
+static void add_key(mcp_buf *b, const char *key) {
+  mcp_buf_add(b, ",\"", 2);
+  mcp_buf_add(b, key, strlen(key));
+  mcp_buf_add(b, "\":", 2);
+}
+
 static void add_str(mcp_buf *b, const char *key, const char *s) {
   if (s == NULL) return;
-  mcp_buf_printf(b, ",\"%s\":", key);
+  add_key(b, key);
   mcp_json_add_string(b, s, strlen(s));
+}
+
+static void add_int(mcp_buf *b, const char *key, long long v) {
+  add_key(b, key);
+  mcp_buf_add_int(b, v);
 }
 
 /* On arrival the owner has not set the call's session yet: no name then. */
@@ -73,9 +85,12 @@ static void add_call(mcp_buf *b, const mcp_call *c, const char *state) {
   if (c->session && c->owner->client_name) add_str(b, "client", c->owner->client_name(c));
   add_str(b, "tool", c->tool);
   add_str(b, "state", state ? state : state_of(c));
-  mcp_buf_printf(b, ",\"elapsed_ms\":%.1f", (double)(uv_hrtime() - c->arrive_ns) / 1e6);
+  add_int(b, "elapsed_ms", (long long)((uv_hrtime() - c->arrive_ns) / 1000000));
   if (c->last_progress > -1e300) mcp_buf_printf(b, ",\"progress\":%.17g", c->last_progress);
-  if (c->budget) mcp_buf_printf(b, ",\"cpu_ms\":%.1f,\"memory\":%zu", (double)c->cpu_used_ns / 1e6, c->mem_held);
+  if (c->budget) {
+    add_int(b, "cpu_ms", (long long)(c->cpu_used_ns / 1000000));
+    add_int(b, "memory", (long long)c->mem_held);
+  }
   add_str(b, "limit", limit_of(c));
   add_str(b, "reason", c->req.reason);
   if (c->refused && c->req.reason == NULL) add_str(b, "reason", "refused by the tool's limits");

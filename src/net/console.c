@@ -37,6 +37,9 @@
   "X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n"                    \
   "X-Frame-Options: DENY\r\nCache-Control: no-store\r\n"
 
+#define FLUSH_MS 50                  /* events go out in batches: one write a batch, not an event */
+#define FLUSH_BYTES (256u << 10)     /* or sooner, past this */
+
 typedef struct watcher {
   mcp_http_conn *c;
   struct watcher *next;
@@ -50,6 +53,9 @@ static struct {
   int nwatchers;
   unsigned long long logs_built;     /* log events built (with mcp_live_built: /metrics) */
   int collecting;
+  mcp_buf pending;                   /* events not yet written */
+  uv_timer_t flush;                  /* unreferenced: it keeps no loop alive */
+  int flush_made;
 } K;
 
 static void collect(mcp_buf *b) {
@@ -198,13 +204,24 @@ static void serve_file(mcp_http_conn *c, const char *name) {
 
 /* Events. */
 
+static void flush(uv_timer_t *t) {
+  for (watcher *w = K.watchers; w; w = w->next) mcp_http_stream_write(w->c, K.pending.data, K.pending.len);
+  K.pending.len = 0;
+}
+
 static void broadcast(const char *event, const char *json, size_t len) {
-  mcp_buf b = MCP_BUF_INIT;
-  mcp_buf_printf(&b, "event: %s\ndata: ", event);
-  mcp_buf_add(&b, json, len);
-  mcp_buf_adds(&b, "\n\n");
-  for (watcher *w = K.watchers; w; w = w->next) mcp_http_stream_write(w->c, b.data, b.len);
-  mcp_buf_free(&b);
+  mcp_buf *b = &K.pending;
+  mcp_buf_adds(b, "event: ");
+  mcp_buf_add(b, event, strlen(event));
+  mcp_buf_adds(b, "\ndata: ");
+  mcp_buf_add(b, json, len);
+  mcp_buf_adds(b, "\n\n");
+  if (b->len >= FLUSH_BYTES) {
+    uv_timer_stop(&K.flush);
+    flush(NULL);
+  } else if (!uv_is_active((uv_handle_t *)&K.flush)) {
+    uv_timer_start(&K.flush, flush, FLUSH_MS, 0);
+  }
 }
 
 static void on_call(const char *json, size_t len) { broadcast("call", json, len); }
@@ -216,7 +233,9 @@ static void on_log(mcp_log_level level, const char *logger, const char *tool, co
   int reload = logger == NULL && (starts(msg, "reloaded plugin ") || starts(msg, "loaded plugin ") ||
                                   starts(msg, "plugin not reloaded: ") || strstr(msg, " removed (") != NULL);
   K.logs_built++;
-  mcp_buf_printf(&b, "{\"level\":\"%s\",\"time\":%.0f", mcp_log_level_name(level), (double)uv_now(mcp_sched_loop()));
+  mcp_buf_adds(&b, "{\"level\":\"");
+  mcp_buf_add(&b, mcp_log_level_name(level), strlen(mcp_log_level_name(level)));
+  mcp_buf_adds(&b, "\"");
   if (logger) {
     mcp_buf_adds(&b, ",\"plugin\":");
     mcp_json_add_string(&b, logger, strlen(logger));
@@ -236,6 +255,12 @@ static void watch(mcp_http_conn *c) {
   watcher *w = calloc(1, sizeof *w);
   mcp_buf b = MCP_BUF_INIT;
   if (w == NULL) abort();
+  if (!K.flush_made) {
+    uv_timer_init(mcp_sched_loop(), &K.flush);
+    uv_unref((uv_handle_t *)&K.flush);
+    K.flush_made = 1;
+  }
+  if (K.pending.len > 0) flush(NULL);            /* what the others have not had yet is not its */
   w->c = c;
   mcp_http_conn_set_data(c, w);
   mcp_http_stream_begin(c, 200, SECURITY_HEADERS, "text/event-stream");
@@ -262,6 +287,8 @@ int mcp_console_closed(mcp_http_conn *c, void *ud) {
   if (--K.nwatchers == 0) {
     mcp_live_watch(NULL);
     mcp_log_tap = NULL;
+    uv_timer_stop(&K.flush);
+    K.pending.len = 0;
   }
   mcp_info("console: an event stream closed (%d open)", K.nwatchers);
   return 1;
@@ -343,4 +370,10 @@ void mcp_console_serve(mcp_http_conn *c, const mcp_http_request *r, const mcp_id
   } else {
     serve_file(c, p[9] == '\0' ? "index.html" : p + 9);
   }
+}
+
+void mcp_console_close(void) {
+  if (K.flush_made) uv_close((uv_handle_t *)&K.flush, NULL);
+  K.flush_made = 0;
+  mcp_buf_free(&K.pending);
 }

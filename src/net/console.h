@@ -23,7 +23,7 @@ int mcp_console_path(const char *path);
 void mcp_console_serve(mcp_http_conn *c, const mcp_http_request *r, const mcp_identity *id);
 /* A connection closed: 1 if ud was a console event stream (then forgotten). */
 int mcp_console_closed(mcp_http_conn *c, void *ud);
-/* End every event stream (shutdown). */
+/* Close its timer and buffer (at exit, once the connections are gone). */
 void mcp_console_close(void);
 
 #endif
