@@ -233,8 +233,37 @@ describe("the console in Chromium", function()
     assert.truthy(k.desk_card:find("wave", 1, true), k.desk_card)
     assert.truthy(k.hog_card:find("sandboxed", 1, true) and k.hog_card:find('"cpu_ms":200', 1, true), k.hog_card)
     assert.truthy(k.greet_numbers:find("calls/s", 1, true), k.greet_numbers)
-    for _, name in ipairs { "tools", "tools-progress", "tools-cancel", "calls", "logs", "plugins", "numbers" } do
+    for _, name in ipairs { "tools", "tools-form", "tools-progress", "tools-cancel", "calls", "logs", "plugins", "numbers" } do
       assert.truthy(H.uv.fs_stat(shots .. "/" .. name .. ".png"), name .. ".png")
     end
+  end)
+end)
+
+describe("the console behind OAuth", function()
+  if N.skipped then
+    pending("skipped: LUAMCP_SKIP_NODE=1 (the authorization server runs on Node 22)")
+    return
+  end
+  local A = require "spec.auth_helper"
+  local as, env, srv
+  setup(function() as, env = A.auth_server() end)
+  teardown(function() A.stop(as, env) end)
+  after_each(function()
+    if srv then srv:close() end
+    srv = nil
+    HH.cleanup()
+  end)
+
+  it("takes a bearer token with console_scope for its own token", function()
+    srv = A.start(as, { "--console", "--console-scope", "console:admin" }, nil, { FIX .. "/trusted" })
+    local function claims(scope) return { sub = "ann", scope = scope, aud = srv.aud, client_id = "spec" } end
+    local admin, other = as:mint(claims("console:admin")), as:mint(claims("tools:read"))
+    assert.are.equal(200, A.http(srv.port, "GET", "/console/api/calls", nil, A.bearer(admin)).status)
+    assert.are.equal(403, A.http(srv.port, "GET", "/console/api/calls", nil, A.bearer(other)).status)
+    assert.are.equal(401, A.http(srv.port, "GET", "/console/api/calls").status)
+    local r = A.http(srv.port, "POST", "/console/api/calls/1.1/cancel", "",
+                     { Authorization = "Bearer " .. admin, Origin = "http://127.0.0.1:" .. srv.port })
+    assert.are.equal(404, r.status)                         -- allowed, but no such call
+    assert.truthy(srv:wait_stderr("console: audit: ann cancels call 1.1", nil, { plain = true }))
   end)
 end)

@@ -63,6 +63,9 @@ try {
   await page.click("#tool-view button.run");
   await page.waitForFunction(() => !document.querySelector("#tool-view .out").hidden);
   report.checks.greet_result = await page.$eval("#tool-view .out", (o) => o.textContent);
+  await page.setViewport({ width: 1100, height: 900 });
+  await shot("tools-form");
+  await page.setViewport({ width: 1100, height: 640 });
   step("greet ran");
 
   await page.click("#tool-list li[data-tool=slow]");
