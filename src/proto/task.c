@@ -456,7 +456,7 @@ static const char *task_session_name(const mcp_call *c) {
 }
 
 static const char *task_client_name(const mcp_call *c) {
-  return mcp_session_owner.client_name(c);
+  return mcp_session_owner.client_name ? mcp_session_owner.client_name(c) : NULL;
 }
 
 static const mcp_call_owner task_owner = { task_respond, task_stopping, task_gone,
