@@ -3,6 +3,7 @@
 import { Mcp } from "./mcp.js";
 import { schemaForm, el } from "./form.js";
 import { Charts } from "./charts.js";
+import { Traces } from "./traces.js";
 
 const $ = (s) => document.querySelector(s);
 const LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -237,6 +238,9 @@ const charts = new Charts($("#charts"));
 async function sample() { try { charts.add(await api("metrics")); } catch { /* offline: the next one */ } }
 setInterval(sample, 2000);
 
+// Traces.
+const traces = new Traces($("#trace-list"));
+
 // The event stream.
 function stream() {
   const es = new EventSource("/console/events");
@@ -245,6 +249,7 @@ function stream() {
   es.addEventListener("calls", (m) => JSON.parse(m.data).forEach(callRow));
   es.addEventListener("call", (m) => { const ev = JSON.parse(m.data); callRow(ev); listeners.forEach((f) => f("call", ev)); });
   es.addEventListener("log", (m) => { const ev = JSON.parse(m.data); onLog(ev); listeners.forEach((f) => f("log", ev)); });
+  es.addEventListener("span", (m) => traces.add(JSON.parse(m.data)));
   es.addEventListener("reload", (m) => { const ev = JSON.parse(m.data); onLog(ev); onReload(ev); });
 }
 

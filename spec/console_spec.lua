@@ -17,7 +17,8 @@ local function start(extra)
   local args = { "--console", "--sandbox", H.root .. "/" .. FIX .. "/sandboxed",
                  "--config", H.root .. "/" .. FIX .. "/luamcp.conf.lua" }
   for _, a in ipairs(extra and extra.args or {}) do args[#args + 1] = a end
-  local srv = HH.start{ plugins = extra and extra.plugins or { FIX .. "/trusted" }, args = args }
+  local srv = HH.start{ plugins = extra and extra.plugins or { FIX .. "/trusted" }, args = args,
+                        env = extra and extra.env }
   local line = srv:wait_stderr("console: http://")
   assert(line, "no console URL on stderr:\n" .. srv:stderr_text())
   srv.console_url = line:match("(http://%S+)")
@@ -200,7 +201,9 @@ describe("the console in Chromium", function()
     dir = H.tmpdir()
     local file = dir .. "/desk.lua"
     assert(H.uv.fs_copyfile(H.root .. "/" .. FIX .. "/trusted/desk.lua", file))
-    srv = start{ plugins = { dir }, args = { "--watch" } }
+    -- tracing on, for the waterfall: the spans go nowhere (a port nobody listens on)
+    srv = start{ plugins = { dir }, args = { "--watch" },
+                 env = { OTEL_EXPORTER_OTLP_ENDPOINT = "http://127.0.0.1:" .. H.free_port() } }
     local shots = H.root .. "/build/artifacts/console"
     local rep = N.run(env, "console.mjs", {}, {
       CONSOLE_URL = srv.console_url, BASE = "http://" .. srv.host, PLUGIN_FILE = file, SHOTS = shots,
@@ -233,7 +236,10 @@ describe("the console in Chromium", function()
     assert.truthy(k.desk_card:find("wave", 1, true), k.desk_card)
     assert.truthy(k.hog_card:find("sandboxed", 1, true) and k.hog_card:find('"cpu_ms":200', 1, true), k.hog_card)
     assert.truthy(k.greet_numbers:find("calls/s", 1, true), k.greet_numbers)
-    for _, name in ipairs { "tools", "tools-form", "tools-progress", "tools-cancel", "calls", "logs", "plugins", "numbers" } do
+    assert.truthy(k.cancelled_trace:find("tools/call slow", 1, true), k.cancelled_trace)
+    assert.truthy(k.cancelled_trace:find("cancelled", 1, true), k.cancelled_trace)
+    assert.truthy(k.cancelled_trace:find("step", 1, true), k.cancelled_trace)         -- ctx:span's children
+    for _, name in ipairs { "tools", "tools-form", "tools-progress", "tools-cancel", "calls", "logs", "plugins", "numbers", "traces" } do
       assert.truthy(H.uv.fs_stat(shots .. "/" .. name .. ".png"), name .. ".png")
     end
   end)

@@ -145,6 +145,14 @@ try {
   await shot("numbers");
   step("numbers");
 
+  // Traces (tracing is on): the waterfall, the cancelled call's span marked.
+  await page.click("#tabs button[data-panel=traces]");
+  await page.waitForSelector("#trace-list .trace.cancelled rect.bar.cancelled", { timeout: 15000 });
+  report.checks.cancelled_trace = await page.$eval("#trace-list .trace.cancelled", (t) => t.textContent);
+  report.checks.traces = await page.$$eval("#trace-list .trace", (t) => t.length);
+  await shot("traces");
+  step("traces");
+
   report.csp = await page.evaluate(() => window.__csp || []);
   report.ok = true;
   report.failed_requests = report.steps.filter((s) => /^\d{3} /.test(s));

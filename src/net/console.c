@@ -51,7 +51,7 @@ static struct {
   const char *scope;
   watcher *watchers;
   int nwatchers;
-  unsigned long long logs_built;     /* log events built (with mcp_live_built: /metrics) */
+  unsigned long long logs_built;     /* log and span events built (with mcp_live_built: /metrics) */
   int collecting;
   mcp_buf pending;                   /* events not yet written */
   uv_timer_t flush;                  /* unreferenced: it keeps no loop alive */
@@ -251,6 +251,50 @@ static void on_log(mcp_log_level level, const char *logger, const char *tool, co
   mcp_buf_free(&b);
 }
 
+static void add_hex(mcp_buf *b, const char *key, const uint8_t *id, size_t n) {
+  char hex[33];
+  mcp_hex(id, n, hex);
+  mcp_buf_add(b, ",\"", 2);
+  mcp_buf_add(b, key, strlen(key));
+  mcp_buf_add(b, "\":\"", 3);
+  mcp_buf_add(b, hex, 2 * n);
+  mcp_buf_addc(b, '"');
+}
+
+/* A span as it ends (tracing on): ids, name, times in microseconds, its
+ * error and a cancel's reason, for the waterfall. */
+static void on_span(const mcp_span *s) {
+  mcp_buf b = MCP_BUF_INIT;
+  K.logs_built++;
+  mcp_buf_adds(&b, "{\"name\":");
+  mcp_json_add_string(&b, s->name ? s->name : "", s->name ? strlen(s->name) : 0);
+  add_hex(&b, "trace", s->trace_id, sizeof s->trace_id);
+  add_hex(&b, "span", s->span_id, sizeof s->span_id);
+  if (s->has_parent) add_hex(&b, "parent", s->parent_id, sizeof s->parent_id);
+  mcp_buf_adds(&b, ",\"kind\":");
+  mcp_buf_add_int(&b, s->kind);
+  mcp_buf_adds(&b, ",\"start_us\":");
+  mcp_buf_add_int(&b, (long long)(s->start_ns / 1000));
+  mcp_buf_adds(&b, ",\"dur_us\":");
+  mcp_buf_add_int(&b, (long long)((s->end_ns - s->start_ns) / 1000));
+  if (s->status == MCP_STATUS_ERROR) {
+    mcp_buf_adds(&b, ",\"error\":");
+    mcp_json_add_string(&b, s->status_msg ? s->status_msg : "", s->status_msg ? strlen(s->status_msg) : 0);
+  }
+  for (int i = 0; i < s->nevents; i++) {
+    const mcp_span_event *e = &s->events[i];
+    if (strcmp(e->name, "cancelled") != 0) continue;
+    for (int j = 0; j < e->attrs.n; j++)
+      if (strcmp(e->attrs.v[j].key, "reason") == 0 && e->attrs.v[j].type == MCP_ATTR_STR) {
+        mcp_buf_adds(&b, ",\"cancelled\":");
+        mcp_json_add_string(&b, e->attrs.v[j].v.s, strlen(e->attrs.v[j].v.s));
+      }
+  }
+  mcp_buf_addc(&b, '}');
+  broadcast("span", b.data, b.len);
+  mcp_buf_free(&b);
+}
+
 static void watch(mcp_http_conn *c) {
   watcher *w = calloc(1, sizeof *w);
   mcp_buf b = MCP_BUF_INIT;
@@ -274,6 +318,7 @@ static void watch(mcp_http_conn *c) {
   if (K.nwatchers++ == 0) {
     mcp_live_watch(on_call);
     mcp_log_tap = on_log;
+    mcp_span_tap = on_span;
   }
   mcp_info("console: an event stream opened (%d open)", K.nwatchers);
 }
@@ -287,6 +332,7 @@ int mcp_console_closed(mcp_http_conn *c, void *ud) {
   if (--K.nwatchers == 0) {
     mcp_live_watch(NULL);
     mcp_log_tap = NULL;
+    mcp_span_tap = NULL;
     uv_timer_stop(&K.flush);
     K.pending.len = 0;
   }
