@@ -32,7 +32,8 @@ run: build-server
 	@echo "  MCP Inspector:  npx @modelcontextprotocol/inspector  (transport: Streamable HTTP, URL http://$(HOST):$(PORT)/mcp)"
 	@echo "  Claude Code:    claude mcp add --transport http luamcp http://$(HOST):$(PORT)/mcp"
 	@echo "  stdio clients:  $(CURDIR)/$(BUILD)/luamcp --plugins $(CURDIR)/$(PLUGINS)"
-	@$(BUILD)/luamcp --plugins $(PLUGINS) --http $(HOST):$(PORT) --watch
+	@echo "  console:        the URL luamcp prints below (\"console: http://...?token=...\")"
+	@$(BUILD)/luamcp --plugins $(PLUGINS) --http $(HOST):$(PORT) --watch --console
 
 run-stdio: build-server
 	$(BUILD)/luamcp --plugins $(PLUGINS)

@@ -3,6 +3,7 @@
 #   bin/luamcp
 #   share/luamcp/lua/mcp/       the Lua library, found relative to the binary
 #   share/luamcp/plugins/       the example plugins
+#   share/luamcp/console/      the console's page (--console), found beside lua/
 #   share/luamcp/types/         the LuaLS annotations of the API (luamcp path types)
 #   share/lua/5.4/mcp/test.lua  mcp.test, where lua5.4 (and busted) look
 #   share/man/man1/luamcp.1
@@ -26,6 +27,8 @@ file(GLOB LUAMCP_EXAMPLES "${CMAKE_SOURCE_DIR}/plugins/*.lua")
 install(TARGETS luamcp RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY lua/ DESTINATION ${CMAKE_INSTALL_DATADIR}/luamcp/lua FILES_MATCHING PATTERN "*.lua")
 install(FILES ${LUAMCP_EXAMPLES} DESTINATION ${CMAKE_INSTALL_DATADIR}/luamcp/plugins)
+install(DIRECTORY console/ DESTINATION ${CMAKE_INSTALL_DATADIR}/luamcp/console
+        FILES_MATCHING PATTERN "*.html" PATTERN "*.js" PATTERN "*.css")
 install(DIRECTORY types/ DESTINATION ${CMAKE_INSTALL_DATADIR}/luamcp/types FILES_MATCHING PATTERN "*.lua")
 install(FILES lua/mcp/test.lua DESTINATION ${CMAKE_INSTALL_DATADIR}/lua/5.4/mcp)
 install(FILES docs/luamcp.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)

@@ -423,7 +423,7 @@ describe("docs", function()
                    "04-http", "05-sqlite", "06-other-servers-and-mounts",
                    "07-resources-prompts-completion", "08-testing", "09-hot-reload",
                    "10-connecting-clients", "11-middleware", "12-untrusted-plugins",
-                   "13-sharing-a-tool", "15-apps" }
+                   "13-sharing-a-tool", "14-console", "15-apps" }
     local got = docs("docs/guide")
     for i, name in ipairs(want) do assert.are.equal("docs/guide/" .. name .. ".md", got[i]) end
     assert.are.equal(#want, #got)

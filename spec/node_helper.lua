@@ -2,7 +2,8 @@
 -- official TypeScript SDK clients (sdk_spec.lua: v1, spec/sdk/*.mjs;
 -- sdk2_spec.lua: v2, spec/sdk2/*.mjs; apps_browser_spec.lua: the v2 client and
 -- @modelcontextprotocol/ext-apps's AppBridge in Chromium through
--- puppeteer-core, spec/apps/*.mjs and the pages it serves, *.html).
+-- puppeteer-core, spec/apps/*.mjs and the pages it serves, *.html), and console_spec.lua, whose
+-- spec/console/*.mjs drive Debian's Chromium with puppeteer-core too.
 --
 --   local N = require "spec.node_helper"
 --   local env = N.prepare("sdk2")                 -- in setup()

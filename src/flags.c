@@ -84,6 +84,11 @@ static const mcp_flag table[] = {
        "also accept this Origin (localhost origins always are)"),
   STRING("token", "token", S, "TOKEN", 0, &mcp_flags.token,
          "require Authorization: Bearer TOKEN (or $LUAMCP_TOKEN)"),
+  BOOL("console", "console", S, &mcp_flags.console,
+       "serve the console, a page to watch and steer calls, at /console (loopback only, unless "
+       "--console-scope with OAuth); its URL with a token is printed at start"),
+  STRING("console-scope", "console_scope", S, "SCOPE", 1, &mcp_flags.console_scope,
+         "OAuth: the scope a bearer token needs for the console (lets it listen beyond loopback)"),
   URL("auth-audience", "auth_audience", S, "URL", web, &mcp_flags.auth_audience,
       "OAuth: this server's canonical URI (e.g. https://host/mcp); tokens must be issued for it (RFC 8707)"),
   URL("auth-issuer", "auth_issuer", S, "URL", web, &mcp_flags.auth_issuer,

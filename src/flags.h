@@ -70,6 +70,8 @@ typedef struct {
   double idle_timeout;             /* seconds */
   const char *store;               /* --store URL */
   int watch;
+  int console;                     /* --console */
+  const char *console_scope;       /* --console-scope */
   int log_level;                   /* an mcp_log_level */
   int json;                        /* list, call: --json */
   const char *dir, *spec_dir;      /* new: --dir, --spec-dir */

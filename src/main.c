@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "cli_registry.h"
 #include "conffile.h"
+#include "console.h"
 #include "config.h"
 #include "flags.h"
 #include "lmcp.h"
@@ -78,6 +79,7 @@ static void closed(void) {
   uv_unref((uv_handle_t *)&sigint);
   uv_close((uv_handle_t *)&drain_timer, NULL);
   mcp_http_close(NULL);              /* the --metrics listener (stdio); none is left over HTTP */
+  mcp_console_close();
   mcp_task_close();
   mcp_store_close();             /* after the tasks' last writes */
   mcp_otel_flush(closed_last);   /* the export in flight answered first */
@@ -271,6 +273,13 @@ int main(int argc, char **argv) {
     http_opt.auth = 1;
   }
 
+  if (mcp_flags.console) {
+    char why[300];
+    if (!use_http) return fail_usage("%s", "--console needs --http");
+    if (mcp_console_init(&http_opt, mcp_flags.console_scope, why, sizeof why) != 0)
+      return fail_usage("%s", why);
+  }
+
   signal(SIGPIPE, SIG_IGN);
   loop = uv_default_loop();
   L = lua_newstate(mcp_sched_alloc, NULL);
@@ -334,6 +343,7 @@ int main(int argc, char **argv) {
     } else {
       mcp_info("listening on http://%s%s%s:%d/mcp (luamcp %s)", strchr(http_opt.host, ':') ? "[" : "",
                http_opt.host, strchr(http_opt.host, ':') ? "]" : "", mcp_http_port(), LUAMCP_VERSION);
+      if (mcp_flags.console) mcp_console_announce(http_opt.host, mcp_http_port());
     }
   } else if (mcp_stdio_start(loop, on_eof) != 0) {
     status = 1;

@@ -59,7 +59,8 @@ CLAUDE_SPEC=@anthropic-ai/claude-code@2
 CODEX_SPEC=@openai/codex@0
 GEMINI_SPEC=@google/gemini-cli@0
 # spec/apps_browser_spec.lua: a host page (MCP Apps' AppBridge) in Chromium,
-# driven by puppeteer-core (Debian's chromium: no browser is downloaded).
+# driven by puppeteer-core, as spec/console_spec.lua drives the console
+# (Debian's chromium: no browser is downloaded).
 EXTAPPS_SPEC=@modelcontextprotocol/ext-apps@2
 PUPPETEER_SPEC=puppeteer-core@25
 

@@ -70,7 +70,7 @@ static void owner_gone(mcp_call *c) { F.gone++; }
 static const char *owner_session_name(const mcp_call *c) { return NULL; }
 
 static const mcp_call_owner fake_owner = { owner_respond, owner_stopping, owner_gone,
-                                           owner_session_name };
+                                           owner_session_name, NULL };
 
 static void count_turn(uv_prepare_t *h) { F.turns++; }
 

@@ -33,7 +33,7 @@ static void session_gone(mcp_call *c) {
 }
 
 const struct mcp_call_owner mcp_session_owner = { owner_respond, owner_stopping, session_gone,
-                                                  owner_session_name };
+                                                  owner_session_name, NULL };
 
 void mcp_session_register(const mcp_session_type *t) {
   for (int i = 0; i < nrows; i++)

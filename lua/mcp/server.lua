@@ -157,10 +157,15 @@ local function changes(old, new)
 end
 
 -- The log line of a unit loaded (u.old: the version it replaces).
+local last_reload = {}                  -- plugin name -> {time =, changes =} (the console's)
+local last_failure                      -- the last failed reload: {time =, message =}
+
 local function announce(u)
   local p = u.plugin
   if u.old then
-    log("info", "reloaded plugin %s from %s: %s", p.name, u.path, changes(u.old.plugin, p))
+    local what = changes(u.old.plugin, p)
+    last_reload[p.name] = { time = os.time(), changes = what }
+    log("info", "reloaded plugin %s from %s: %s", p.name, u.path, what)
   else
     log("info", "loaded plugin %s from %s (%d tools, %d resources, %d prompts)", p.name, u.path,
         #p.tools, #p.resources, #p.prompts)
@@ -557,6 +562,7 @@ function M.rescan(lib_changed, afresh)
   for _, lines in ipairs(errors) do                -- a file's lines
     for _, err in ipairs(lines) do
       log("error", "plugin not reloaded: %s", err)
+      last_failure = { time = os.time(), message = err }
       core.log("error", "luamcp: plugin not reloaded: " .. err)
     end
   end
@@ -721,6 +727,38 @@ function M.list()
 end
 
 M.middleware = middleware
+
+-- What the console's Plugins panel shows: each loaded plugin (trusted or
+-- sandboxed with its grants, its tools and middleware, its mount's upstream
+-- state, its last reload) and the last failed reload.
+local function plain(v, depth)               -- no secret, no function: what JSON shows
+  local k = type(v)
+  if k == "string" or k == "number" or k == "boolean" then return v end
+  if k ~= "table" or depth > 4 or getmetatable(v) ~= nil then return nil end
+  local t = {}
+  for key, x in pairs(v) do
+    if type(key) == "string" or math.type(key) == "integer" then t[key] = plain(x, depth + 1) end
+  end
+  return t
+end
+
+function M.plugins()
+  local out = {}
+  for _, u in ipairs(units) do
+    local p, names, mws = u.plugin, {}, {}
+    for _, t in ipairs(p.tools) do names[#names + 1] = t.name end
+    for _, mw in ipairs(p.middleware) do mws[#mws + 1] = tostring(mw.name or "?") end
+    local st, upstream = mount.of(p), nil
+    if st then upstream = { stale = st.stale, fetching = st.fetching ~= nil, prefix = st.prefix } end
+    out[#out + 1] = {
+      name = p.name, file = u.path, sandboxed = p.sandboxed and true or false,
+      grants = p.sandboxed and plain(config.grants(cfg, u.path), 0) or nil,
+      tools = names, middleware = mws, mount = upstream, reload = last_reload[p.name],
+      resources = #p.resources, prompts = #p.prompts,
+    }
+  end
+  return { plugins = out, failed = last_failure }
+end
 
 -- What a handler raised, for the C core (sched.c): code, message, data.
 M.raised = outcome.raised

@@ -63,6 +63,28 @@ void mcp_sched_capabilities(mcp_buf *b) {
   lua_settop(C.L, top);
 }
 
+/* server[name](): what it returns, as JSON (the console's views). */
+static int push_server_call(lua_State *L) {
+  const char *name = lua_touserdata(L, 1);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, C.server_ref);
+  lua_getfield(L, -1, name);
+  lua_call(L, 0, 1);
+  return 1;
+}
+
+int mcp_sched_server_json(const char *name, mcp_buf *b) {
+  char err[128];
+  int top = lua_gettop(C.L), r = 0;
+  lua_pushcfunction(C.L, push_server_call);
+  lua_pushlightuserdata(C.L, (void *)name);
+  if (lua_pcall(C.L, 1, 1, 0) != LUA_OK || mcp_json_encode(C.L, -1, b, err, sizeof err) != 0) {
+    mcp_error("%s: %s", name, lua_isstring(C.L, -1) ? lua_tostring(C.L, -1) : err);
+    r = -1;
+  }
+  lua_settop(C.L, top);
+  return r;
+}
+
 /* server.param_headers(tool): its x-mcp-header declarations, or nil. */
 static int push_param_headers(lua_State *L) {
   const char *tool = lua_touserdata(L, 1);

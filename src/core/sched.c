@@ -101,6 +101,7 @@ void mcp_call_watch(lua_State *co) {
 }
 
 int mcp_sched_live(void) { return S.live; }
+mcp_call *mcp__sched_calls(void) { return S.all; }
 
 /* The run queue. */
 

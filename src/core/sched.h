@@ -30,6 +30,8 @@ typedef struct mcp_call_owner {
   void (*gone)(mcp_call *c);
   /* The name of its session for the access log (not a credential), or NULL. */
   const char *(*session_name)(const mcp_call *c);
+  /* Its client's name (clientInfo.name), or NULL (the console's; optional). */
+  const char *(*client_name)(const mcp_call *c);
 } mcp_call_owner;
 
 /* A call is owned by the scheduler: created by mcp_call_start (its id's
@@ -187,6 +189,8 @@ void mcp_call_push_params(lua_State *L, mcp_call *c);
 int mcp_call_args_text(const mcp_call *c, const char **args, size_t *len);
 /* Append the server's capabilities object, as the plugins make them. */
 void mcp_sched_capabilities(mcp_buf *b);
+/* server[name]() as JSON into b (the console's views): 0, or -1 (logged). */
+int mcp_sched_server_json(const char *name, mcp_buf *b);
 /* The Mcp-Param headers a tool declares (x-mcp-header, 2026-07-28): a JSON
  * array of {"name": header name after "Mcp-Param-", "path": [property
  * names from the arguments object]}, or NULL for an unknown tool or one

@@ -51,6 +51,8 @@ void mcp__call_params_drop(mcp_call *c);
 mcp_call *mcp__token_call(lua_State *L);
 void mcp__token_drop(lua_State *L, mcp_call *c);
 
+/* The live calls, newest first (walk with anext). */
+mcp_call *mcp__sched_calls(void);
 /* Add a row (once; the same row again is ignored). */
 void mcp__sched_register(const mcp_call_type *t);
 /* The scheduler proper, under mcp_sched_init and mcp_sched_close (core.c). */

@@ -159,6 +159,7 @@ void mcp_trace_leave(mcp_call *c, mcp_span *s) {
 
 void mcp_trace_span_end(mcp_span *s) {
   mcp_span_end(s);
+  if (s->sampled && mcp_span_tap) mcp_span_tap(s);
   if (s->sampled && T.sink) T.sink(s);
   else mcp_span_free(s);
 }

@@ -54,7 +54,7 @@ int mcp_share_dir(const char *what, char *buf, size_t size) {
   uv_fs_t req;
   int r;
   if (strcmp(what, "lua") == 0) snprintf(joined, sizeof joined, "%s", mcp_lua_dir());
-  else if (strcmp(what, "types") == 0 || strcmp(what, "plugins") == 0)
+  else if (strcmp(what, "types") == 0 || strcmp(what, "plugins") == 0 || strcmp(what, "console") == 0)
     snprintf(joined, sizeof joined, "%s/../%s", mcp_lua_dir(), what);
   else return UV_EINVAL;
   r = uv_fs_realpath(NULL, &req, joined, NULL);

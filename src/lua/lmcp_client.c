@@ -8,6 +8,7 @@
 #include "config.h"
 #include "fail.h"
 #include "json.h"
+#include "live.h"
 #include "log.h"
 #include "op.h"
 #include "outgoing.h"
@@ -157,6 +158,7 @@ static int l_progress(lua_State *L) {
     return 0;
   }
   c->last_progress = p;
+  if (mcp_live_sink) mcp_live_progress(c);
   mcp_rpc_notification_open(&b, "notifications/progress");
   mcp_buf_adds(&b, "{\"progressToken\":");
   mcp_buf_add(&b, c->progress_token, strlen(c->progress_token));

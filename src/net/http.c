@@ -11,7 +11,7 @@
 #include "log.h"
 
 enum { H_CONTENT_TYPE, H_ACCEPT, H_ORIGIN, H_HOST, H_AUTH, H_SESSION, H_PROTO, H_LAST_EVENT,
-       H_EXPECT, H_MCP_METHOD, H_MCP_NAME, H_ACR_HEADERS, H_TRACEPARENT, H_TRACESTATE, H_IF_NONE_MATCH, NH };
+       H_EXPECT, H_MCP_METHOD, H_MCP_NAME, H_ACR_HEADERS, H_TRACEPARENT, H_TRACESTATE, H_IF_NONE_MATCH, H_COOKIE, NH };
 enum { COLLECT = NH };          /* c->cur: a header named cfg.collect_prefix... */
 #define NO_DUE UINT64_MAX
 #define NAME(s) { s, sizeof s - 1 }
@@ -22,7 +22,7 @@ static const struct {
   NAME("content-type"), NAME("accept"), NAME("origin"), NAME("host"), NAME("authorization"),
   NAME("mcp-session-id"), NAME("mcp-protocol-version"), NAME("last-event-id"), NAME("expect"),
   NAME("mcp-method"), NAME("mcp-name"), NAME("access-control-request-headers"),
-  NAME("traceparent"), NAME("tracestate"), NAME("if-none-match")
+  NAME("traceparent"), NAME("tracestate"), NAME("if-none-match"), NAME("cookie")
 };
 #undef NAME
 
@@ -481,6 +481,7 @@ static void dispatch(mcp_http_conn *c) {
   r.traceparent = value(c, H_TRACEPARENT);
   r.tracestate = value(c, H_TRACESTATE);
   r.if_none_match = value(c, H_IF_NONE_MATCH);
+  r.cookie = value(c, H_COOKIE);
   r.nfields = collected(c, &r.fields);
   r.preflight_headers = value(c, H_ACR_HEADERS);
   r.body = c->body.data ? c->body.data : "";   /* never NULL: parsers take (NULL, 0) badly */

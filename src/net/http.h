@@ -31,6 +31,7 @@ typedef struct {
   const char *preflight_headers;       /* Access-Control-Request-Headers */
   const char *traceparent, *tracestate;   /* W3C trace-context */
   const char *if_none_match;           /* a conditional GET's entity tags */
+  const char *cookie;                  /* the console's (console.c) */
   const mcp_http_field *fields;   /* the headers named cfg.collect_prefix..., in order (repeats kept) */
   int nfields;
   const char *body;           /* never NULL, even when empty */

@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "auth.h"
+#include "console.h"
 #include "crypto.h"
 #include "headers.h"
 #include "http.h"
@@ -484,6 +485,13 @@ static void on_request(mcp_http_conn *c, const mcp_http_request *r) {
     reply_error(c, 403, NULL, -32600, "Forbidden: Origin not allowed");
     return;
   }
+  /* The console (console.c): its own token, or with OAuth the token's scope. */
+  if (mcp_console_path(r->path)) {
+    if (T.opt.auth) mcp_http_auth_begin(c, r, serve_as);
+    else mcp_console_serve(c, r, NULL);
+    return;
+  }
+
   if (strcmp(r->path, "/mcp") == 0 && mcp_http_cors(c, r)) return;
   if (T.opt.auth) {                            /* the request waits for its token's check */
     mcp_http_auth_begin(c, r, serve_as);
@@ -499,6 +507,10 @@ static void on_request(mcp_http_conn *c, const mcp_http_request *r) {
 
 /* A request past the checks (with auth, T.id is its identity). */
 static void serve(mcp_http_conn *c, const mcp_http_request *r) {
+  if (mcp_console_path(r->path)) {
+    mcp_console_serve(c, r, T.id);
+    return;
+  }
   if (strcmp(r->path, "/mcp") != 0) {
     if (mcp_probe_path(r->path) == 2)          /* /metrics: behind the same checks as /mcp */
       mcp_probe_answer(c, r);
@@ -536,6 +548,7 @@ static void serve(mcp_http_conn *c, const mcp_http_request *r) {
  * stream keeps its messages for a resumption. */
 static void on_close(mcp_http_conn *c, void *ud) {
   hstream *st = ud;
+  if (st != NULL && mcp_console_closed(c, ud)) return;
   if (st == NULL) {
     if (T.opt.auth && mcp_http_auth_waiting()) mcp_http_auth_closed(c);
     return;

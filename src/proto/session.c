@@ -149,8 +149,14 @@ static const char *owner_session_name(const mcp_call *c) {
   return s->parent && s->parent->name[0] ? s->parent->name : NULL;
 }
 
+static const char *owner_client_name(const mcp_call *c) {
+  const mcp_session *s = c->session;
+  if (s->client[0]) return s->client;
+  return s->parent && s->parent->client[0] ? s->parent->client : NULL;
+}
+
 const mcp_call_owner mcp_session_owner = { owner_respond, owner_stopping, owner_gone,
-                                           owner_session_name };
+                                           owner_session_name, owner_client_name };
 
 /* c's SERVER span, with what its session (or, for a 2026-07-28 request,
  * the transport's session it came on) knows; meta: a call read from its
@@ -272,6 +278,7 @@ static void on_initialize(mcp_session *s, mcp_batch *b, const char *key, json_t 
   {
     json_t *info = json_object_get(params, "clientInfo");
     const char *name = json_string_value(json_object_get(info, "name"));
+    snprintf(s->client, sizeof s->client, "%s", name ? name : "");
     mcp_info("session initialized: protocol %s (client asked %.32s), client %.64s",
              mcp_revisions[rev], want, name ? name : "(unnamed)");
   }

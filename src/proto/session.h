@@ -54,6 +54,7 @@ struct mcp_session {
   unsigned tcp : 1;              /* HTTP (network.transport tcp), not stdio (pipe) */
   char name[12];                 /* for the access log: the transport's ("stdio", an HTTP id's
                                     first 8 characters), or "" */
+  char client[48];               /* clientInfo.name of its initialize, or "" (the console's) */
   unsigned ready : 1;            /* notifications/initialized received */
   unsigned rev2026 : 1;           /* one stateless 2026-07-28 request (rev2026.c) */
 };

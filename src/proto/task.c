@@ -455,8 +455,12 @@ static const char *task_session_name(const mcp_call *c) {
   return mcp_session_owner.session_name(c);
 }
 
+static const char *task_client_name(const mcp_call *c) {
+  return mcp_session_owner.client_name ? mcp_session_owner.client_name(c) : NULL;
+}
+
 static const mcp_call_owner task_owner = { task_respond, task_stopping, task_gone,
-                                           task_session_name };
+                                           task_session_name, task_client_name };
 
 /* The extension's input requests: the handler waits for tasks/update. */
 

@@ -26,6 +26,7 @@ const char *mcp_log_level_name(mcp_log_level level) {
 }
 
 int mcp_log_json;
+void (*mcp_log_tap)(mcp_log_level level, const char *logger, const char *tool, const char *msg);
 
 /* One JSON object per line: time (RFC 3339, UTC, ms), level, then the
  * fields named (logger, tool) that are not NULL, then msg. */
@@ -57,11 +58,27 @@ static int json_line(char *line, size_t cap, mcp_log_level level, const char *co
   return (int)n;
 }
 
+/* The tap sees the message; what the tap itself logs goes to stderr only. */
+static void tap(mcp_log_level level, const char *logger, const char *tool, const char *fmt, va_list ap) {
+  void (*fn)(mcp_log_level, const char *, const char *, const char *) = mcp_log_tap;
+  char msg[1800];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  mcp_log_tap = NULL;
+  fn(level, logger, tool, msg);
+  mcp_log_tap = fn;
+}
+
 /* A line naming who logs (logger) and in which tool call (tool), either may be NULL. */
 static void vlog(mcp_log_level level, const char *logger, const char *tool, const char *fmt, va_list ap) {
   static const char *const names[] = { "logger", "tool", "msg" };
   char line[2048], msg[1800];
   int n;
+  if (mcp_log_tap) {
+    va_list copy;
+    va_copy(copy, ap);
+    tap(level, logger, tool, fmt, copy);
+    va_end(copy);
+  }
   if (mcp_log_json) {
     const char *values[] = { logger, tool, msg };
     vsnprintf(msg, sizeof msg, fmt, ap);

@@ -24,6 +24,9 @@ void mcp_log_as(mcp_log_level level, const char *logger, const char *fmt, ...)
  * luamcp call shows them at info while it hides the server's own lines. */
 void mcp_log_plugin(mcp_log_level level, const char *plugin, const char *tool, const char *msg);
 extern mcp_log_level mcp_log_plugin_threshold;
+/* Every line also goes here while it is set (the console's watchers):
+ * level, logger and tool (either may be NULL), the message. */
+extern void (*mcp_log_tap)(mcp_log_level level, const char *logger, const char *tool, const char *msg);
 /* --log-format json: each line a JSON object {time, level, [logger,] msg}. */
 extern int mcp_log_json;
 

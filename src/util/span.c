@@ -12,6 +12,8 @@ static void *xrealloc(void *p, size_t n) {
   return p;
 }
 
+void (*mcp_span_tap)(const struct mcp_span *s);
+
 uint64_t mcp_span_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

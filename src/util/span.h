@@ -76,6 +76,8 @@ typedef struct mcp_span {
   char pool[MCP_SPAN_POOL];         /* attrs.pool */
 } mcp_span;
 
+/* Every sampled span as it ends, while set (the console's traces); NULL: none. */
+extern void (*mcp_span_tap)(const struct mcp_span *s);
 /* Unix time in nanoseconds (CLOCK_REALTIME). */
 uint64_t mcp_span_now(void);
 typedef struct mcp_sampler mcp_sampler;
