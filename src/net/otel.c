@@ -357,10 +357,13 @@ int mcp_otel_init(uv_loop_t *loop, const mcp_otel_opts *o) {
 static void export_last(void) {
   uint64_t end = (O.close_by ? O.close_by : uv_hrtime() + CLOSE_NS), now;
   CURL *e;
-  while (O.queued > 0 && (now = uv_hrtime()) < end) {
+  long ms;
+  /* Less than a millisecond left is none: curl reads a timeout of 0 as no
+   * limit (a collector that never answers held shutdown for good). */
+  while (O.queued > 0 && (now = uv_hrtime()) < end && (ms = (long)((end - now) / 1000000)) > 0) {
     take_batch(O.queued < MAX_BATCH ? O.queued : MAX_BATCH);
     if ((e = easy_for_export()) == NULL) return;
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)((end - now) / 1000000));
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms);
     if (curl_easy_perform(e) != CURLE_OK) return;
   }
 }
