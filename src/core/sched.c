@@ -213,6 +213,7 @@ static int run_error(lua_State *L) {
     lua_rawseti(L, -2, 2);
   }
   lua_rawsetp(L, LUA_REGISTRYINDEX, c);
+  if (c->killing) c->signalled = 1;   /* aborted: ctx:cancelled() is true in its <close>, as after co_reset */
   if (!c->closing) close_begin(c);
   lua_settop(L, 1);
   return 1;
@@ -224,12 +225,15 @@ static int run_end(lua_State *L, int status, lua_KContext ctx) {
   mcp_call *c = *extra(L);
   (void)ctx;
   if (status == LUA_OK || status == LUA_YIELD) return lua_gettop(L) - 1;
-  if (c != NULL && lua_rawgetp(L, LUA_REGISTRYINDEX, c) == LUA_TTABLE) {
-    lua_rawgeti(L, -1, 1);
-    if (!lua_rawequal(L, -1, -3))
-      mcp_warn("request %.64s: a <close> method failed: %s", c->req.key,
-               lua_type(L, -3) == LUA_TSTRING ? lua_tostring(L, -3) : luaL_typename(L, -3));
+  if (c == NULL) return lua_error(L);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, c) != LUA_TTABLE) {
+    lua_pop(L, 1);                     /* out of memory: no message handler ran */
+    return lua_error(L);
   }
+  lua_rawgeti(L, -1, 1);               /* the handler's own */
+  if (!lua_rawequal(L, -1, -3))
+    mcp_warn("request %.64s: a <close> method failed: %s", c->req.key,
+             lua_type(L, -3) == LUA_TSTRING ? lua_tostring(L, -3) : luaL_typename(L, -3));
   return lua_error(L);
 }
 
