@@ -302,7 +302,8 @@ static int in_library(lua_State *L, lua_Debug *ar) {
  * creates have it at all times (mcp_call_watch), since the alarm cannot
  * tell which of them runs. Without the alarm every coroutine has it always.
  *
- * It does three things, in this order of precedence:
+ * While <close> variables of an ended call run, only a time limit applies
+ * (closing). Otherwise it does three things, in this order of precedence:
  * 1. Killing: once a call is being aborted by error, the hook raises on every
  *    instruction. A handler's pcall may catch one error, but the very next
  *    instruction raises again, so the abort always reaches the top and the
@@ -325,11 +326,11 @@ static int in_library(lua_State *L, lua_Debug *ar) {
  *    call such as a table.sort comparator, or in a coroutine it created) and
  *    its timeout or grace is over, the loop never gets a chance to act, so the
  *    hook starts killing it itself.
- * While <close> variables of an aborted call run, only a time limit applies.
  *
- * An error raised from a hook leaves the thread with hooks disabled (Lua
- * restores that flag only in pcall), so a thread the hook raised in is
- * never reused: it is marked tainted and left to the collector.
+ * An error raised from a hook leaves the thread with hooks disabled until a
+ * pcall recovers from it (Lua restores the flag only there): run, at the
+ * bottom of a handler's coroutine, is one. A thread the hook raised in is
+ * still never reused: it is marked tainted and left to the collector.
  */
 static void hook(lua_State *L, lua_Debug *ar) {
   mcp_call *c = mcp_call_current(L);
