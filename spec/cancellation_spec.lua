@@ -448,6 +448,30 @@ describe("cancellation", function()
       assert.are.equal("still serving", H.text(c:call("echo", { text = "still serving" })))
     end)
 
+    -- The hook's kill raised where hooks are off (Lua restores them only in
+    -- a pcall): a <close> run after it ran unbounded, and one that looped
+    -- stopped the server. It now runs for 1 s at most, as after any abort.
+    it("a <close> that loops after its handler was killed where it cannot yield is ended; the server serves on", function()
+      local c = debug_session()
+      local resp = c:call("spin_sort_close", { loop = true }, { id = 11, timeout = 10 })
+      assert.is_true(resp.result.isError)
+      assert.truthy(H.text(resp):lower():find("time[d ]*%s*out"), H.text(resp))
+      c:expect_stderr("fixture: spin_sort_close closing 11", 5, { plain = true })
+      c:expect_stderr("request 11: a <close> method failed: cleanup after abort took longer than 1 s", 5,
+                      { plain = true })
+      assert.are.same({}, c:request("ping", nil, { timeout = 5 }).result)
+      assert.are.equal(0, c:count_stderr("fixture: spin_sort_close closed 11", true))
+    end)
+
+    it("a <close> that works and returns after its handler was killed where it cannot yield runs to its end", function()
+      local c = debug_session()
+      local resp = c:call("spin_sort_close", {}, { id = 12, timeout = 10 })
+      assert.is_true(resp.result.isError)
+      assert.truthy(H.text(resp):lower():find("time[d ]*%s*out"), H.text(resp))
+      c:expect_stderr("fixture: spin_sort_close closed 12 after 100000", 5, { plain = true })
+      assert.are.equal(0, c:count_stderr("a <close> method failed", true))
+    end)
+
     -- Regression: an error raised from the count hook leaves the thread with
     -- hooks off; reusing it made the next spinning handler unpreemptable.
     it("after a handler is killed where it cannot yield, the next spinning handler is still time-sliced", function()

@@ -478,6 +478,27 @@ static void test_a_handler_that_cannot_yield_is_killed_at_its_deadline(void) {
   fixture_close();
 }
 
+/* Its <close> variables run after the kill, with the hook on again: one
+ * that works runs to its end, one that loops is ended (CLOSE_NS). */
+static void test_the_close_of_a_killed_handler_runs_bounded(void) {
+  fixture_open();
+  mcp_cfg.timeout = 0.1;
+  lua("handlers['t/stuck'] = function()\n"
+      "  local loops <close> = setmetatable({}, {__close = function() while true do end end})\n"
+      "  local works <close> = setmetatable({}, {__close = function()\n"
+      "    local n = 0 while n < 100000 do n = n + 1 end closed = n end})\n"
+      "  table.sort({3, 2, 1}, function(a, b) while true do end end)\n"
+      "  return {}\n"
+      "end");
+  start("1", "t/stuck", NULL);
+  run();
+  CHECK(F.nresp == 1 && strcmp(field(0, "error", "code"), "-32001") == 0, "timeout answer: %s",
+        F.nresp ? F.resp[0] : "(none)");
+  CHECK(strcmp(global("closed"), "100000") == 0, "the working <close> ended at %s", global("closed"));
+  CHECK(F.gone == 1, "gone");
+  fixture_close();
+}
+
 /* A tool's limits on the run queue: past max_concurrent a call stays
  * QUEUED until a slot is its; past the queue it is refused (isError). */
 static void test_a_limited_tool_queues_then_refuses(void) {
@@ -560,6 +581,7 @@ int main(void) {
   test_a_cpu_bound_handler_yields_at_its_time_slice();
   test_a_slice_ends_in_the_plugins_code_not_the_hosts();
   test_a_handler_that_cannot_yield_is_killed_at_its_deadline();
+  test_the_close_of_a_killed_handler_runs_bounded();
   test_a_limited_tool_queues_then_refuses();
   test_a_measure_is_due_after_a_step_allocated_whatever_was_freed();
   mcp_metrics_close();

@@ -195,7 +195,11 @@ void mcp__log_raised(mcp_call *c) {
   level = code != 0 ? MCP_LOG_DEBUG : MCP_LOG_ERROR;
   if (mcp_log_enabled(level)) {
     if (lua_type(c->co, -1) == LUA_TSTRING) error_message(c->co, msg, sizeof msg);
-    luaL_traceback(R.L, c->co, msg, 0);
+    /* the traceback where it was raised, kept by sched.c's run_error */
+    if (lua_rawgetp(R.L, LUA_REGISTRYINDEX, c) == LUA_TTABLE && lua_rawgeti(R.L, -1, 2) == LUA_TSTRING)
+      lua_pushfstring(R.L, "%s\n%s", msg, lua_tostring(R.L, -1));
+    else
+      luaL_traceback(R.L, c->co, msg, 0);
     mcp_log(level, "request %.64s (%s%s%s) failed: %s", c->req.key, c->method, c->tool ? " " : "",
             c->tool ? c->tool : "", lua_tostring(R.L, -1));
   }

@@ -144,7 +144,11 @@ static void co_reset(mcp_call *c);
 
 static void co_release(mcp_call *c) {
   if (c->co == NULL) return;
-  if (lua_status(c->co) != LUA_OK) co_reset(c);
+  if (lua_status(c->co) != LUA_OK) {
+    co_reset(c);
+    lua_pushnil(S.L);                          /* what run_error kept */
+    lua_rawsetp(S.L, LUA_REGISTRYINDEX, c);
+  }
   *extra(c->co) = NULL;
   lua_settop(c->co, 0);
   if (lua_status(c->co) == LUA_OK && !c->tainted && S.npool < POOL_MAX) {
@@ -158,6 +162,87 @@ static void co_release(mcp_call *c) {
   }
   c->co = NULL;
   c->co_ref = LUA_NOREF;
+}
+
+/* <close> variables of an ended handler run under a time limit, not its
+ * deadline, its CPU limit or the kill: the hook checks closing first. */
+static void close_begin(mcp_call *c) {
+  c->closing = 1;
+  c->hard_ns = mcp_clock_ns() + (c->budget ? STUCK_NS : CLOSE_NS);   /* a sandboxed plugin's: 50 ms */
+  lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
+}
+
+/*
+ * A handler's body runs under a yieldable pcall at the bottom of its
+ * coroutine (run), since an error raised from the count hook leaves hooks
+ * off in its thread and only a pcall's recovery turns them on again. The
+ * recovery runs the handler's pending <close> variables, with the hook.
+ *
+ * The message handler (run_error) runs where the error is raised, before
+ * that: it keeps the error and its traceback for the log (the coroutine
+ * dies in run, so its own stack no longer shows where), and switches the
+ * call to closing mode, as co_reset does after any other abort. Were the
+ * kill to stay on, each <close> would be ended at its first instruction:
+ * the kill's work is done once its error reached the bottom (no code of the
+ * handler's is left to catch it), and its cleanup should not depend on
+ * where the deadline found it (a handler cancelled while it waits gets its
+ * <close> run for up to CLOSE_NS). Closing mode bounds them all the same:
+ * together, CLOSE_NS; past it the hook raises on every instruction. A
+ * handler that raised on its own gets the same, as it did from co_reset.
+ * c->killing stays set: call_resume reads it (a timeout, not a raise).
+ */
+static int run_error(lua_State *L) {
+  mcp_call *c = *extra(L);
+  if (c == NULL || lua_rawgetp(L, LUA_REGISTRYINDEX, c) != LUA_TNIL) {
+    lua_settop(L, 1);                  /* a <close> method's error, after the first */
+    return 1;
+  }
+  lua_createtable(L, 2, 0);
+  lua_pushvalue(L, 1);
+  lua_rawseti(L, -2, 1);
+  if (mcp_log_enabled(MCP_LOG_ERROR)) {
+    static const char bottom[] = "\n\t[C]: in ?";   /* run's own frame */
+    size_t n, b = sizeof bottom - 1;
+    const char *tb;
+    luaL_traceback(L, L, NULL, 1);
+    tb = lua_tolstring(L, -1, &n);
+    if (n >= b && memcmp(tb + n - b, bottom, b) == 0) {
+      lua_pushlstring(L, tb, n - b);
+      lua_remove(L, -2);
+    }
+    lua_rawseti(L, -2, 2);
+  }
+  lua_rawsetp(L, LUA_REGISTRYINDEX, c);
+  if (c->killing) c->signalled = 1;   /* aborted: ctx:cancelled() is true in its <close>, as after co_reset */
+  if (!c->closing) close_begin(c);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* After the body: its results; or its error (the first, should a <close>
+ * method raise another: that one is logged) raised again. */
+static int run_end(lua_State *L, int status, lua_KContext ctx) {
+  mcp_call *c = *extra(L);
+  (void)ctx;
+  if (status == LUA_OK || status == LUA_YIELD) return lua_gettop(L) - 1;
+  if (c == NULL) return lua_error(L);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, c) != LUA_TTABLE) {
+    lua_pop(L, 1);                     /* out of memory: no message handler ran */
+    return lua_error(L);
+  }
+  lua_rawgeti(L, -1, 1);               /* the handler's own */
+  if (!lua_rawequal(L, -1, -3))
+    mcp_warn("request %.64s: a <close> method failed: %s", c->req.key,
+             lua_type(L, -3) == LUA_TSTRING ? lua_tostring(L, -3) : luaL_typename(L, -3));
+  return lua_error(L);
+}
+
+/* run(fn, args...): the bottom of a handler's coroutine. */
+static int run(lua_State *L) {
+  int n = lua_gettop(L);
+  lua_pushcfunction(L, run_error);
+  lua_insert(L, 1);
+  return run_end(L, lua_pcallk(L, n - 1, LUA_MULTRET, 1, 0, run_end), 0);
 }
 
 /* Why a sandboxed call was ended, into buf. */
@@ -217,7 +302,8 @@ static int in_library(lua_State *L, lua_Debug *ar) {
  * creates have it at all times (mcp_call_watch), since the alarm cannot
  * tell which of them runs. Without the alarm every coroutine has it always.
  *
- * It does three things, in this order of precedence:
+ * While <close> variables of an ended call run, only a time limit applies
+ * (closing). Otherwise it does three things, in this order of precedence:
  * 1. Killing: once a call is being aborted by error, the hook raises on every
  *    instruction. A handler's pcall may catch one error, but the very next
  *    instruction raises again, so the abort always reaches the top and the
@@ -240,16 +326,24 @@ static int in_library(lua_State *L, lua_Debug *ar) {
  *    call such as a table.sort comparator, or in a coroutine it created) and
  *    its timeout or grace is over, the loop never gets a chance to act, so the
  *    hook starts killing it itself.
- * While <close> variables of an aborted call run, only a time limit applies.
  *
- * An error raised from a hook leaves the thread with hooks disabled (Lua
- * restores that flag only in pcall), so a thread the hook raised in is
- * never reused: it is marked tainted and left to the collector.
+ * An error raised from a hook leaves the thread with hooks disabled until a
+ * pcall recovers from it (Lua restores the flag only there): run, at the
+ * bottom of a handler's coroutine, is one. A thread the hook raised in is
+ * still never reused: it is marked tainted and left to the collector.
  */
 static void hook(lua_State *L, lua_Debug *ar) {
   mcp_call *c = mcp_call_current(L);
   int why;
   if (c == NULL) return;
+  if (c->closing) {
+    if (mcp_clock_ns() > c->hard_ns) {
+      c->tainted = 1;
+      lua_sethook(L, hook, LUA_MASKCOUNT, 1);   /* a <close> method's pcall cannot hold it */
+      luaL_error(L, "cleanup after abort took longer than 1 s");
+    }
+    return;
+  }
   if (c->killing) {
     char msg[200];
     c->tainted = 1;
@@ -258,15 +352,8 @@ static void hook(lua_State *L, lua_Debug *ar) {
     luaL_error(L, "request aborted: %s", c->req.reason ? c->req.reason : "cancelled");
     return;
   }
-  if (!c->closing && (why = call_too_long(L, c)) != MCP_OVER_NONE) {
+  if ((why = call_too_long(L, c)) != MCP_OVER_NONE) {
     mcp_sched_over(L, why);
-    return;
-  }
-  if (c->closing) {
-    if (mcp_clock_ns() > c->hard_ns) {
-      c->tainted = 1;
-      luaL_error(L, "cleanup after abort took longer than 1 s");
-    }
     return;
   }
   if (lua_gethookcount(L) == 1) lua_sethook(L, hook, LUA_MASKCOUNT, HOOK_COUNT);  /* the alarm's */
@@ -467,6 +554,7 @@ static void call_resume(mcp_call *c, int nargs) {
   mcp_slice_begin(c->co);
   status = lua_resume(c->co, S.L, nargs, &nres);
   mcp_slice_end();
+  c->closing = 0;                              /* run_error's, for the <close> variables it ran */
   set_running(NULL, 1);
   if (c->budget) c->cpu_used_ns += uv_hrtime() - S.resume_ns;
   c->in_resume = 0;
@@ -525,6 +613,13 @@ static int push_args(lua_State *L) {
   return 5;
 }
 
+/* Start c's coroutine: its function and nargs arguments are on its top. */
+static void call_start(mcp_call *c, int nargs) {
+  lua_pushcfunction(c->co, run);
+  lua_insert(c->co, -(nargs + 2));
+  call_resume(c, nargs + 1);
+}
+
 /* The C path takes c (its handler resumed, or its answer given): 1; or
  * leaves it to Lua: 0. */
 static int call_begin_path(mcp_call *c) {
@@ -533,7 +628,7 @@ static int call_begin_path(mcp_call *c) {
   c->fast = 1;
   mcp__call_params_drop(c);
   if (n == MCP_PATH_ANSWERED) mcp_call_fire(c, MCP_EV_RETURN, NULL);
-  else call_resume(c, n);
+  else call_start(c, n);
   return 1;
 }
 
@@ -552,7 +647,7 @@ static void call_begin(mcp_call *c) {
     return;
   }
   mcp__call_params_drop(c);
-  call_resume(c, 4);
+  call_start(c, 4);
 }
 
 static void run_oncancel(mcp_call *c) {
@@ -574,9 +669,7 @@ static void run_oncancel(mcp_call *c) {
  * pending <close> variables under a time limit. */
 static void co_reset(mcp_call *c) {
   c->killing = 0;
-  c->closing = 1;
-  c->hard_ns = mcp_clock_ns() + (c->budget ? STUCK_NS : CLOSE_NS);   /* a sandboxed plugin's: 50 ms */
-  lua_sethook(c->co, hook, LUA_MASKCOUNT, HOOK_COUNT);
+  close_begin(c);
   wait_cancel(c);
   EACH_TYPE(stop, c, c->req.reason ? c->req.reason : "request aborted", 0);
   c->owner->stopping(c, c->req.reason ? c->req.reason : "request aborted");

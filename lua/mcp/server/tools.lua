@@ -87,10 +87,10 @@ local function prepare(params)
   return tool, args
 end
 
--- The handler runs unprotected: an error (or ctx:check()'s cancellation)
--- ends the coroutine, and the C core turns it into an isError result (or no
--- response, once cancelled). No pcall here, so that <close> variables of an
--- aborted handler run when the core resets the coroutine, under its limits.
+-- No pcall here: an error (or ctx:check()'s cancellation) reaches the one at
+-- the bottom of the coroutine (sched.c's run), which runs the handler's
+-- <close> variables under the limits of an abort, and the C core turns it
+-- into an isError result (or no response, once cancelled).
 --
 -- The setup (open_call: argument checks, the ctx) runs on the main thread
 -- (core.on_main): it goes deeper than the handler's waits, and on the
