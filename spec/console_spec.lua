@@ -58,18 +58,21 @@ describe("the console over HTTP", function()
     assert.are.equal(401, get(srv, "/console/events").status)
     assert.are.equal(401, get(srv, "/console/api/calls").status)
     assert.are.equal(403, get(srv, "/console/api/calls?token=" .. string.rep("0", 32)).status)
-    assert.are.equal(403, get(srv, "/console/", { Cookie = "luamcp_console=" .. string.rep("a", 32) }).status)
+    assert.are.equal(403, get(srv, "/console/", { Cookie = "luamcp_console_" .. srv.port .. "=" .. string.rep("a", 32) }).status)
     -- the token's first use: a cookie, and a URL without it
     local r = get(srv, "/console?token=" .. srv.token)
     assert.are.equal(303, r.status)
     assert.are.equal("/console/", r:header("location"))
     local cookie = r:header("set-cookie")
-    assert.truthy(cookie:find("luamcp_console=" .. srv.token, 1, true))
+    -- named by the port: a browser sends a host's cookies to all its ports
+    assert.truthy(cookie:find("luamcp_console_" .. srv.port .. "=" .. srv.token, 1, true))
     assert.truthy(cookie:find("HttpOnly", 1, true) and cookie:find("SameSite=Strict", 1, true))
-    local page = get(srv, "/console/", { Cookie = "luamcp_console=" .. srv.token })
+    local page = get(srv, "/console/", { Cookie = "luamcp_console_" .. srv.port .. "=" .. srv.token })
     assert.are.equal(200, page.status)
     assert.truthy(page.body:find('<script type="module" src="console.js">', 1, true))
-    assert.are.equal(200, get(srv, "/console/console.js", { Cookie = "luamcp_console=" .. srv.token }).status)
+    assert.are.equal(200, get(srv, "/console/console.js", { Cookie = "luamcp_console_" .. srv.port .. "=" .. srv.token }).status)
+    -- another console's cookie on the same host is not this one's
+    assert.are.equal(401, get(srv, "/console/", { Cookie = "luamcp_console_1=" .. srv.token }).status)
     assert.are.equal(404, get(srv, "/console/../luamcp.conf.lua?token=" .. srv.token).status)
   end)
 
@@ -271,5 +274,17 @@ describe("the console behind OAuth", function()
                      { Authorization = "Bearer " .. admin, Origin = "http://127.0.0.1:" .. srv.port })
     assert.are.equal(404, r.status)                         -- allowed, but no such call
     assert.truthy(srv:wait_stderr("console: audit: ann cancels call 1.1", nil, { plain = true }))
+  end)
+
+  it("on loopback, takes its own token too: a browser sends no bearer token", function()
+    srv = A.start(as, { "--console" }, nil, { FIX .. "/trusted" })
+    local line = assert(srv:wait_stderr("console: http://"))
+    local token = line:match("token=(%x+)")
+    assert.are.equal(200, A.http(srv.port, "GET", "/console/api/calls?token=" .. token).status)
+    assert.are.equal(401, A.http(srv.port, "GET", "/console/api/calls").status)
+    assert.are.equal(403, A.http(srv.port, "GET", "/console/api/calls?token=" .. string.rep("0", 32)).status)
+    -- a request that brings a bearer token is checked as one
+    assert.are.equal(401, A.http(srv.port, "GET", "/console/api/calls?token=" .. token, nil,
+                                 A.bearer("not-a-token")).status)
   end)
 end)

@@ -54,7 +54,8 @@ return {
   plugins = { %q, %q },
   sandbox = {
     dirs = { %q },
-    grants = { evil = { http = { %s } }, mounter = { connect = { "http://good.test" } } },
+    grants = { evil = { http = { %s } }, mounter = { connect = { "http://good.test" } },
+               pathy = { connect = { "http://good.test/v1" } } },
   },
 }
 ]]):format(FIX .. "/trusted", H.fixtures .. "/httpc", tmp .. "/untrusted", table.concat(quoted, ", ")))
@@ -195,6 +196,18 @@ return mcp.plugin { name = "mounter", mount = { url = "http://good.test.LEAK-a11
                     5, { plain = true })
     assert.truthy(c:request("tools/list").result)        -- a mount that loaded would connect now
     assert.is_false(logged("dns.log", "a11ce"), table.concat(lines("dns.log"), "\n"))
+  end)
+
+  it("refuses a mount that leaves its granted URL prefix by dot segments", function()
+    for _, url in ipairs { "http://good.test/v1/../admin/mcp", "http://good.test/v1/%2E%2e/admin/mcp",
+                           "http://good.test/v1/./../admin" } do
+      write(tmp .. "/untrusted/pathy.lua", ([[
+local mcp = require "mcp"
+return mcp.plugin { name = "pathy", mount = { url = %q } }
+]]):format(url))
+      start()
+      c:expect_stderr("sandbox: pathy may not connect to " .. url .. " (grant connect = ", 5, { plain = true })
+    end
   end)
 
   it("holds a mount's requests, made for no call, to its plugin's grants: a redirect is refused before DNS", function()

@@ -144,7 +144,7 @@ describe("around the waits", function()
     assert.are.same({ n = 0, v = {} }, out[3])
   end)
 
-  it("ctx:progress with a value that does not increase is dropped, the call goes on", function()
+  it("ctx:progress with a value that does not increase, or is not finite, is dropped, the call goes on", function()
     local c = session()
     local resp, notes = c:request("tools/call", { name = "progress", arguments = {}, _meta = { progressToken = "p" } })
     assert.is_nil(resp.result.isError, H.cjson.encode(resp))

@@ -85,9 +85,10 @@ static int l_zip(lua_State *L) {
     lua_rawgeti(L, -1, 1);
     lua_rawgeti(L, -2, 2);
     lua_rawgeti(L, -3, 3);
-    name = luaL_checkstring(L, -3);
-    data = luaL_checklstring(L, -2, &len);
-    if (mcp_zip_add(z, name, data, len, (unsigned)luaL_optinteger(L, -1, 0644)) != 0) err = errno ? errno : EIO;
+    name = lua_tostring(L, -3);            /* no raise here: the archive is open */
+    data = lua_tolstring(L, -2, &len);
+    if (name == NULL || data == NULL) err = EINVAL;
+    else if (mcp_zip_add(z, name, data, len, (unsigned)(lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0644)) != 0) err = errno ? errno : EIO;
     lua_pop(L, 4);
   }
   if (mcp_zip_close(z) != 0 && err == 0) err = errno ? errno : EIO;

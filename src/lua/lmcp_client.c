@@ -1,6 +1,7 @@
 /* mcp.core's functions that talk to the client: progress (and the tool's
  * heartbeat), log messages, notifications, and requests to the client. */
 
+#include <math.h>
 #include <string.h>
 
 #include <lauxlib.h>
@@ -153,6 +154,10 @@ static int l_progress(lua_State *L) {
   if (!lua_isnoneornil(L, base + 2)) luaL_checkstring(L, base + 2);
   if (c == NULL) return mcp_raise(L, "progress: not inside a request");
   if (c->progress_token == NULL || c->req.state != MCP_REQ_RUNNING) return 0;
+  if (!isfinite(p) || (!lua_isnoneornil(L, base + 1) && !isfinite(lua_tonumber(L, base + 1)))) {
+    mcp_debug("request %.64s: progress dropped (not a finite number)", c->req.key);    /* no JSON for it */
+    return 0;
+  }
   if (p <= c->last_progress) {            /* the spec wants it to increase: drop, never fail */
     mcp_debug("request %.64s: progress %g dropped (not above %g)", c->req.key, p, c->last_progress);
     return 0;

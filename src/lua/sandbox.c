@@ -85,9 +85,29 @@ static int under(const char *path, const char *prefix) {
 /* Is url the URL prefix or under it? A prefix ends where a path, query or
  * fragment starts, so "http://api.example" grants neither
  * "http://api.example.DATA.evil" nor "http://api.example@evil". */
+/* Dot segments (curl removes them before sending: "/v1/../admin") and their
+ * percent-encoded forms would leave a URL prefix: such a URL is not under one. */
+static int has_dot_segment(const char *url) {
+  const char *path = strstr(url, "://"), *end;
+  if (path == NULL || (path = strchr(path + 3, '/')) == NULL) return 0;
+  end = path + strcspn(path, "?#");
+  for (const char *p = path; p < end; p++) {
+    if (*p != '/') continue;
+    const char *s = p + 1;
+    int dots = 0;
+    for (;;) {
+      if (*s == '.') s++, dots++;
+      else if (s[0] == '%' && s[1] == '2' && (s[2] == 'e' || s[2] == 'E')) s += 3, dots++;
+      else break;
+    }
+    if ((dots == 1 || dots == 2) && (s == end || *s == '/')) return 1;
+  }
+  return 0;
+}
+
 static int url_under(const char *url, const char *prefix) {
   size_t n = strlen(prefix);
-  if (strstr(prefix, "://") == NULL || strncmp(url, prefix, n) != 0) return 0;
+  if (strstr(prefix, "://") == NULL || strncmp(url, prefix, n) != 0 || has_dot_segment(url)) return 0;
   return n > 0 && (prefix[n - 1] == '/' || url[n] == '\0' || strchr("/?#", url[n]) != NULL);
 }
 

@@ -27,7 +27,6 @@
 #include "sched.h"
 #include "span.h"
 
-#define COOKIE "luamcp_console="
 #define MAX_FILE (1 << 20)
 
 /* Every answer of the console: the page runs its own files only. */
@@ -48,6 +47,8 @@ typedef struct watcher {
 static struct {
   int on;
   char token[33];
+  char cookie[40];                   /* "luamcp_console_PORT=": browsers scope cookies by host, not port */
+  int loopback;                      /* its listener's address is a loopback one */
   const char *scope;
   watcher *watchers;
   int nwatchers;
@@ -82,6 +83,8 @@ int mcp_console_init(const mcp_http_options *opt, const char *scope, char *why, 
     return -1;
   }
   mcp_hex(rnd, sizeof rnd, K.token);
+  snprintf(K.cookie, sizeof K.cookie, "luamcp_console=");
+  K.loopback = is_loopback(opt->host);
   K.scope = scope;
   K.on = 1;
   if (!K.collecting) mcp_metrics_collector(collect);
@@ -93,10 +96,17 @@ int mcp_console_init(const mcp_http_options *opt, const char *scope, char *why, 
 void mcp_console_announce(const char *host, int port) {
   const char *shown = is_loopback(host) ? "127.0.0.1" : host;
   mcp_log_level threshold = mcp_log_threshold;
+  snprintf(K.cookie, sizeof K.cookie, "luamcp_console_%d=", port);
   if (mcp_log_threshold > MCP_LOG_NOTICE) mcp_log_threshold = MCP_LOG_NOTICE;
   mcp_log(MCP_LOG_NOTICE, "console: http://%s%s%s:%d/console?token=%s", strchr(shown, ':') ? "[" : "", shown,
           strchr(shown, ':') ? "]" : "", port, K.token);
   mcp_log_threshold = threshold;
+}
+
+/* With OAuth, is a bearer token the only way in? Off loopback, yes; on a
+ * loopback address a request without one uses the console's own token. */
+int mcp_console_bearer_only(const mcp_http_request *r) {
+  return !K.loopback || r->authorization != NULL;
 }
 
 int mcp_console_path(const char *path) {
@@ -149,7 +159,7 @@ static int allowed(mcp_http_conn *c, const mcp_http_request *r, const mcp_identi
   }
   if ((t = param(r->query, r->query_len, "token=", '&', &n)) != NULL) {
     if (token_is(t, n)) return *fresh = 1;
-  } else if (r->cookie && (t = param(r->cookie, strlen(r->cookie), COOKIE, ';', &n)) != NULL) {
+  } else if (r->cookie && (t = param(r->cookie, strlen(r->cookie), K.cookie, ';', &n)) != NULL) {
     if (token_is(t, n)) return 1;
   } else {
     reply_text(c, 401, "Unauthorized: open the console with the URL luamcp printed at start");
@@ -204,9 +214,14 @@ static void serve_file(mcp_http_conn *c, const char *name) {
 
 /* Events. */
 
+/* The batch is taken before it is written: a write may log (a slow
+ * reader), and the log tap's event then starts the next batch. */
 static void flush(uv_timer_t *t) {
-  for (watcher *w = K.watchers; w; w = w->next) mcp_http_stream_write(w->c, K.pending.data, K.pending.len);
-  K.pending.len = 0;
+  mcp_buf batch = K.pending;
+  (void)t;
+  K.pending = (mcp_buf)MCP_BUF_INIT;
+  for (watcher *w = K.watchers; w; w = w->next) mcp_http_stream_write(w->c, batch.data, batch.len);
+  mcp_buf_free(&batch);
 }
 
 static void broadcast(const char *event, const char *json, size_t len) {
@@ -344,7 +359,7 @@ int mcp_console_closed(mcp_http_conn *c, void *ud) {
 static void cancel(mcp_http_conn *c, const mcp_http_request *r, const mcp_identity *id) {
   const char *call = r->path + sizeof "/console/api/calls/" - 1;
   const char *end = strstr(call, "/cancel");
-  char key[200];
+  char key[420];                               /* live.c's ids: up to 3 x 128 + 20 */
   if (end == NULL || end[7] != '\0' || end == call || (size_t)(end - call) >= sizeof key) {
     reply_text(c, 404, "Not Found");
     return;
@@ -398,10 +413,10 @@ void mcp_console_serve(mcp_http_conn *c, const mcp_http_request *r, const mcp_id
   const char *p = r->path;
   if (!allowed(c, r, id, &fresh)) return;
   if (fresh && (strcmp(p, "/console") == 0 || strcmp(p, "/console/") == 0)) {
-    char headers[600];
+    char headers[640];
     snprintf(headers, sizeof headers,
-             "Set-Cookie: " COOKIE "%s; Path=/console; HttpOnly; SameSite=Strict\r\nLocation: /console/\r\n"
-             SECURITY_HEADERS, K.token);
+             "Set-Cookie: %s%s; Path=/console; HttpOnly; SameSite=Strict\r\nLocation: /console/\r\n"
+             SECURITY_HEADERS, K.cookie, K.token);
     mcp_http_respond(c, 303, headers, NULL, NULL, 0);
     return;
   }

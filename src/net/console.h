@@ -17,6 +17,9 @@
 int mcp_console_init(const mcp_http_options *opt, const char *scope, char *why, size_t cap);
 /* Print the console's URL, with its token, on stderr. */
 void mcp_console_announce(const char *host, int port);
+/* With OAuth on, must this console request go through the bearer token's
+ * check? (Off loopback always; on loopback when it carries one.) */
+int mcp_console_bearer_only(const mcp_http_request *r);
 /* Is path the console's (/console, /console/...)? 0 when it is off. */
 int mcp_console_path(const char *path);
 /* Serve a console request; id: the request's OAuth identity, or NULL. */

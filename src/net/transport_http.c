@@ -487,7 +487,7 @@ static void on_request(mcp_http_conn *c, const mcp_http_request *r) {
   }
   /* The console (console.c): its own token, or with OAuth the token's scope. */
   if (mcp_console_path(r->path)) {
-    if (T.opt.auth) mcp_http_auth_begin(c, r, serve_as);
+    if (T.opt.auth && mcp_console_bearer_only(r)) mcp_http_auth_begin(c, r, serve_as);
     else mcp_console_serve(c, r, NULL);
     return;
   }
