@@ -228,10 +228,12 @@ describe("codex", function()
     local original = '# mine\nmodel = "o3"\n\n[mcp_servers.other]\ncommand = "other-server"\nargs = []\n\n' ..
                      '[mcp_servers.other.env]\nX = "1"\n\n[profiles.fast]\nmodel = "o4-mini"\n'
     write(file, original)
+    assert(uv.fs_chmod(file, 384))                                  -- 0600: it may hold secrets
     local code, out = luamcp(P, "install codex --env GREETING=hi")
     assert.are.equal(0, code, out)
     assert.matches("(the old file is " .. file .. ".luamcp-backup)", out, 1, true)
     assert.are.equal(original, read(file .. ".luamcp-backup"))
+    assert.are.equal(384, uv.fs_stat(file .. ".luamcp-backup").mode % 4096)   -- and so is its backup
     code, out = sh(P, cli("codex") .. " mcp list")
     assert.are.equal(0, code, out)
     listed(out)
@@ -241,6 +243,29 @@ describe("codex", function()
     code, out = luamcp(P, "uninstall codex")
     assert.are.equal(0, code, out)
     assert.are.equal(original, read(file))
+  end)
+
+  it("reads headers with comments, and keeps a comment above the next table", function()
+    if not need_clis() then return end
+    local file = P.home .. "/.codex/config.toml"
+    assert(uv.fs_mkdir(P.home .. "/.codex", 448))
+    local original = '[mcp_servers.other]\ncommand = "o"\n\n# the fast profile\n[profiles.fast] # quick\n' ..
+                     'model = "o4-mini"\n'
+    write(file, original)
+    local code, out = luamcp(P, "install codex")
+    assert.are.equal(0, code, out)
+    local text = read(file)
+    assert.truthy(text:find('# the fast profile\n[profiles.fast] # quick\nmodel = "o4-mini"\n', 1, true), text)
+    code, out = luamcp(P, "uninstall codex")
+    assert.are.equal(0, code, out)
+    assert.are.equal(original, read(file))
+    -- an entry whose header has a comment is the entry: updated, not defined twice
+    write(file, '[mcp_servers.greeter]  # mine\ncommand = "old"\n')
+    code, out = luamcp(P, "install codex")
+    assert.are.equal(0, code, out)
+    local _, n = read(file):gsub("%[mcp_servers%.greeter%]", "")
+    assert.are.equal(1, n, read(file))
+    assert.is_nil(read(file):find('command = "old"', 1, true))
   end)
 
   it("takes a remote server: url and bearer_token_env_var", function()

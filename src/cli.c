@@ -203,6 +203,27 @@ static int l_share_dir(lua_State *L) {
   return 1;
 }
 
+/* install: copy_mode(from, to): to gets from's permission bits (a backup of
+ * a 0600 file stays 0600); true, or nil, message. */
+static int l_copy_mode(lua_State *L) {
+  const char *from = luaL_checkstring(L, 1), *to = luaL_checkstring(L, 2);
+  uv_fs_t req;
+  int r = uv_fs_stat(NULL, &req, from, NULL);
+  if (r >= 0) {
+    int mode = (int)(req.statbuf.st_mode & 07777);
+    uv_fs_req_cleanup(&req);
+    r = uv_fs_chmod(NULL, &req, to, mode, NULL);
+  }
+  uv_fs_req_cleanup(&req);
+  if (r < 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", to, uv_strerror(r));
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* install: realpath(path): the real path, or nil, message. */
 static int l_realpath(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
@@ -254,6 +275,8 @@ static int open_cli(lua_State *L) {
   mcp_cli_pack_open(L);
   lua_pushcfunction(L, l_realpath);
   lua_setfield(L, -2, "realpath");
+  lua_pushcfunction(L, l_copy_mode);
+  lua_setfield(L, -2, "copy_mode");
   lua_pushcfunction(L, l_exe_path);
   lua_setfield(L, -2, "exe_path");
   lua_pushcfunction(L, l_sysname);

@@ -73,19 +73,27 @@ function A.check_tool(t, where)
   end
 end
 
+-- A tool's _meta.ui, read raw: a plugin may put a table with metamethods
+-- there after it declared the tool, and these run on the main thread.
+local function ui_of(tool)
+  local meta = rawget(tool, "_meta")
+  local ui = type(meta) == "table" and rawget(meta, "ui")
+  return type(ui) == "table" and ui or nil
+end
+
 -- The tool's view (its _meta.ui.resourceUri), or nil.
 function A.view_of(tool)
-  local ui = type(tool._meta) == "table" and rawget(tool._meta, "ui")
-  return type(ui) == "table" and ui.resourceUri or nil
+  local ui = ui_of(tool)
+  return ui and rawget(ui, "resourceUri") or nil
 end
 
 -- May only a view call the tool (its visibility leaves out "model")?
 function A.app_only(tool)
-  local ui = type(tool._meta) == "table" and rawget(tool._meta, "ui")
-  local vis = type(ui) == "table" and ui.visibility
+  local ui = ui_of(tool)
+  local vis = ui and rawget(ui, "visibility")
   if type(vis) ~= "table" then return false end
-  for _, v in ipairs(vis) do
-    if v == "model" then return false end
+  for i = 1, rawlen(vis) do
+    if rawget(vis, i) == "model" then return false end
   end
   return true
 end
@@ -218,8 +226,10 @@ local warned = setmetatable({}, { __mode = "k" })
 -- results are watched for text, and the first without any is logged.
 function A.watch_text(t)
   local handler = t.handler
+  t.own_handler = t.own_handler or handler      -- where the plugin wrote it, for the log (result.lua)
   local function checked(res, ...)
-    if not warned[t] and not has_text(res) then
+    -- a failure (nil or false, and its message) is text enough: the client gets the message
+    if not warned[t] and not ((res == nil or res == false) and select("#", ...) > 0) and not has_text(res) then
       warned[t] = true
       core.log_stderr("warning", ("tool %s has a view (%s) but returned no text content: clients "
         .. "without MCP Apps show nothing (return text as well)"):format(t.name, tostring(A.view_of(t))))

@@ -185,7 +185,11 @@ local function change_file(cli, opts, client, path, name, e)
   end
   if opts.dry_run then return 0, M.diff(path, old, new) end
   if old then
-    local ok, err = write_file(path .. BACKUP, old)
+    -- the backup empty first, with the file's mode, then written: a 0600
+    -- file's secrets (other servers' env) are never readable in its copy
+    local ok, err = write_file(path .. BACKUP, "")
+    if ok then ok, err = cli.copy_mode(path, path .. BACKUP) end
+    if ok then ok, err = write_file(path .. BACKUP, old) end
     if not ok then say("luamcp: %s: %s", cmd, err); return 1, "" end
   else
     local dir = path:match("^(.*)/[^/]*$")

@@ -116,7 +116,7 @@ end
 
 -- The top object of text, or raises.
 local function scan(text)
-  local s = { text = text, pos = 1 }
+  local s = { text = text, pos = text:sub(1, 3) == "\239\187\191" and 4 or 1 }   -- a UTF-8 BOM stays as it was
   skip(s)
   if text:sub(s.pos, s.pos) ~= "{" then fail(s, "expected an object") end
   local obj = scan_object(s)

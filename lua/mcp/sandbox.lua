@@ -345,7 +345,7 @@ function M.adopt(plugin, name, env)
     plugin.name = name
   end
   for _, t in ipairs(plugin.tools) do
-    t.own_handler = t.handler            -- where the plugin wrote it, for the log (result.lua)
+    t.own_handler = t.own_handler or t.handler   -- where the plugin wrote it, for the log (result.lua)
     t.handler = guard(t.handler, st)
   end
   for _, r in ipairs(plugin.resources) do

@@ -16,11 +16,14 @@ end
 
 function M.key(k) return bare(k) and k or M.quote(k) end
 
--- The table path of a header line ("[a.\"b c\".d]" -> {"a", "b c", "d"}), or nil.
+-- The table path of a header line ("[a.\"b c\".d]  # note" -> {"a", "b c", "d"}),
+-- or nil: its keys up to the closing bracket(s), then nothing or a comment.
 local function header_path(line)
-  local inner = line:match("^%s*%[([^%[].-)%]%s*$") or line:match("^%s*%[%[(.-)%]%]%s*$")
-  if not inner then return nil end
-  local path, rest = {}, inner
+  local rest = line:match("^%s*%[(.*)$")
+  if not rest then return nil end
+  local close = rest:sub(1, 1) == "[" and "]]" or "]"
+  if close == "]]" then rest = rest:sub(2) end
+  local path = {}
   while true do
     rest = rest:match("^%s*(.*)$")
     local k, after
@@ -34,7 +37,11 @@ local function header_path(line)
     if not k then return nil end
     path[#path + 1] = k
     after = after:match("^%s*(.*)$")
-    if after == "" then return path end
+    if after:sub(1, #close) == close then
+      local tail = after:sub(#close + 1)
+      if tail:match("^%s*$") or tail:match("^%s*#") then return path end
+      return nil
+    end
     if after:sub(1, 1) ~= "." then return nil end
     rest = after:sub(2)
   end
@@ -53,8 +60,9 @@ local function lines_of(text)
   return lines
 end
 
--- The server's blocks: each {first, last} line, from its header to the line
--- before the next header, trailing blank lines left out.
+-- The server's blocks: each {first, last} line, from its header to its last
+-- key before the next header: the blank lines and comments after it belong
+-- to what follows (a comment above the next table is that table's).
 local function blocks(lines, name)
   local found, cur = {}, nil
   for i, line in ipairs(lines) do
@@ -62,7 +70,7 @@ local function blocks(lines, name)
     if path then
       if cur then found[#found + 1] = cur; cur = nil end
       if is_server(path, name) then cur = { first = i, last = i } end
-    elseif cur and line:match("%S") then
+    elseif cur and line:match("^%s*[^%s#]") then
       cur.last = i
     end
   end

@@ -13,6 +13,17 @@ local M = {}
 local methods = reg.methods
 local tools, tool_list = reg.tools, reg.tool_list
 
+-- The scopes a tool asks for, read raw: the plugin's list, on the main thread.
+local function scopes_of(t)
+  local list, scopes = {}, rawget(t, "scopes")
+  if type(scopes) ~= "table" then return list end
+  for i = 1, rawlen(scopes) do
+    local sc = rawget(scopes, i)
+    if type(sc) == "string" then list[#list + 1] = sc end
+  end
+  return list
+end
+
 local function tool_entry(t)
   return {
     name = t.name, title = t.title, description = t.description,
@@ -108,7 +119,7 @@ local function open_call(params, id, ctx)
     if auth then
       local have = {}
       for _, sc in ipairs(auth.scopes) do have[sc] = true end
-      for _, sc in ipairs(tool.scopes) do
+      for _, sc in ipairs(scopes_of(tool)) do
         if not have[sc] then return nil, -32600, "Forbidden: insufficient scope (needs " .. sc .. ")" end
       end
     end
@@ -165,7 +176,7 @@ function M.tool_scopes(name)
   if name == nil then
     local seen, all = {}, {}
     for _, t in ipairs(tool_list) do
-      for _, sc in ipairs(t.scopes or {}) do
+      for _, sc in ipairs(scopes_of(t)) do
         if not seen[sc] then seen[sc], all[#all + 1] = true, sc end
       end
     end
@@ -173,7 +184,8 @@ function M.tool_scopes(name)
     return #all > 0 and table.concat(all, " ") or nil
   end
   local tool = tools[name]
-  return tool and tool.scopes and table.concat(tool.scopes, " ")
+  local list = tool and scopes_of(tool)
+  return list and #list > 0 and table.concat(list, " ") or nil
 end
 
 function M.param_headers(name)
