@@ -261,7 +261,7 @@ version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1
   echo
   for srv in ts fastmcp; do
     case $(get $srv spin_ping_timeouts) in ""|0) ;; *)
-      echo "$srv: a ping sent while its handler spins gets no answer within ${PING_TIMEOUT}s (answered only when the ${SPIN_SECONDS}s spin ends)." ;;
+      echo "$([ $srv = ts ] && echo ts-sdk || echo $srv): a ping sent while its handler spins gets no answer within ${PING_TIMEOUT}s (answered only when the ${SPIN_SECONDS}s spin ends)." ;;
     esac
   done
   echo "ceiling: answers at once and keeps no request, so it has no RSS figure; its cancel and"
