@@ -3,7 +3,8 @@
 # CACHE, SDK, FASTMCP, the *_OK flags, DRV_PIN/SRV_PIN and the HTTP_* settings).
 # Columns: luamcp --http, the TypeScript SDK's StreamableHTTPServerTransport
 # with sessions + SSE (ts-sse) and stateless (ts-stateless), FastMCP's
-# httpStream in its default mode (fastmcp), and bench/http-ceiling.c.  See bench/README.md.
+# httpStream in its default mode (fastmcp), and bench/http-ceiling.c.
+# See bench/README.md.
 
 rm -f "$RES"/http-*.txt "$RES"/http-*.err "$RES"/http-*.soak_rss "$RES"/http-*.http_lat
 

@@ -2,8 +2,8 @@
 # `make bench`: stdio and Streamable HTTP figures for luamcp next to
 # references measured in the same run -- the official TypeScript SDK (ts-sdk;
 # over HTTP both stateless and with sessions + SSE), FastMCP for TypeScript
-# (fastmcp, the framework on top of it) and a do-nothing C server (ceiling).  A report, never a test: it exits 0 whatever the figures.
-# See bench/README.md.
+# (fastmcp, the framework on top of it) and a do-nothing C server (ceiling).
+# A report, never a test: it exits 0 whatever the figures.  See bench/README.md.
 #
 # Environment:
 #   LUAMCP_BIN           the server to measure (default: $BUILD/luamcp)
