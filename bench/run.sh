@@ -89,7 +89,7 @@ case " $SERVERS " in *" ts "*) ;; *) TS_OK=0 ;; esac
 case " $SERVERS " in *" fastmcp "*) ;; *) FASTMCP_OK=0 ;; esac
 if [ $TS_OK = 1 ] || [ $FASTMCP_OK = 1 ]; then
   if [ ! -x "$NODE" ] || [ ! -f "$SDK/package.json" ] || [ ! -d "$CACHE/node_modules/zod" ] \
-     || [ ! -f "$FASTMCP/package.json" ]; then
+     || { [ $FASTMCP_OK = 1 ] && [ ! -f "$FASTMCP/package.json" ]; }; then
     if ! command -v npm >/dev/null 2>&1; then
       note "npm not found: the ts-sdk and fastmcp columns are skipped"
       TS_OK=0; FASTMCP_OK=0
