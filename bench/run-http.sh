@@ -1,9 +1,10 @@
 # The Streamable HTTP half of `make bench`, sourced by bench/run.sh once the
 # stdio half is done (it uses run.sh's variables: OUT, RES, LUAMCP_BIN, NODE,
-# CACHE, SDK, the *_OK flags, DRV_PIN/SRV_PIN and the HTTP_* settings).
+# CACHE, SDK, FASTMCP, the *_OK flags, DRV_PIN/SRV_PIN and the HTTP_* settings).
 # Columns: luamcp --http, the TypeScript SDK's StreamableHTTPServerTransport
-# with sessions + SSE (ts-sse) and stateless (ts-stateless), and
-# bench/http-ceiling.c.  See bench/README.md.
+# with sessions + SSE (ts-sse) and stateless (ts-stateless), FastMCP's
+# httpStream in its default mode (fastmcp), and bench/http-ceiling.c.
+# See bench/README.md.
 
 rm -f "$RES"/http-*.txt "$RES"/http-*.err "$RES"/http-*.soak_rss "$RES"/http-*.http_lat
 
@@ -12,6 +13,7 @@ http_cmd() { # server port -> command line
     luamcp)       printf '%s\n' "$LUAMCP_BIN --http 127.0.0.1:$2 --plugins $ROOT/bench/plugins --log-level warning" ;;
     ts-sse)       printf '%s\n' "$NODE $CACHE/ts-http-server.mjs $2 sse" ;;
     ts-stateless) printf '%s\n' "$NODE $CACHE/ts-http-server.mjs $2 stateless" ;;
+    fastmcp)      printf '%s\n' "$NODE $CACHE/fastmcp-server.mjs http $2" ;;
     ceiling)      printf '%s\n' "$OUT/http-ceiling 127.0.0.1:$2" ;;
   esac
 }
@@ -19,13 +21,14 @@ http_enabled() {
   case $1 in
     luamcp) [ $LUAMCP_OK = 1 ] ;;
     ts-*) [ $TS_OK = 1 ] ;;
+    fastmcp) [ $FASTMCP_OK = 1 ] ;;
     ceiling) [ $CEIL_OK = 1 ] ;;
   esac
 }
 
 port=$HTTP_PORT
 for sc in $HTTP_SCENARIOS; do
-  for srv in luamcp ts-sse ts-stateless ceiling; do
+  for srv in luamcp ts-sse ts-stateless fastmcp ceiling; do
     http_enabled $srv || continue
     limit=120
     case $sc in
@@ -61,22 +64,32 @@ hget() { # server scenario key -> value, or empty
   else
     echo "ts-sdk:       skipped"
   fi
+  if [ $FASTMCP_OK = 1 ]; then
+    echo "fastmcp:      fastmcp $(version_of "$FASTMCP/package.json") httpStream, its default mode: sessions, SSE answers"
+  else
+    echo "fastmcp:      skipped"
+  fi
   echo "ceiling:      bench/http-ceiling.c (epoll, canned JSON answer with Content-Length, keep-alive)"
   [ "$PIN" = 1 ] && echo "pinning:      driver on cpu 0, server on cpu 1" || echo "pinning:      none"
   echo "load:         $HTTP_CONNS keep-alive connections; ${HTTP_WARMUP}s warm-up, then echo rounds of ${HTTP_SECONDS}s (median of 3); soak ${SOAK_SECONDS}s"
   echo
-  printf '%-40s %9s %9s %10s %9s %8s %8s  %s\n' \
-    scenario luamcp ts-sse ts-statels ceiling l/ts-sse l/ceil target
+  # columns: scenario, luamcp, ts-sse, ts-stateless, fastmcp, ceiling, luamcp
+  # over ts-sse, fastmcp and the ceiling, target
+  HROW='%-40s %9s %9s %10s %9s %9s %8s %9s %8s  %s\n'
+  # shellcheck disable=SC2059
+  printf "$HROW" scenario luamcp ts-sse ts-statels fastmcp ceiling l/ts-sse l/fastmcp l/ceil target
   hrow() { # label scenario key target ratio(higher|lower|none) [condition on l, c]
-    l=$(hget luamcp "$2" "$3"); ts=$(hget ts-sse "$2" "$3"); tl=$(hget ts-stateless "$2" "$3"); c=$(hget ceiling "$2" "$3")
-    rt=$(ratio "$l" "$ts"); rc=$(ratio "$l" "$c")
-    [ "$5" = none ] && { rt=-; rc=-; }
+    l=$(hget luamcp "$2" "$3"); ts=$(hget ts-sse "$2" "$3"); tl=$(hget ts-stateless "$2" "$3")
+    f=$(hget fastmcp "$2" "$3"); c=$(hget ceiling "$2" "$3")
+    rt=$(ratio "$l" "$ts"); rf=$(ratio "$l" "$f"); rc=$(ratio "$l" "$c")
+    [ "$5" = none ] && { rt=-; rf=-; rc=-; }
     st=""
     if [ -n "${6:-}" ] && [ -n "$l" ]; then
       st=$(awk -v l="$l" -v c="$c" "BEGIN { if ($6) print \" [met]\"; else print \" [missed]\" }")
     fi
-    printf '%-40s %9s %9s %10s %9s %8s %8s  %s\n' "$1" "$(fmt "$l")" "$(fmt "$ts")" "$(fmt "$tl")" "$(fmt "$c")" \
-      "$rt" "$rc" "$4$st"
+    # shellcheck disable=SC2059
+    printf "$HROW" "$1" "$(fmt "$l")" "$(fmt "$ts")" "$(fmt "$tl")" "$(fmt "$f")" "$(fmt "$c")" \
+      "$rt" "$rf" "$rc" "$4$st"
   }
   hrow "echo, ${HTTP_CONNS} conns x 1 (calls/s)" echo http_echo_calls_per_s \
        ">= 100k/s, >= 0.60x ceiling" higher 'l >= 100000 && (c == "" || l >= 0.6 * c)'
@@ -91,7 +104,7 @@ hget() { # server scenario key -> value, or empty
   hrow "soak: RSS max (KB)" soak soak_rss_max_kb "" none
   hrow "soak: RSS growth, q2->q4 (KB)" soak soak_rss_growth_kb "flat: <= 1024 KB" none 'l <= 1024'
   echo
-  for srv in luamcp ts-sse ts-stateless ceiling; do
+  for srv in luamcp ts-sse ts-stateless fastmcp ceiling; do
     for sc in $HTTP_SCENARIOS; do
       e=$(hget $srv $sc http_echo_errors)$(hget $srv $sc soak_errors)$(hget $srv $sc http_lat_errors)
       case $e in ""|0|00) ;; *) echo "$srv $sc: $e error answers (see $RES/http-$srv.$sc.txt)" ;; esac

