@@ -107,6 +107,26 @@ function H.write_file(path, text)
   f:close()
 end
 
+-- Replace a file's text as editors do: write beside it, then rename (a
+-- watcher sees one change).
+function H.edit_file(path, text)
+  H.write_file(path .. ".tmp", text)
+  assert(os.rename(path .. ".tmp", path))
+end
+
+-- Remove a plugin directory of the spec's own: its files, its lib/, itself.
+function H.rmdir(dir)
+  for _, sub in ipairs { dir .. "/lib", dir } do
+    local req = uv.fs_scandir(sub)
+    while req do
+      local name = uv.fs_scandir_next(req)
+      if not name then break end
+      os.remove(sub .. "/" .. name)
+    end
+    uv.fs_rmdir(sub)
+  end
+end
+
 -- run_until for a condition no event announces: checked every 20 ms.
 function H.poll_until(pred, timeout)
   local t = uv.new_timer()

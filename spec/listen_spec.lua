@@ -7,6 +7,7 @@
 -- request (the one notifications/cancelled a 2026-07-28 server sends), then
 -- the response {resultType: "complete"}.
 local H = require "spec.helper"
+local write, rmdir = H.edit_file, H.rmdir
 local HH = require "spec.http_helper"
 local uv = require "luv"
 
@@ -14,14 +15,6 @@ local SUB = "io.modelcontextprotocol/subscriptionId"
 
 -- params with the 2026-07-28 _meta (no client capabilities).
 local function params(p) return HH.params_rev2026(p) end
-
-local function write(path, text)
-  local tmp = path .. ".tmp"
-  local f = assert(io.open(tmp, "w"))
-  f:write(text)
-  f:close()
-  assert(os.rename(tmp, path))
-end
 
 -- A plugin with a tool, a resource and a tool that reports a resource updated.
 local function plugin(tag)
@@ -55,18 +48,6 @@ local function plugin_dir()
   dirs[#dirs + 1] = dir
   write(dir .. "/p.lua", plugin("v1"))
   return dir
-end
-
-local function rmdir(dir)
-  for _, sub in ipairs { dir .. "/lib", dir } do
-    local req = uv.fs_scandir(sub)
-    while req do
-      local name = uv.fs_scandir_next(req)
-      if not name then break end
-      os.remove(sub .. "/" .. name)
-    end
-    uv.fs_rmdir(sub)
-  end
 end
 
 local function cleanup()

@@ -7,17 +7,11 @@
 -- into a temporary directory per test, served beside fixtures/middleware
 -- (tools that say "fixture: ran NAME").
 local H = require "spec.helper"
+local write, rmdir = H.edit_file, H.rmdir
 local HH = require "spec.http_helper"
 local uv, cjson = H.uv, H.cjson
 
 local FIX = H.fixtures .. "/middleware"
-
-local function write(path, text)
-  local f = assert(io.open(path .. ".tmp", "w"))
-  f:write(text)
-  f:close()
-  assert(os.rename(path .. ".tmp", path))       -- as editors do: write, then rename
-end
 
 local dirs = {}
 local function plugin_dir(files)
@@ -25,16 +19,6 @@ local function plugin_dir(files)
   dirs[#dirs + 1] = dir
   for name, text in pairs(files or {}) do write(dir .. "/" .. name, text) end
   return dir
-end
-
-local function rmdir(dir)
-  local req = uv.fs_scandir(dir)
-  while req do
-    local name = uv.fs_scandir_next(req)
-    if not name then break end
-    os.remove(dir .. "/" .. name)
-  end
-  uv.fs_rmdir(dir)
 end
 
 -- A plugin file with these middleware declarations (Lua text of mcp.middleware{...}, ...).

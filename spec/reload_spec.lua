@@ -1,16 +1,9 @@
 -- Hot reload (--watch): edits served, clients told, calls in flight finish
 -- on the code they started with, broken edits kept out and reported.
 local H = require "spec.helper"
+local write, rmdir = H.edit_file, H.rmdir
 local HH = require "spec.http_helper"
 local uv = require "luv"
-
-local function write(path, text)
-  local tmp = path .. ".tmp"
-  local f = assert(io.open(tmp, "w"))
-  f:write(text)
-  f:close()
-  assert(os.rename(tmp, path))                  -- as editors do: write, then rename
-end
 
 local function tool_plugin(name, tool, body, extra)
   return ([[
@@ -32,18 +25,6 @@ local function plugin_dir()
   assert(uv.fs_mkdir(dir .. "/lib", 493))
   dirs[#dirs + 1] = dir
   return dir
-end
-
-local function rmdir(dir)
-  for _, sub in ipairs { dir .. "/lib", dir } do
-    local req = uv.fs_scandir(sub)
-    while req do
-      local name = uv.fs_scandir_next(req)
-      if not name then break end
-      os.remove(sub .. "/" .. name)
-    end
-    uv.fs_rmdir(sub)
-  end
 end
 
 local function session(dir, extra_args)

@@ -5,16 +5,9 @@
 -- log (mcp.server_log, and print) names the plugin and the tool, in the text
 -- and the JSON log formats, trusted and sandboxed.
 local H = require "spec.helper"
+local write, rmdir = H.edit_file, H.rmdir
 local uv = require "luv"
 local cjson = require "cjson"
-
-local function write(path, text)
-  local tmp = path .. ".tmp"
-  local f = assert(io.open(tmp, "w"))
-  f:write(text)
-  f:close()
-  assert(os.rename(tmp, path))                  -- as editors do: write, then rename
-end
 
 local dirs = {}
 local function plugin_dir()
@@ -23,16 +16,6 @@ local function plugin_dir()
   assert(uv.fs_mkdir(dir, 493))
   dirs[#dirs + 1] = dir
   return dir
-end
-
-local function rmdir(dir)
-  local req = uv.fs_scandir(dir)
-  while req do
-    local name = uv.fs_scandir_next(req)
-    if not name then break end
-    os.remove(dir .. "/" .. name)
-  end
-  uv.fs_rmdir(dir)
 end
 
 -- A plugin that writes to stdout every way it can; V marks its version.
