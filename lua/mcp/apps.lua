@@ -5,6 +5,7 @@
 -- declare the extension alone. The Lua names and the wire's, in one place.
 local core = require "mcp.core"
 local decl = require "mcp.decl"
+local file = require "mcp.file"
 
 local A = {}
 
@@ -129,14 +130,6 @@ local function check_file(f, where)
   return (dir and dir ~= "." and dir .. "/" or "") .. f
 end
 
-local function read_file(path)
-  local fh, err = io.open(path, "rb")
-  if not fh then return nil, err end
-  local text = fh:read("a")
-  fh:close()
-  return text
-end
-
 -- mcp.resource{app = {...}}: the view's HTML (html = "...", or file =
 -- "view.html" next to the plugin), and what the host is asked for (csp,
 -- permissions, domain, prefers_border), as the resource's _meta.ui and its
@@ -159,7 +152,7 @@ function A.check_resource(t, where)
   else
     local path = check_file(app.file, where)
     if path then
-      local text, err = read_file(path)
+      local text, err = file.read(path)
       if text then t.app_path, t.app_text = path, text
       else problem(where .. ": app.file: cannot read " .. err, "app.file") end
     end
@@ -251,7 +244,7 @@ function A.refresh(resources, watching)
   for _, r in ipairs(resources) do
     if r.app_text ~= nil then
       if r.app_path then
-        local text, err = read_file(r.app_path)
+        local text, err = file.read(r.app_path)
         if text then r.app_text = text
         else core.log_stderr("warning", ("app %s: %s: the last good HTML stays"):format(r.uri, err)) end
         if watching then

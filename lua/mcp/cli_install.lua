@@ -8,6 +8,7 @@
 local clients = require "mcp.install_clients"
 local J = require "mcp.json_splice"
 local T = require "mcp.toml_splice"
+local file = require "mcp.file"
 
 local M = {}
 
@@ -30,23 +31,6 @@ local function command_line(argv)
   local q = {}
   for i, a in ipairs(argv) do q[i] = sh_quote(a) end
   return table.concat(q, " ")
-end
-
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local text = f:read("a")
-  f:close()
-  return text
-end
-
-local function write_file(path, text)
-  local f, err = io.open(path, "wb")
-  if not f then return nil, err end
-  local ok, werr = f:write(text)
-  local cok, cerr = f:close()
-  if not ok or not cok then return nil, path .. ": " .. tostring(werr or cerr) end
-  return true
 end
 
 local function on_path(bin)
@@ -172,7 +156,7 @@ end
 
 local function change_file(cli, opts, client, path, name, e)
   local cmd = opts.cmd
-  local old = read_file(path)
+  local old = file.read(path)
   if old == nil and not e then return 0, string.format("%s: not in %s; nothing changed\n", name, path) end
   local new, was = change_text(client, old, name, e)
   if new == nil then
@@ -187,9 +171,9 @@ local function change_file(cli, opts, client, path, name, e)
   if old then
     -- the backup empty first, with the file's mode, then written: a 0600
     -- file's secrets (other servers' env) are never readable in its copy
-    local ok, err = write_file(path .. BACKUP, "")
+    local ok, err = file.write(path .. BACKUP, "")
     if ok then ok, err = cli.copy_mode(path, path .. BACKUP) end
-    if ok then ok, err = write_file(path .. BACKUP, old) end
+    if ok then ok, err = file.write(path .. BACKUP, old) end
     if not ok then say("luamcp: %s: %s", cmd, err); return 1, "" end
   else
     local dir = path:match("^(.*)/[^/]*$")
@@ -198,7 +182,7 @@ local function change_file(cli, opts, client, path, name, e)
       if not ok then say("luamcp: %s: %s", cmd, err); return 1, "" end
     end
   end
-  local ok, err = write_file(path, new)
+  local ok, err = file.write(path, new)
   if not ok then say("luamcp: %s: %s", cmd, err); return 1, "" end
   local verb = not e and "removed from" or was and "updated in" or "added to"
   return 0, string.format("%s: %s %s%s\n", name, verb, path,

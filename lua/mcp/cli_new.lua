@@ -2,6 +2,7 @@
 -- that puts mcp.test on the specs' path, and the .luarc.json it writes for
 -- LuaLS (cli.lua's new runs it).
 local core = require "mcp.core"
+local file = require "mcp.file"
 
 local M = {}
 
@@ -207,13 +208,11 @@ end
 -- A file of the project's (.luarc.json, .busted) written with text: "wrote
 -- PATH", or nil (and a message on stderr) when it could not be.
 local function write_file(path, text)
-  local file, ferr = io.open(path, "w")
-  if not file then
-    say("luamcp: new: %s", ferr)
+  local ok, err = file.write(path, text)
+  if not ok then
+    say("luamcp: new: %s", err)
     return nil
   end
-  file:write(text)
-  file:close()
   return "wrote " .. path
 end
 
@@ -272,13 +271,7 @@ function M.new(opts, cli)
       say("luamcp: new: %s", err)
       return 1, ""
     end
-    local file, ferr = io.open(f[2], "w")
-    if not file then
-      say("luamcp: new: %s", ferr)
-      return 1, ""
-    end
-    file:write(fill(f[3], vars))
-    file:close()
+    if not write_file(f[2], fill(f[3], vars)) then return 1, "" end
   end
   local report = { "wrote " .. plugin_path, "wrote " .. spec_path }
   report[#report + 1] = write_busted(".busted", spec_dir, cli)

@@ -18,6 +18,7 @@ local core = require "mcp.core"
 local config = require "mcp.config"
 local secret = require "mcp.secret"
 local apps = require "mcp.apps"
+local file = require "mcp.file"
 
 local M = {}
 
@@ -28,14 +29,6 @@ local GLIBC = {}
 for n in ([[libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1 libresolv.so.2 libanl.so.1
             libutil.so.1 libmvec.so.1 libnsl.so.1 libBrokenLocale.so.1 libthread_db.so.1
             libcrypt.so.1]]):gmatch("%S+") do GLIBC[n] = true end
-
-local function read_file(path)
-  local f, err = io.open(path, "rb")
-  if not f then return nil, err end
-  local data = f:read("a")
-  f:close()
-  return data
-end
 
 local function basename(p) return (p:gsub("/+$", "")):match("([^/]*)$") end
 
@@ -69,7 +62,7 @@ local function add_tree(cli, entries, dir, prefix, only_lua)
     if kind == "dir" then
       add_tree(cli, entries, path, prefix .. "/" .. name, only_lua)
     elseif kind == "file" and (not only_lua or name:find("%.lua$")) then
-      local data, rerr = read_file(path)
+      local data, rerr = file.read(path)
       if not data then error(rerr, 0) end
       entries[#entries + 1] = { prefix .. "/" .. name, data, 420 }   -- 0644
     end
@@ -201,11 +194,11 @@ function M.pack(opts, server, cli)
   if not lua_at or not lib_at then error("the library paths leave the bundle: " .. cli.lua_rel, 0) end
 
   local entries = {}
-  local bin = assert(read_file(exe))
+  local bin = assert(file.read(exe))
   entries[#entries + 1] = { "bin/luamcp", bin, 493 }                 -- 0755
   local libs = shared_libs(exe)
   for _, l in ipairs(libs) do
-    local data, err = read_file(l[2])
+    local data, err = file.read(l[2])
     if not data then error(err, 0) end
     entries[#entries + 1] = { lib_at .. "/" .. l[1], data, 420 }
   end
@@ -226,7 +219,7 @@ function M.pack(opts, server, cli)
   add_dirs("--plugins", "plugins", opts.dirs)
   add_dirs("--sandbox", "sandbox", opts.dirs.sandbox)
   if opts.config then
-    entries[#entries + 1] = { "luamcp.conf", assert(read_file(opts.config)), 420 }
+    entries[#entries + 1] = { "luamcp.conf", assert(file.read(opts.config)), 420 }
     args[#args + 1] = "--config"
     args[#args + 1] = "${__dirname}/luamcp.conf"
   end

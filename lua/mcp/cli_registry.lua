@@ -6,6 +6,7 @@
 local core = require "mcp.core"
 local config = require "mcp.config"
 local server_card = require "mcp.server_card"
+local file = require "mcp.file"
 
 local M = {}
 
@@ -73,10 +74,8 @@ end
 
 -- The bundle's SHA-256, hex; it must be a zip (an MCP Bundle is one).
 local function bundle_sha256(path)
-  local f, err = io.open(path, "rb")
-  if not f then error("--mcpb " .. err, 0) end
-  local data = f:read("a")
-  f:close()
+  local data, err = file.read(path)
+  if not data then error("--mcpb " .. err, 0) end
   if data:sub(1, 4) ~= "PK\3\4" then
     error(string.format("--mcpb %s: not an MCP Bundle (a zip file; make one with luamcp pack)", path), 0)
   end

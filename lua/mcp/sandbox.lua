@@ -10,6 +10,7 @@
 local core = require "mcp.core"
 local mcp = require "mcp"
 local plugin_log = require "mcp.plugin_log"
+local file = require "mcp.file"
 
 local M = {}
 
@@ -146,10 +147,8 @@ local function sandbox_require(dir, env)
     end
     local rel = name:gsub("%.", "/")
     for _, path in ipairs { dir .. "/lib/" .. rel .. ".lua", dir .. "/lib/" .. rel .. "/init.lua" } do
-      local f = io.open(path, "rb")
-      if f then
-        local src = f:read("a") or ""
-        f:close()
+      local src = file.read(path)
+      if src then
         local chunk, err = load(src, "@" .. path, "t", env)
         if not chunk then error(err, 2) end
         local v = chunk(name, path)

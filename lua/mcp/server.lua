@@ -17,6 +17,7 @@ local tools_family = require "mcp.server.tools"
 local resources_family = require "mcp.server.resources"
 local middleware = require "mcp.server.middleware"
 local apps = require "mcp.apps"
+local file = require "mcp.file"
 require "mcp.server.prompts"
 require "mcp.server.completion"
 
@@ -205,14 +206,6 @@ local function plugin_require(dir, env, own_mcp)
     end
     return require(name)
   end
-end
-
-local function read_source(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local src = f:read("a")
-  f:close()
-  return src
 end
 
 local clients_of = setmetatable({}, { __mode = "k" })   -- plugin -> its mcp.connect clients
@@ -435,7 +428,7 @@ function M.load(dirs)
   for _, dir in ipairs(dirs) do
     for _, name in ipairs(scan(dir)) do
       local path = dir .. "/" .. name
-      local source = read_source(path) or ""
+      local source = (file.read(path)) or ""
       local plugin, err = load_file(path, dir, source)
       if plugin then
         local u = { path = path, dir = dir, plugin = plugin, source = source,
@@ -512,7 +505,7 @@ function M.rescan(lib_changed, afresh)
     for _, dir in ipairs(dirs_loaded) do
       for _, name in ipairs(scan(dir)) do
         local path = dir .. "/" .. name
-        local old, source = by_path[path], read_source(path)
+        local old, source = by_path[path], (file.read(path))
         by_path[path] = nil
         if source == nil then
           if old then list[#list + 1] = old end
