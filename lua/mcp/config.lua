@@ -14,6 +14,8 @@
 -- the offending key, found by a scan of the source (key_lines). No message
 -- shows a value: any of them may be a secret.
 local secret = require "mcp.secret"
+local file = require "mcp.file"
+local lex = require "mcp.lex"
 
 local M = {}
 
@@ -35,8 +37,8 @@ local function join(base, p)
 end
 
 ---------------------------------------------------------------------------
--- Where each key is: a scan of the source for `key =` and `["key"] =` in
--- table constructors, skipping comments and strings. Paths are dotted
+-- Where each key is: a scan of the source's tokens (lex.lua) for `key =`
+-- and `["key"] =` in table constructors. Paths are dotted
 -- ("plugins.weather.api_key"); every constructor outside another one is a
 -- root (the returned table, or a local one it is built from). A key written
 -- by code rather than in a constructor is not found: its error goes to the
@@ -44,11 +46,9 @@ end
 
 local function key_lines(src)
   local at, frames = {}, {}            -- path -> line; open constructors' paths (false: none)
-  local line, i, n = 1, 1, #src
   local item_start, cand, cand_line, after_eq, ret_line = false, nil, nil, nil, nil
   local bracket                        -- inside [ "key" ]: the string, once read
-  local function count(s) line = line + select(2, s:gsub("\n", "")) end
-  local function token(kind, text)
+  local function token(kind, text, line)
     local opens = after_eq
     after_eq = nil
     if kind == "{" then
@@ -88,57 +88,10 @@ local function key_lines(src)
     bracket = nil
     item_start = #frames > 0 and (kind == "," or kind == ";")
   end
-  while i <= n do
-    local c = src:sub(i, i)
-    if c == "\n" then
-      line, i = line + 1, i + 1
-    elseif c:find("%s") then
-      i = i + 1
-    elseif src:sub(i, i + 1) == "--" then
-      local eq = src:match("^%[(=*)%[", i + 2)
-      local stop
-      if eq then
-        local close = src:find("]" .. eq .. "]", i, true)
-        stop = close and close + #eq + 1 or n
-      else
-        stop = (src:find("\n", i, true) or n + 1) - 1
-      end
-      count(src:sub(i, stop))
-      i = stop + 1
-    elseif c == '"' or c == "'" then
-      local j = i + 1
-      while j <= n do
-        local d = src:sub(j, j)
-        if d == "\\" then j = j + 2
-        elseif d == c or d == "\n" then break
-        else j = j + 1 end
-      end
-      local s = src:sub(i, j)
-      count(s)
-      token("str", s:sub(2, -2))
-      i = j + 1
-    elseif c == "[" and src:find("^%[=*%[", i) then
-      local eq = src:match("^%[(=*)%[", i)
-      local close = src:find("]" .. eq .. "]", i, true)
-      local stop = close and close + #eq + 1 or n
-      count(src:sub(i, stop))
-      token("str", src:sub(i + #eq + 2, stop - #eq - 2))
-      i = stop + 1
-    elseif c:find("[%a_]") then
-      local w = src:match("^[%w_]+", i)
-      token("name", w)
-      i = i + #w
-    elseif c:find("%d") then
-      local w = src:match("^[%w_%.]+", i)
-      token("number")
-      i = i + #w
-    elseif src:find("^[=~<>]=", i) or src:find("^%.%.", i) or src:find("^::", i) then
-      token("op")
-      i = i + 2
-    else
-      token(c)
-      i = i + 1
-    end
+  for _, t in ipairs(lex.tokens(src)) do
+    if t.kind == "op" then token(#t.value == 1 and t.value or "op", nil, t.line)
+    elseif t.kind == "string" then token("str", t.value, t.line)
+    else token(t.kind, t.value, t.line) end
   end
   return at, ret_line or 1
 end
@@ -188,10 +141,8 @@ local function sandbox(base)
   function env.file(p)
     if type(p) ~= "string" then error("file: the path must be a string", 2) end
     if M.on_file then M.on_file(p) end
-    local f, err = io.open(join(base, p), "rb")
-    if not f then error(string.format("file(%q): %s", p, err:match(": ([^:]*)$") or err), 2) end
-    local s = f:read("a") or ""
-    f:close()
+    local s, err = file.read(join(base, p))
+    if not s then error(string.format("file(%q): %s", p, err:match(": ([^:]*)$") or err), 2) end
     return secret.new((s:gsub("\r?\n$", "")))
   end
   return env
@@ -205,10 +156,8 @@ local function full_path(msg, path)
 end
 
 local function evaluate(cfg)
-  local f, err = io.open(cfg.path, "rb")
-  if not f then error(string.format("%s: cannot read: %s", cfg.path, err:match(": ([^:]*)$") or err), 0) end
-  local src = f:read("a") or ""
-  f:close()
+  local src, err = file.read(cfg.path)
+  if not src then error(string.format("%s: cannot read: %s", cfg.path, err:match(": ([^:]*)$") or err), 0) end
   cfg.at, cfg.ret_line = key_lines(src)
   local chunk, lerr = load(src, "@" .. cfg.path, "t", sandbox(dirname(cfg.path)))
   if not chunk then error(full_path(lerr, cfg.path), 0) end

@@ -1,6 +1,7 @@
--- A Lua source's tokens, to read it without running it: luamcp check's
--- sandbox pass (lua/mcp/sandbox_check.lua) and the line a declaration's
--- field is written on (lua/mcp/load_errors.lua). Comments and white space are
+-- A Lua source's tokens, to read it without running it: the lines of the
+-- configuration file's keys (lua/mcp/config.lua), luamcp check's sandbox
+-- pass (lua/mcp/sandbox_check.lua) and the line a declaration's field is
+-- written on (lua/mcp/load_errors.lua). Comments and white space are
 -- skipped; strings are one token whatever they hold.
 local L = {}
 
