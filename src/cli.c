@@ -162,6 +162,13 @@ static int l_panic(lua_State *L) {
   return 0;
 }
 
+/* The CLI's file functions fail as nil, "PATH: libuv's message" (r < 0). */
+static int uv_fail(lua_State *L, const char *path, int r) {
+  lua_pushnil(L);
+  lua_pushfstring(L, "%s: %s", path, uv_strerror(r));
+  return 2;
+}
+
 /* mkdir(path): creates path and its parents; true, or nil, message. */
 static int l_mkdir(lua_State *L) {
   size_t n;
@@ -180,11 +187,7 @@ static int l_mkdir(lua_State *L) {
     p[i] = c;
   }
   free(p);
-  if (r < 0) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "%s: %s", path, uv_strerror(r));
-    return 2;
-  }
+  if (r < 0) return uv_fail(L, path, r);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -194,11 +197,7 @@ static int l_mkdir(lua_State *L) {
 static int l_share_dir(lua_State *L) {
   char dir[PATH_MAX];
   int r = mcp_share_dir(luaL_checkstring(L, 1), dir, sizeof dir);
-  if (r < 0) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "%s: %s", dir, uv_strerror(r));
-    return 2;
-  }
+  if (r < 0) return uv_fail(L, dir, r);
   lua_pushstring(L, dir);
   return 1;
 }
@@ -215,11 +214,7 @@ static int l_copy_mode(lua_State *L) {
     r = uv_fs_chmod(NULL, &req, to, mode, NULL);
   }
   uv_fs_req_cleanup(&req);
-  if (r < 0) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "%s: %s", to, uv_strerror(r));
-    return 2;
-  }
+  if (r < 0) return uv_fail(L, to, r);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -229,14 +224,9 @@ static int l_realpath(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   uv_fs_t req;
   int r = uv_fs_realpath(NULL, &req, path, NULL);
-  if (r < 0) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "%s: %s", path, uv_strerror(r));
-  } else {
-    lua_pushstring(L, (const char *)req.ptr);
-  }
+  if (r >= 0) lua_pushstring(L, (const char *)req.ptr);
   uv_fs_req_cleanup(&req);
-  return r < 0 ? 2 : 1;
+  return r < 0 ? uv_fail(L, path, r) : 1;
 }
 
 /* install: exe_path(): the real path of this binary. */
@@ -260,6 +250,16 @@ static int l_sysname(lua_State *L) {
   return 1;
 }
 
+static const luaL_Reg cli_funcs[] = {
+  {"mkdir", l_mkdir},
+  {"share_dir", l_share_dir},
+  {"realpath", l_realpath},
+  {"copy_mode", l_copy_mode},
+  {"exe_path", l_exe_path},
+  {"sysname", l_sysname},
+  {NULL, NULL}
+};
+
 /* stack: -> mcp.cli module */
 static int open_cli(lua_State *L) {
   mcp_lua_open(L);
@@ -268,19 +268,8 @@ static int open_cli(lua_State *L) {
   lua_getglobal(L, "require");
   lua_pushliteral(L, "mcp.cli");
   lua_call(L, 1, 1);
-  lua_pushcfunction(L, l_mkdir);
-  lua_setfield(L, -2, "mkdir");
-  lua_pushcfunction(L, l_share_dir);
-  lua_setfield(L, -2, "share_dir");
+  luaL_setfuncs(L, cli_funcs, 0);
   mcp_cli_pack_open(L);
-  lua_pushcfunction(L, l_realpath);
-  lua_setfield(L, -2, "realpath");
-  lua_pushcfunction(L, l_copy_mode);
-  lua_setfield(L, -2, "copy_mode");
-  lua_pushcfunction(L, l_exe_path);
-  lua_setfield(L, -2, "exe_path");
-  lua_pushcfunction(L, l_sysname);
-  lua_setfield(L, -2, "sysname");
   return 1;
 }
 
