@@ -26,6 +26,7 @@
 #include "rev2026.h"
 #include "stdio_transport.h"
 #include "server_card.h"
+#include "slab.h"
 #include "store.h"
 #include "task.h"
 #include "transport_http.h"
@@ -369,6 +370,7 @@ int main(int argc, char **argv) {
   if (!use_http) mcp_stdio_free();
   mcp_auth_close();
   lua_close(L);
+  mcp_slab_close();
   mcp_server_card_free();
   mcp_policy_clear();
   mcp_stats_close();

@@ -8,9 +8,19 @@
  * for what is freed: src/lua/sandbox_mem.c measures what the plugin keeps
  * when that passes a step (mcp_budget_due). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "config.h"
 #include "sched_int.h"
+#include "slab.h"
+
+/* ASan sees every block alone, so that a use after free stays a use after
+ * free (the slab would hand the block to the next allocation of its class). */
+#if defined(__SANITIZE_ADDRESS__)
+#define SLAB 0
+#else
+#define SLAB 1
+#endif
 
 #define MB ((size_t)1 << 20)
 
@@ -57,24 +67,44 @@ static void budget_take(mcp_budget *b, size_t old, size_t nsize) {
   }
 }
 
+/* realloc's contract for Lua's blocks: small ones in the slab (slab.h). */
+static void block_free(void *p, size_t n) {
+  if (SLAB && n <= MCP_SLAB_MAX) mcp_slab_free(p, n);
+  else free(p);
+}
+
+static void *block_realloc(void *p, size_t old, size_t n) {
+  void *q;
+  if (!SLAB || (old > MCP_SLAB_MAX && n > MCP_SLAB_MAX)) return realloc(p, n);
+  if (p == NULL) return n <= MCP_SLAB_MAX ? mcp_slab_alloc(n) : malloc(n);
+  if (old <= MCP_SLAB_MAX && n <= MCP_SLAB_MAX && mcp_slab_same(old, n)) return p;
+  q = n <= MCP_SLAB_MAX ? mcp_slab_alloc(n) : malloc(n);
+  if (q == NULL) return n < old ? p : NULL;   /* Lua's shrink never fails: the block is large enough */
+  memcpy(q, p, old < n ? old : n);
+  block_free(p, old);
+  return q;
+}
+
 void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   size_t old = ptr ? osize : 0;
   mcp_budget *b = A.budget;
   void *p;
   (void)ud;
   if (nsize == 0) {
-    free(ptr);
+    if (ptr != NULL) block_free(ptr, old);
     A.used -= old;
     if (b) budget_take(b, old, 0);
     return NULL;
   }
-  if (b && nsize > old && budget_refuses(b, nsize - old)) return NULL;
-  if (A.enforced && mcp_cfg.memory_limit && nsize > old && A.used + (nsize - old) > mcp_cfg.memory_limit)
-    return NULL;
-  if (A.enforced && A.fail_at && nsize > old && ++A.fail_count >= A.fail_at) return NULL;
-  p = realloc(ptr, nsize);
-  if (p != NULL) A.used = A.used - old + nsize;
-  if (p != NULL && b) budget_take(b, old, nsize);
+  if (nsize > old) {
+    if (b && budget_refuses(b, nsize - old)) return NULL;
+    if (A.enforced && mcp_cfg.memory_limit && A.used + (nsize - old) > mcp_cfg.memory_limit) return NULL;
+    if (A.enforced && A.fail_at && ++A.fail_count >= A.fail_at) return NULL;
+  }
+  p = block_realloc(ptr, old, nsize);
+  if (p == NULL) return NULL;
+  A.used = A.used - old + nsize;
+  if (b) budget_take(b, old, nsize);
   return p;
 }
 
