@@ -33,6 +33,8 @@
 #                        HTTP (bench/run-gateway.sh; BENCH_GATEWAY_ROUNDS, default 2)
 #   BENCH_HANDLER_IO     1 (default): ctx:http figures next to curl (bench/httpc.lua;
 #                        BENCH_HTTPC_N, BENCH_HTTPC_PAR, BENCH_HTTPC_ROUNDS, BENCH_CANCELS)
+#   BENCH_BASE           a luamcp binary of another build tree: issue 31's rows for it
+#                        and LUAMCP_BIN side by side, pinned and not (bench/targets.sh)
 #   CC                   C compiler (default cc)
 set -u
 
@@ -283,5 +285,10 @@ if [ "${BENCH_HANDLER_IO:-1}" = 1 ] && [ $LUAMCP_OK = 1 ]; then
   else
     note "cannot build bench/origin.c (libuv1-dev): see $RES/origin.err"
   fi
+fi
+
+# ---- before and after: issue 31's rows for BENCH_BASE and this binary -------
+if [ -n "${BENCH_BASE:-}" ] && [ $LUAMCP_OK = 1 ]; then
+  BUILD=$BUILD sh "$ROOT/bench/targets.sh" "$BENCH_BASE" "$LUAMCP_BIN" | tee -a "$OUT/report.txt"
 fi
 exit 0
