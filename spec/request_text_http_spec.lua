@@ -175,6 +175,42 @@ describe("a 2026-07-28 tools/call over HTTP read from its text or parsed whole",
   end)
 end)
 
+-- A tool's declarations change with a reload: its policy says whether it
+-- declares any (policy.c), and that must follow.
+describe("a 2026-07-28 tools/call over HTTP to a tool reloaded with other x-mcp-header declarations", function()
+  local dir
+  setup(function() dir = H.tmpdir() end)
+  teardown(function()
+    HH.cleanup()
+    H.rmdir(dir)
+  end)
+
+  local function plugin(header)
+    return ([[
+local mcp = require "mcp"
+return mcp.plugin { name = "r", tools = {
+  mcp.tool { name = "r", inputSchema = { type = "object", properties = { region = { type = "string" %s } } },
+             handler = function(args) return "region " .. tostring(args.region) end },
+} }
+]]):format(header and ', ["x-mcp-header"] = "Region"' or "")
+  end
+
+  it("checks the headers the tool declares now, read from its text or parsed whole", function()
+    H.edit_file(dir .. "/r.lua", plugin(false))
+    local srv = HH.start { plugins = { dir }, args = { "--watch", "--log-level", "debug" } }
+    local text = body(5, '{"name":"r","arguments":{"region":"us"},"_meta":META}')
+    post(srv, text, "r")                                                 -- its _meta kept
+    assert.are.equal(200, both(srv, text, "r").status)
+    for round, header in ipairs { true, false, true } do
+      H.edit_file(dir .. "/r.lua", plugin(header))
+      assert.are.equal(round, H.until_equal(function() return srv:count_stderr("reloaded plugin r", true) end, round),
+                       srv:stderr_text())
+      assert.are.equal(header and 400 or 200, both(srv, text, "r").status)
+      if header then assert.are.equal(200, both(srv, text, "r", nil, { { "Mcp-Param-Region", "us" } }).status) end
+    end
+  end)
+end)
+
 -- Scopes (OAuth, with a real authorization server: spec/auth_helper.lua).
 describe("a 2026-07-28 tools/call over HTTP with scopes, read from its text or parsed whole", function()
   local A = require "spec.auth_helper"

@@ -176,10 +176,16 @@ static int check_param(const mcp_http_request *r, json_t *decl, json_t *args, ch
   return ok;
 }
 
+/* The x-mcp-header declarations of tool (NULL: none): its policy says
+ * when it has none, and Lua says which. */
+static json_t *declared(const char *tool) {
+  return tool != NULL && mcp_policy_headers(tool) != 0 ? mcp_sched_param_headers(tool) : NULL;
+}
+
 /* The Mcp-Param headers of a tools/call. A tool that is not there has none
  * (the call itself answers that). */
 static int check_params(const mcp_http_request *r, json_t *params, char *why, size_t cap) {
-  json_t *decls = mcp_sched_param_headers(json_string_value(json_object_get(params, "name")));
+  json_t *decls = declared(json_string_value(json_object_get(params, "name")));
   json_t *args = json_object_get(params, "arguments"), *d;
   size_t i;
   int ok = 1;
@@ -305,7 +311,7 @@ int mcp_headers_agree_text(const mcp_http_request *r, const mcp_call_text *ct) {
        len == strlen(ct->tool) && memcmp(text, ct->tool, len) == 0;
   mcp_buf_free(&buf);
   if (!ok) return 0;
-  decls = mcp_sched_param_headers(ct->tool);
+  decls = declared(ct->tool);
   json_array_foreach(decls, i, d) {
     if (!(ok = param_agrees(r, d, &ct->rt))) break;
   }
