@@ -109,7 +109,7 @@ local function register(plugin, path)
       tool.cancel or d.cancel or "cooperative",
       tool.timeout or d.timeout or core.config.timeout,
       tool.grace or d.grace or core.config.grace,
-      plugin.name, tool.task or "forbidden")
+      plugin.name, tool.task or "forbidden", decl.param_headers[tool] ~= nil)
     set_limits(tool, d)
   end
   middleware.add(plugin)

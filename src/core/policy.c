@@ -1,4 +1,5 @@
-/* Tool policies (cancel mode, timeout, grace, task support), registered from
+/* Tool policies (cancel mode, timeout, grace, task support, Mcp-Param
+ * headers declared or not), registered from
  * Lua when plugins load and read by the scheduler when a tools/call arrives
  * (and by rev2026.c, which refuses a task-only tool to a client without the
  * tasks extension before the call starts). */
@@ -15,6 +16,7 @@ typedef struct policy {
   char *tool;
   int mode;
   int task;              /* MCP_TASK_FORBIDDEN, _OPTIONAL, _REQUIRED */
+  int headers;           /* it declares x-mcp-header arguments (mcp_policy_set_headers) */
   double timeout, grace;
   const char *logger;    /* interned: calls in flight keep pointing at it */
 } policy;
@@ -56,6 +58,22 @@ int mcp_policy_set(const char *tool, int mode, double timeout, double grace, con
   p->grace = grace;
   p->logger = logger ? mcp_policy_intern(logger) : NULL;
   return 0;
+}
+
+static policy *find(const char *tool) {
+  for (policy *p = buckets[name_hash(tool)]; p; p = p->next)
+    if (strcmp(p->tool, tool) == 0) return p;
+  return NULL;
+}
+
+void mcp_policy_set_headers(const char *tool, int declared) {
+  policy *p = find(tool);
+  if (p != NULL) p->headers = declared != 0;
+}
+
+int mcp_policy_headers(const char *tool) {
+  const policy *p = find(tool);
+  return p != NULL ? p->headers : -1;
 }
 
 int mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace,

@@ -13,6 +13,11 @@ int mcp_policy_set(const char *tool, int mode, double timeout, double grace, con
                    int task);
 /* The task support of a tool (MCP_TASK_FORBIDDEN for one without a policy). */
 int mcp_policy_task(const char *tool);
+/* Does the tool (with a policy) declare x-mcp-header arguments (Mcp-Param
+ * headers, 2026-07-28)? Set from Lua when its plugin loads. */
+void mcp_policy_set_headers(const char *tool, int declared);
+/* 1: it does, 0: it does not, -1: no policy says (ask Lua: mcp_sched_param_headers). */
+int mcp_policy_headers(const char *tool);
 /* 1 for a tool with a policy; 0, leaving the outputs untouched, else. */
 int mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace,
                    const char **logger);

@@ -116,6 +116,7 @@ static int l_log_plugin(lua_State *L) {
   return 0;
 }
 
+/* set_policy(tool, cancel, timeout, grace [, logger [, task [, headers declared]]]) */
 static int l_set_policy(lua_State *L) {
   const char *tool = luaL_checkstring(L, 1);
   int mode = mcp_cancel_mode_parse(luaL_checkstring(L, 2));
@@ -127,6 +128,7 @@ static int l_set_policy(lua_State *L) {
   if (timeout < 0) return luaL_argerror(L, 3, "timeout must be >= 0");
   if (grace < 0) return luaL_argerror(L, 4, "grace must be >= 0");
   mcp_policy_set(tool, mode, timeout, grace, logger, task);
+  mcp_policy_set_headers(tool, lua_toboolean(L, 7));
   return 0;
 }
 

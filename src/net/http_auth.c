@@ -31,29 +31,41 @@ static struct {
   authwait *pending;
 } W;
 
+/* The scopes tool needs that id lacks, space-separated, into missing
+ * (nothing when it lacks none). */
+static void scopes_missing(const char *tool, const mcp_identity *id, mcp_buf *missing) {
+  char *need = mcp_sched_tool_scopes(tool), *p;
+  for (p = need; p && *p;) {
+    size_t n = strcspn(p, " ");
+    char save = p[n];
+    p[n] = '\0';
+    if (!mcp_identity_has(id, p)) mcp_buf_printf(missing, "%s%s", missing->len ? " " : "", p);
+    p[n] = save;
+    p += n + (save != '\0');
+  }
+  free(need);
+}
+
+int mcp_http_auth_tool_allowed(const char *tool, const mcp_identity *id) {
+  mcp_buf missing = MCP_BUF_INIT;
+  int ok;
+  scopes_missing(tool, id, &missing);
+  ok = missing.len == 0;
+  mcp_buf_free(&missing);
+  return ok;
+}
+
 /* Does the identity hold the scopes of the tools/call m? Else
  * answer 403 insufficient_scope with the scopes to ask for (those granted
  * and those needed, so that a new token loses none) and return 0. */
 static int scopes_allow_one(mcp_http_conn *c, json_t *m, const mcp_identity *id) {
   const char *method = json_string_value(json_object_get(m, "method"));
   const char *name = json_string_value(json_object_get(json_object_get(m, "params"), "name"));
-  char *need, *key, *p;
+  char *key;
   mcp_buf want = MCP_BUF_INIT, hdr = MCP_BUF_INIT, out = MCP_BUF_INIT, missing = MCP_BUF_INIT;
-  if (method == NULL || strcmp(method, "tools/call") != 0 || name == NULL ||
-      (need = mcp_sched_tool_scopes(name)) == NULL)
-    return 1;
-  for (p = need; *p;) {
-    size_t n = strcspn(p, " ");
-    char save = p[n];
-    p[n] = '\0';
-    if (!mcp_identity_has(id, p)) mcp_buf_printf(&missing, "%s%s", missing.len ? " " : "", p);
-    p[n] = save;
-    p += n + (save != '\0');
-  }
-  if (missing.len == 0) {
-    free(need);
-    return 1;
-  }
+  if (method == NULL || strcmp(method, "tools/call") != 0 || name == NULL) return 1;
+  scopes_missing(name, id, &missing);
+  if (missing.len == 0) return 1;
   for (int i = 0; i < id->nscopes; i++) mcp_buf_printf(&want, "%s ", id->scopes[i]);
   mcp_buf_add(&want, missing.data, missing.len);
   mcp_buf_addc(&want, '\0');
@@ -66,7 +78,6 @@ static int scopes_allow_one(mcp_http_conn *c, json_t *m, const mcp_identity *id)
   mcp_http_respond(c, 403, hdr.data, "application/json", out.data, out.len);
   mcp_auth_count("insufficient_scope");
   free(key);
-  free(need);
   mcp_buf_free(&want);
   mcp_buf_free(&hdr);
   mcp_buf_free(&out);

@@ -24,5 +24,7 @@ int mcp_http_auth_waiting(void);
  * batch)? Else answer 403 insufficient_scope, with the scopes to ask for
  * (granted and needed, so that a new token loses none), and return 0. */
 int mcp_http_auth_scopes(mcp_http_conn *c, json_t *msg, const mcp_identity *id);
+/* Does id hold the scopes of tool (a tools/call read from its text)? No answer is sent. */
+int mcp_http_auth_tool_allowed(const char *tool, const mcp_identity *id);
 
 #endif

@@ -229,31 +229,75 @@ static void reply_rpc(mcp_http_conn *c, int status, const char *key, int code, c
 }
 
 /* The session that reads 2026-07-28 requests and scopes their tasks and
- * listeners: one for all, or with auth one per subject. */
-static hsession *stateless_session(void) {
+ * listeners: one for all, or with auth one per subject; NULL when there is
+ * none yet. */
+static hsession *stateless_found(void) {
   hsession *hs = T.stateless;
   if (T.opt.auth)
     for (hs = T.sessions; hs; hs = hs->next)
       if (hs->rev2026 && !hs->ended && mcp_identity_same_subject(hs->s.auth, T.id)) break;
+  if (hs != NULL && T.opt.auth) session_auth(hs);
+  return hs;
+}
+
+/* The same, made when there is none. */
+static hsession *stateless_session(void) {
+  hsession *hs = stateless_found();
   if (hs == NULL) {
     hs = session_new();
     hs->rev2026 = 1;
     hs->s.name[0] = '\0';                /* its requests have no session */
     hs->s.digest[0] = '\0';
-    if (!T.opt.auth) T.stateless = hs;
+    if (T.opt.auth) session_auth(hs);
+    else T.stateless = hs;
   }
-  if (T.opt.auth) session_auth(hs);
   return hs;
+}
+
+/* The body read on hs, on a stream of its own: the session reads it (ct
+ * NULL), or takes ct, read from its text already. 0 when it did not. */
+static int stateless_input(hsession *hs, mcp_http_conn *c, const mcp_http_request *r, const mcp_call_text *ct) {
+  hstream *st = mcp__hstream_new(hs, c);
+  int took = 1;
+  mcp_http_conn_set_data(c, st);
+  st->in_input = 1;
+  hs->s.traceparent = r->traceparent;
+  hs->s.tracestate = r->tracestate;
+  if (ct != NULL) took = mcp_session_input_call(&hs->s, ct, r->body_len, st);
+  else mcp_session_input(&hs->s, r->body, r->body_len, st);
+  hs->s.traceparent = hs->s.tracestate = NULL;
+  st->in_input = 0;
+  if (!took) mcp_http_conn_set_data(c, NULL);
+  if (!took || st->ended) {                 /* not taken, or answered at once */
+    mcp__hstream_unlink(st);
+    mcp__hstream_free(st);
+  }
+  return took;
+}
+
+/* A tools/call read from its text (a client's kept _meta): its headers
+ * and scopes checked against that reading, and the call started with no
+ * tree. 0 when anything is not as it must be, or not read here: the tree's
+ * reading then answers as it would have. A stateless session made by an
+ * earlier request is taken; none is made here. */
+static int on_post_text(mcp_http_conn *c, const mcp_http_request *r) {
+  mcp_call_text ct;
+  hsession *hs;
+  if (r->mcp_method == NULL || strcmp(r->mcp_method, "tools/call") != 0 ||
+      !mcp_session_read_call(r->body, r->body_len, &ct) || !mcp_headers_agree_text(r, &ct) ||
+      (T.opt.auth && !mcp_http_auth_tool_allowed(ct.tool, T.id)) || (hs = stateless_found()) == NULL)
+    return 0;
+  return stateless_input(hs, c, r, &ct);
 }
 
 /* POST of a 2026-07-28 client: one request (or notification), no session. */
 static void on_post_rev2026(mcp_http_conn *c, const mcp_http_request *r) {
-  json_t *msg = mcp_rev2026_parse(r->body, r->body_len), *id;
+  json_t *msg, *id;
   char *key = NULL, why[600];
   mcp_buf out = MCP_BUF_INIT;
-  hsession *hs;
-  hstream *st;
   int status;
+  if (on_post_text(c, r)) return;
+  msg = mcp_rev2026_parse(r->body, r->body_len);
   if (msg == NULL) msg = mcp_json_parse(r->body, r->body_len, NULL, 0);
   if (!json_is_object(msg)) {
     reply_rpc(c, 400, NULL, json_is_array(msg) ? MCP_RPC_INVALID_REQUEST : MCP_RPC_PARSE,
@@ -293,19 +337,7 @@ static void on_post_rev2026(mcp_http_conn *c, const mcp_http_request *r) {
     goto done;
   }
   if (T.opt.auth && !mcp_http_auth_scopes(c, msg, T.id)) goto done;
-  hs = stateless_session();
-  st = mcp__hstream_new(hs, c);
-  mcp_http_conn_set_data(c, st);
-  st->in_input = 1;
-  hs->s.traceparent = r->traceparent;
-  hs->s.tracestate = r->tracestate;
-  mcp_session_input(&hs->s, r->body, r->body_len, st);
-  hs->s.traceparent = hs->s.tracestate = NULL;
-  st->in_input = 0;
-  if (st->ended) {                  /* answered at once */
-    mcp__hstream_unlink(st);
-    mcp__hstream_free(st);
-  }
+  stateless_input(stateless_session(), c, r, NULL);
 done:
   free(key);
   mcp_buf_free(&out);

@@ -18,6 +18,7 @@
 #include "base64.h"
 #include "buf.h"
 #include "headers.h"
+#include "json.h"
 #include "rev2026.h"
 #include "sched.h"
 
@@ -42,23 +43,25 @@ static int header_safe(const char *v) {
   return 1;
 }
 
-/* The value header h stands for, into out (NUL-terminated; out->len
- * excludes the NUL, the value may hold NULs); 0 with why filled when h is
- * malformed. */
-static int header_decode(const char *name, const char *h, mcp_buf *out, char *why, size_t cap) {
+/* The value header h stands for: h itself, or its Base64 decoded into out
+ * (NUL-terminated; the value may hold NULs), in *text and *len; 0 with why
+ * filled when h is malformed. */
+static int header_value(const char *name, const char *h, mcp_buf *out, const char **text, size_t *len,
+                        char *why, size_t cap) {
   size_t n = strlen(h), open = strlen(B64_OPEN), close = strlen(B64_CLOSE);
   if (!header_safe(h))
     return mismatch(why, cap, "%s header value has characters a header may not carry "
                               "(non-ASCII or control); such values are sent as " B64_OPEN "..." B64_CLOSE,
                     name);
+  *text = h;
+  *len = n;
   if (n >= open + close && strncmp(h, B64_OPEN, open) == 0 && strcmp(h + n - close, B64_CLOSE) == 0) {
     if (mcp_base64_decode(out, h + open, n - open - close, 0) != 0)
       return mismatch(why, cap, "%s header value '%.128s' is not valid Base64 (RFC 4648, padded)", name, h);
-  } else if (n > 0) {
-    mcp_buf_add(out, h, n);
+    mcp_buf_addc(out, '\0');
+    *text = out->data;
+    *len = out->len - 1;
   }
-  mcp_buf_addc(out, '\0');
-  out->len--;
   return 1;
 }
 
@@ -129,23 +132,32 @@ static void path_text(json_t *path, char *out, size_t cap) {
   }
 }
 
+/* The Mcp-Param header of name (the last, *n of them), or NULL. */
+static const char *param_header(const mcp_http_request *r, const char *name, int *n) {
+  size_t skip = strlen(MCP_PARAM_PREFIX);
+  const char *h = NULL;
+  for (int i = 0; i < r->nfields; i++)
+    if (strcasecmp(r->fields[i].name + skip, name) == 0) {
+      h = r->fields[i].value;
+      (*n)++;
+    }
+  return h;
+}
+
 /* One x-mcp-header declaration {name, path} against the headers and the
  * arguments. */
 static int check_param(const mcp_http_request *r, json_t *decl, json_t *args, char *why, size_t cap) {
   const char *name = json_string_value(json_object_get(decl, "name")), *h = NULL;
   json_t *path = json_object_get(decl, "path"), *v = argument_at(args, path);
-  size_t skip = strlen(MCP_PARAM_PREFIX);
   char header[300], where[300];
-  mcp_buf text = MCP_BUF_INIT;
+  mcp_buf buf = MCP_BUF_INIT;
+  const char *text;
+  size_t len;
   int n = 0, ok;
   if (name == NULL) return 1;
   snprintf(header, sizeof header, "Mcp-Param-%.256s", name);
   path_text(path, where, sizeof where);
-  for (int i = 0; i < r->nfields; i++)
-    if (strcasecmp(r->fields[i].name + skip, name) == 0) {
-      h = r->fields[i].value;
-      n++;
-    }
+  h = param_header(r, name, &n);
   if (n > 1) return mismatch(why, cap, "%s header given %d times", header, n);
   if (v == NULL || json_is_null(v)) {
     if (h == NULL) return 1;
@@ -153,21 +165,27 @@ static int check_param(const mcp_http_request *r, json_t *decl, json_t *args, ch
                     header, h, where, v ? "null" : "absent");
   }
   if (h == NULL) return mismatch(why, cap, "%s header required (%s is in the body)", header, where);
-  ok = header_decode(header, h, &text, why, cap);
-  if (ok && !value_matches(v, text.data, text.len)) {
+  ok = header_value(header, h, &buf, &text, &len, why, cap);
+  if (ok && !value_matches(v, text, len)) {
     char *body = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
     ok = mismatch(why, cap, "%s header value '%.128s' does not match body value %.128s (%s)", header, h,
                   body ? body : "?", where);
     free(body);
   }
-  mcp_buf_free(&text);
+  mcp_buf_free(&buf);
   return ok;
+}
+
+/* The x-mcp-header declarations of tool (NULL: none): its policy says
+ * when it has none, and Lua says which. */
+static json_t *declared(const char *tool) {
+  return tool != NULL && mcp_policy_headers(tool) != 0 ? mcp_sched_param_headers(tool) : NULL;
 }
 
 /* The Mcp-Param headers of a tools/call. A tool that is not there has none
  * (the call itself answers that). */
 static int check_params(const mcp_http_request *r, json_t *params, char *why, size_t cap) {
-  json_t *decls = mcp_sched_param_headers(json_string_value(json_object_get(params, "name")));
+  json_t *decls = declared(json_string_value(json_object_get(params, "name")));
   json_t *args = json_object_get(params, "arguments"), *d;
   size_t i;
   int ok = 1;
@@ -182,8 +200,9 @@ int mcp_headers_check(const mcp_http_request *r, json_t *msg, char *why, size_t 
   const char *method = json_string_value(json_object_get(msg, "method"));
   const char *version = mcp_rev2026_version(msg);
   json_t *params = json_object_get(msg, "params");
-  const char *field = NULL, *want;
+  const char *field = NULL, *want, *text;
   mcp_buf name = MCP_BUF_INIT;
+  size_t len;
   int ok;
   if (r->protocol_version == NULL) return mismatch(why, cap, "MCP-Protocol-Version header required");
   if (version != NULL && strcmp(version, r->protocol_version) != 0)
@@ -201,11 +220,101 @@ int mcp_headers_check(const mcp_http_request *r, json_t *msg, char *why, size_t 
   if (field == NULL) return 1;
   want = json_string_value(json_object_get(params, field));
   if (r->mcp_name == NULL) return mismatch(why, cap, "Mcp-Name header required for %s", method);
-  ok = header_decode("Mcp-Name", r->mcp_name, &name, why, cap);
-  if (ok && (want == NULL || strlen(want) != name.len || memcmp(name.data, want, name.len) != 0))
+  ok = header_value("Mcp-Name", r->mcp_name, &name, &text, &len, why, cap);
+  if (ok && (want == NULL || strlen(want) != len || memcmp(text, want, len) != 0))
     ok = mismatch(why, cap, "Mcp-Name header value '%.128s' does not match body value '%.128s'",
                   r->mcp_name, want ? want : "(none)");
   mcp_buf_free(&name);
   if (ok && strcmp(method, "tools/call") == 0) ok = check_params(r, params, why, cap);
+  return ok;
+}
+
+/* The same read from the request's text (session.c's reading, a kept
+ * _meta): no tree. */
+
+#define ARGS_MAX 64                /* members read at each level of the arguments */
+
+/* The text of the argument at path in the arguments' text args (NULL: none)
+ * into *v, *vn: NULL when it is absent or null, or when a level on the way
+ * is not an object. 0 when this reading cannot tell: a key with an escape
+ * on the way, a key given twice, more members than it reads. */
+static int argument_text(const char *args, size_t n, json_t *path, const char **v, size_t *vn) {
+  mcp_json_member m[ARGS_MAX];
+  size_t i;
+  json_t *key;
+  *v = args;
+  *vn = n;
+  json_array_foreach(path, i, key) {
+    const char *k = json_string_value(key), *at = NULL;
+    size_t kn = strlen(k), atn = 0;
+    int nm;
+    if (*v == NULL || (*v)[0] != '{') {
+      *v = NULL;
+      return 1;
+    }
+    if ((nm = mcp_json_members(*v, *vn, m, ARGS_MAX)) < 0) return 0;
+    for (int j = 0; j < nm; j++) {
+      if (memchr(m[j].k, '\\', m[j].kn) != NULL) return 0;
+      if (m[j].kn == kn + 2 && memcmp(m[j].k + 1, k, kn) == 0) {
+        if (at != NULL) return 0;
+        at = m[j].v;
+        atn = m[j].vn;
+      }
+    }
+    *v = at;
+    *vn = atn;
+  }
+  if (*v != NULL && (*v)[0] == 'n') *v = NULL;       /* null */
+  return 1;
+}
+
+/* Does the header text stand for the body value's text v? Read here: a
+ * string without escapes, true, false, an integer of up to 15 digits
+ * written as the header writes it; 0 for anything else. */
+static int value_text_matches(const char *v, size_t vn, const char *text, size_t len) {
+  size_t i = v[0] == '-';
+  if (v[0] == '"') return memchr(v, '\\', vn) == NULL && vn - 2 == len && memcmp(v + 1, text, len) == 0;
+  if (v[0] != 't' && v[0] != 'f') {
+    if (vn - i == 0 || vn - i > 15) return 0;
+    for (; i < vn; i++)
+      if (v[i] < '0' || v[i] > '9') return 0;
+  }
+  return vn == len && memcmp(v, text, len) == 0;
+}
+
+static int param_agrees(const mcp_http_request *r, json_t *decl, const mcp_request_text *rt) {
+  const char *name = json_string_value(json_object_get(decl, "name")), *h, *v, *text;
+  size_t vn, len;
+  mcp_buf buf = MCP_BUF_INIT;
+  char why[160];
+  int n = 0, ok;
+  if (name == NULL) return 1;
+  h = param_header(r, name, &n);
+  if (n > 1 || !argument_text(rt->args, rt->args_len, json_object_get(decl, "path"), &v, &vn)) return 0;
+  if (v == NULL || h == NULL) return v == NULL && h == NULL;
+  ok = header_value(name, h, &buf, &text, &len, why, sizeof why) && value_text_matches(v, vn, text, len);
+  mcp_buf_free(&buf);
+  return ok;
+}
+
+int mcp_headers_agree_text(const mcp_http_request *r, const mcp_call_text *ct) {
+  const char *version = mcp_rev2026_kept_version(ct->meta, ct->meta_len), *text;
+  mcp_buf buf = MCP_BUF_INIT;
+  json_t *decls, *d;
+  size_t i, len;
+  char why[160];
+  int ok;
+  if (version == NULL || r->protocol_version == NULL || strcmp(version, r->protocol_version) != 0 ||
+      r->mcp_method == NULL || strcmp(r->mcp_method, "tools/call") != 0 || r->mcp_name == NULL)
+    return 0;
+  ok = header_value("Mcp-Name", r->mcp_name, &buf, &text, &len, why, sizeof why) &&
+       len == strlen(ct->tool) && memcmp(text, ct->tool, len) == 0;
+  mcp_buf_free(&buf);
+  if (!ok) return 0;
+  decls = declared(ct->tool);
+  json_array_foreach(decls, i, d) {
+    if (!(ok = param_agrees(r, d, &ct->rt))) break;
+  }
+  json_decref(decls);
   return ok;
 }

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "http.h"
+#include "session.h"
 
 /* The headers http.c collects for mcp_headers_check (any case). */
 #define MCP_PARAM_PREFIX "mcp-param-"
@@ -18,5 +19,9 @@
  * why, for a 400 answer with -32020 (HeaderMismatch). A body without a
  * protocol version is not judged here (it is malformed: -32602). */
 int mcp_headers_check(const mcp_http_request *r, json_t *msg, char *why, size_t cap);
+/* The same for a tools/call read from its text (mcp_session_read_call)
+ * with a kept _meta: 1 when the headers agree with it; 0 when they do not,
+ * or when this reading cannot tell (the tree's check then says which). */
+int mcp_headers_agree_text(const mcp_http_request *r, const mcp_call_text *ct);
 
 #endif

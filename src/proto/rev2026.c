@@ -152,6 +152,11 @@ static meta_facts *facts_of(json_t *meta) {
 
 const char *mcp_rev2026_version(json_t *msg) { return facts_of(meta_of(msg))->version; }
 
+const char *mcp_rev2026_kept_version(const char *meta, size_t len) {
+  json_t *tree = mcp_rev2026_meta_kept(meta, len);
+  return tree != NULL ? facts_of(tree)->version : NULL;
+}
+
 /* The tasks extension's methods (tasks/result and tasks/list are gone from it). */
 static int is_task_method(const char *method) {
   return strcmp(method, "tasks/get") == 0 || strcmp(method, "tasks/update") == 0 ||

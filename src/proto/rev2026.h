@@ -30,6 +30,9 @@ json_t *mcp_rev2026_parse(const char *data, size_t len);
 json_t *mcp_rev2026_meta_kept(const char *text, size_t len);
 /* The length of a kept _meta's text at s (n bytes on), or 0. */
 size_t mcp_rev2026_meta_at(const char *s, size_t n);
+/* The protocol version a kept _meta names, from its text, or NULL (not a
+ * kept one's, or it names none). */
+const char *mcp_rev2026_kept_version(const char *meta, size_t len);
 /* Is method served to 2026-07-28 requests? */
 int mcp_rev2026_has_method(const char *method);
 /* Do the client capabilities of a request declare the extension ext

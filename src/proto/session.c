@@ -20,7 +20,7 @@ const char *const mcp_revisions[] = {
 };
 #define REV_LATEST 3
 #define REV_BATCHES 1     /* batches exist in 2025-03-26 only */
-#define KEY_MAX 512       /* longer ids are refused */
+#define KEY_MAX MCP_KEY_MAX      /* longer ids are refused */
 
 /* A JSON-RPC batch: answered as one array once its last call is done.
  * Owned by the session code: freed when answered. */
@@ -602,7 +602,6 @@ static int quick_cancel(mcp_session *s, const char *data, size_t len) {
  * (rev2026.c: a 2026-07-28 request) may take. Anything else is parsed
  * whole, with the same outcome. */
 #define CALL_TEXT "\"tools/call\""
-#define NAME_MAX_TEXT 256           /* longer tool names are parsed */
 
 static int plain(const mcp_json_member *m, int key_only) {
   return memchr(m->k, '\\', m->kn) == NULL && (key_only || memchr(m->v, '\\', m->vn) == NULL);
@@ -648,29 +647,25 @@ static int quick_token(const mcp_json_member *meta, int escapes, mcp_request_tex
 }
 
 /* A call whose _meta is not a session's: a row's (rev2026.c), or none. */
-static int stateless_text(mcp_session *s, const char *key, const mcp_request_text *rt,
-                          const mcp_json_member *meta) {
+static int stateless_text(mcp_session *s, const mcp_call_text *ct) {
   for (int i = 0; i < ntypes; i++)
-    if (types[i]->stateless_text && types[i]->stateless_text(s, key, rt, meta->v, meta->vn, in_stream))
+    if (types[i]->stateless_text &&
+        types[i]->stateless_text(s, ct->key, &ct->rt, ct->meta, ct->meta_len, in_stream))
       return 1;
   return 0;
 }
 
-static int quick_call(mcp_session *s, const char *data, size_t len) {
+/* The reading of a plain tools/call (above): 1 with ct filled, 0 when the
+ * text is to be parsed. */
+static int call_read(const char *data, size_t len, mcp_call_text *ct) {
   static const char *const top_names[] = { "jsonrpc", "method", "id", "params", NULL };
   static const char *const params_names[] = { "name", "arguments", "_meta", NULL };
   enum { VERSION, METHOD, ID, PARAMS };
   enum { NAME, ARGS, META };
   mcp_json_member m[8], p[8];
   const mcp_json_member *top[4] = { NULL }, *in[3] = { NULL }, *id, *name, *meta;
-  mcp_request_text rt = { NULL, NULL, 0, 0, NULL, NULL, 0 };
-  char key[KEY_MAX], tool[NAME_MAX_TEXT];
-  int n, np, escapes, session_meta;
-  /* Before initialize only a 2026-07-28 request may be a call. A transport
-   * with streams (HTTP) has parsed and checked such a request's body
-   * already: its tree is kept for this reading. */
-  if (s->revision < 0 && (in_stream != NULL || !names(data, len, CALL_TEXT, sizeof CALL_TEXT - 1)))
-    return 0;
+  mcp_request_text *rt = &ct->rt;
+  int n, np, escapes;
   escapes = memchr(data, '\\', len) != NULL;
   if ((escapes && has_nul_escape(data, len)) ||
       (n = mcp_json_members_in(data, len, m, 8, "params", p, &np, known)) < 0)
@@ -680,29 +675,53 @@ static int quick_call(mcp_session *s, const char *data, size_t len) {
   id = top[ID];
   if (top[METHOD] == NULL || !value_is(top[METHOD], CALL_TEXT, sizeof CALL_TEXT - 1) || top[VERSION] == NULL ||
       !value_is(top[VERSION], "\"2.0\"", 5) || id == NULL || id->vn >= KEY_MAX ||
-      (escapes && !plain(id, 0)) || !text_key(id, key) || top[PARAMS] == NULL || top[PARAMS]->v[0] != '{')
+      (escapes && !plain(id, 0)) || !text_key(id, ct->key) || top[PARAMS] == NULL || top[PARAMS]->v[0] != '{')
     return 0;
   for (int i = 0; i < np; i++)       /* task, ...: parsed */
     if ((escapes && !plain(&p[i], 1)) || !take(&p[i], params_names, in, 1)) return 0;
   name = in[NAME];
   meta = in[META];
-  if (name == NULL || name->v[0] != '"' || (escapes && !plain(name, 0)) || name->vn - 2 >= sizeof tool ||
+  if (name == NULL || name->v[0] != '"' || (escapes && !plain(name, 0)) || name->vn - 2 >= sizeof ct->tool ||
       (in[ARGS] != NULL && in[ARGS]->v[0] != '{') || (meta != NULL && meta->v[0] != '{'))
     return 0;
-  session_meta = meta == NULL || ((known == NULL || known(meta->v, meta->vn) != meta->vn) &&
-                                   quick_token(meta, escapes, &rt));
-  if (session_meta && (s->revision < 0 || mcp_reqtab_find(&s->reqs, key, strlen(key)) != NULL ||
-                       !mcp_sched_has_method("tools/call")))
+  memset(rt, 0, sizeof *rt);
+  ct->meta = NULL;
+  ct->meta_len = 0;
+  if (meta != NULL && ((known != NULL && known(meta->v, meta->vn) == meta->vn) || !quick_token(meta, escapes, rt)))
+    ct->meta = meta->v, ct->meta_len = meta->vn;     /* not a session's */
+  memcpy(ct->tool, name->v + 1, name->vn - 2);
+  ct->tool[name->vn - 2] = '\0';
+  rt->params = top[PARAMS]->v, rt->params_len = top[PARAMS]->vn;
+  if (in[ARGS] != NULL) rt->args = in[ARGS]->v, rt->args_len = in[ARGS]->vn;
+  rt->name = ct->tool;
+  return 1;
+}
+
+static int quick_call(mcp_session *s, const char *data, size_t len) {
+  mcp_call_text ct;
+  /* Before initialize only a 2026-07-28 request may be a call. A transport
+   * with streams (HTTP) reads such a request itself (mcp_session_read_call),
+   * and what it does not take it has parsed: its tree is kept. */
+  if ((s->revision < 0 && (in_stream != NULL || !names(data, len, CALL_TEXT, sizeof CALL_TEXT - 1))) ||
+      !call_read(data, len, &ct))
     return 0;
-  memcpy(tool, name->v + 1, name->vn - 2);
-  tool[name->vn - 2] = '\0';
-  rt.params = top[PARAMS]->v, rt.params_len = top[PARAMS]->vn;
-  if (in[ARGS] != NULL) rt.args = in[ARGS]->v, rt.args_len = in[ARGS]->vn;
-  rt.name = tool;
-  if (!session_meta) return stateless_text(s, key, &rt, meta);
-  mcp_session_call_start_text(s, in_stream, key, &rt, NULL);
+  if (ct.meta != NULL) return stateless_text(s, &ct);
+  if (s->revision < 0 || mcp_reqtab_find(&s->reqs, ct.key, strlen(ct.key)) != NULL ||
+      !mcp_sched_has_method("tools/call"))
+    return 0;
+  mcp_session_call_start_text(s, in_stream, ct.key, &ct.rt, NULL);
   s->ncalls++;
   return 1;
+}
+
+int mcp_session_read_call(const char *data, size_t len, mcp_call_text *ct) {
+  return names(data, len, CALL_TEXT, sizeof CALL_TEXT - 1) && call_read(data, len, ct) && ct->meta != NULL;
+}
+
+int mcp_session_input_call(mcp_session *s, const mcp_call_text *ct, size_t len, void *stream) {
+  in_stream = stream;
+  in_len = len;
+  return stateless_text(s, ct);
 }
 
 void mcp_session_input(mcp_session *s, const char *data, size_t len, void *stream) {

@@ -8,11 +8,11 @@
 #include "buf.h"
 #include "log.h"
 #include "request.h"
+#include "sched.h"
 
 typedef struct mcp_session mcp_session;
 typedef struct mcp_call mcp_call;
 typedef struct mcp_batch mcp_batch;
-struct mcp_request_text;              /* sched.h's */
 
 /* Writes one complete message (no newline) on a stream: the transport's
  * context of the exchange the message belongs to (an HTTP POST), or NULL for
@@ -76,7 +76,7 @@ typedef struct mcp_session_type {
   /* The same for a plain tools/call read from its text (session.c's
    * quick_call), whose params._meta is more than a progressToken: meta is
    * its text. 1 if the row started it; 0 leaves the line to the parse. */
-  int (*stateless_text)(mcp_session *s, const char *key, const struct mcp_request_text *rt,
+  int (*stateless_text)(mcp_session *s, const char *key, const mcp_request_text *rt,
                         const char *meta, size_t meta_len, void *stream);
   /* The length of the text at s, n bytes on, when the row knows it for a
    * valid object (rev2026.c: a recent request's _meta), or 0: quick_call's
@@ -111,6 +111,23 @@ void mcp_session_init(mcp_session *s, mcp_session_write_cb write, void *transpor
 void mcp_session_close(mcp_session *s);
 /* Handle one message as read from the transport (a line, a POST body). */
 void mcp_session_input(mcp_session *s, const char *data, size_t len, void *stream);
+/* A plain tools/call read from its text, with no tree (session.c's
+ * reading): for a transport that checks a request before the session takes
+ * it (HTTP: the headers against the body, the scopes). */
+#define MCP_KEY_MAX 512                /* longer ids are refused */
+typedef struct mcp_call_text {
+  char key[MCP_KEY_MAX];               /* the id's text */
+  char tool[256];                      /* params.name */
+  const char *meta;                    /* params._meta's text when not a session's, or NULL */
+  size_t meta_len;
+  mcp_request_text rt;                 /* rt.name is tool */
+} mcp_call_text;
+/* 1 with ct filled when data is a plain tools/call whose _meta is not a
+ * session's (a 2026-07-28 request's); 0: parse it. Points into data. */
+int mcp_session_read_call(const char *data, size_t len, mcp_call_text *ct);
+/* Take the call ct (len: its text's size) as mcp_session_input would, on
+ * stream: 1 when started; 0 when it is to be parsed (no answer was sent). */
+int mcp_session_input_call(mcp_session *s, const mcp_call_text *ct, size_t len, void *stream);
 /* Write a message on a stream; a response (last) goes into its batch when it has one. */
 void mcp_session_send(mcp_session *s, mcp_batch *b, void *stream, const char *data, size_t len,
                       int last);
@@ -122,7 +139,7 @@ mcp_call *mcp_session_call_start(mcp_session *s, mcp_batch *b, void *stream, con
  * meta: its _meta's tree if it has more than a progressToken (a span reads
  * its traceparent there), or NULL. */
 mcp_call *mcp_session_call_start_text(mcp_session *s, void *stream, const char *key,
-                                      const struct mcp_request_text *rt, const json_t *meta);
+                                      const mcp_request_text *rt, const json_t *meta);
 extern const struct mcp_call_owner mcp_session_owner;
 /* Fire CLOSE on every live call of s and of its 2026-07-28 requests. */
 void mcp_session_close_calls(mcp_session *s, const char *reason);
