@@ -77,6 +77,14 @@ void mcp_req_init(mcp_req *req, const char *key, size_t keylen, mcp_cancel_mode 
 /* The same, with the key copied into store (keylen + 1 bytes of the
  * owner's, kept as long as req: no allocation of its own). */
 void mcp_req_init_in(mcp_req *req, char *store, const char *key, size_t keylen, mcp_cancel_mode mode);
+/* The integer of an integer id's key (its JSON text: '-'? digits, within
+ * int64, as the parsers checked it), with no strtoll. */
+static inline long long mcp_key_integer(const char *key) {
+  unsigned long long u = 0;
+  int neg = *key == '-';
+  for (key += neg; *key >= '0' && *key <= '9'; key++) u = u * 10 + (unsigned)(*key - '0');
+  return neg ? (long long)(0 - u) : (long long)u;
+}
 void mcp_req_close(mcp_req *req);
 /* Apply an event: moves the state, records the first reason, returns MCP_ACT_*. */
 unsigned mcp_req_fire(mcp_req *req, mcp_req_event ev, const char *reason);

@@ -605,7 +605,7 @@ static int push_args(lua_State *L) {
   lua_pushstring(L, c->method);
   mcp_call_push_params(L, c);
   if (c->req.key[0] != '"') {                  /* an integer id */
-    lua_pushinteger(L, (lua_Integer)strtoll(c->req.key, NULL, 10));
+    lua_pushinteger(L, (lua_Integer)mcp_key_integer(c->req.key));
   } else if (mcp_json_decode(L, c->req.key, c->req.keylen, NULL, 0) != 0) {
     lua_pushnil(L);
   }

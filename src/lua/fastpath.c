@@ -115,7 +115,7 @@ static int field_true(lua_State *L, int idx, const char *k) {
 static int raw_mt_ref = LUA_NOREF; /* core.json_raw's metatable */
 
 static void push_id(lua_State *L, const mcp_call *c) {
-  if (c->req.key[0] != '"') lua_pushinteger(L, (lua_Integer)strtoll(c->req.key, NULL, 10));
+  if (c->req.key[0] != '"') lua_pushinteger(L, (lua_Integer)mcp_key_integer(c->req.key));
   else if (mcp_json_decode(L, c->req.key, c->req.keylen, NULL, 0) != 0) lua_pushnil(L);
 }
 
@@ -296,12 +296,20 @@ static int begin(mcp_call *c, lua_State *co) {
  * result.lua's work. */
 enum { SHAPE_LUA, SHAPE_AS_IS, SHAPE_TEXT };
 
-static int is_text(lua_State *co, int idx, const char *s, size_t n) {
-  size_t len;
-  const char *p;
-  if (lua_type(co, idx) != LUA_TSTRING) return 0;
-  p = lua_tolstring(co, idx, &len);
-  return len == n && memcmp(p, s, n) == 0;
+/* "content", "type" and "text" as the state keeps them: Lua keeps one copy
+ * of each short string, so a string equal to one of them is at its address
+ * (each is held by a reference: it stays where it is). */
+static struct { const char *content, *type, *text; } K;
+
+static const char *keep_key(lua_State *L, const char *s) {
+  const char *p = lua_pushstring(L, s);
+  luaL_ref(L, LUA_REGISTRYINDEX);
+  return p;
+}
+
+/* Is the value at idx the string key (one of K's)? */
+static int is_text(lua_State *co, int idx, const char *key) {
+  return lua_type(co, idx) == LUA_TSTRING && lua_tostring(co, idx) == key;
 }
 
 /* Is the table at v mcp.text's and nothing more ({content = [{type = "text",
@@ -313,7 +321,7 @@ static int text_shape(lua_State *co, int v) {
   if (lua_getmetatable(co, v)) goto no;
   lua_pushnil(co);
   if (!lua_next(co, v)) goto no;                       /* stack: key content */
-  if (!is_text(co, top + 1, "content", 7) || lua_type(co, content) != LUA_TTABLE) goto no;
+  if (!is_text(co, top + 1, K.content) || lua_type(co, content) != LUA_TTABLE) goto no;
   lua_pushvalue(co, top + 1);
   if (lua_next(co, v) || !lua_getmetatable(co, content)) goto no;
   lua_rawgeti(co, LUA_REGISTRYINDEX, F.array_mt_ref);
@@ -323,10 +331,10 @@ static int text_shape(lua_State *co, int v) {
   lua_pushnil(co);
   while (lua_next(co, item)) {                         /* stack: ... item [S] key value */
     if (++n > 2 || lua_type(co, -1) != LUA_TSTRING) goto no;
-    if (!type && is_text(co, -2, "type", 4) && is_text(co, -1, "text", 4)) {
+    if (!type && is_text(co, -2, K.type) && is_text(co, -1, K.text)) {
       type = 1;
       lua_pop(co, 1);
-    } else if (!text && is_text(co, -2, "text", 4)) {
+    } else if (!text && is_text(co, -2, K.text)) {
       text = 1;
       lua_insert(co, -2);                              /* S kept under the key */
     } else {
@@ -364,7 +372,7 @@ static int text_items(lua_State *co, int idx) {
   lua_Unsigned n = lua_rawlen(co, idx);
   for (lua_Unsigned i = 1; ok && i <= n; i++) {
     ok = lua_rawgeti(co, idx, (lua_Integer)i) == LUA_TTABLE && rawfield(co, -1, "type") == LUA_TSTRING &&
-         is_text(co, -1, "text", 4) && rawfield(co, -2, "text") == LUA_TSTRING;
+         is_text(co, -1, K.text) && rawfield(co, -2, "text") == LUA_TSTRING;
     lua_settop(co, top);
   }
   return ok;
@@ -691,5 +699,8 @@ void mcp_fastpath_open_lib(lua_State *L) {
   raw_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_newtable(L);
   F.empty_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  K.content = keep_key(L, "content");
+  K.type = keep_key(L, "type");
+  K.text = keep_key(L, "text");
   mcp_sched_set_path(&path);
 }
