@@ -256,23 +256,46 @@ static int l_json_raw(lua_State *L) {
   return 1;
 }
 
+/* l_text's upvalues: the array metatable and the strings it uses (a
+ * string pushed from an upvalue is not looked up by its text). */
+enum { UP_ARRAY_MT = 1, UP_TOSTRING, UP_CONTENT, UP_TYPE, UP_TEXT, NUP_TEXT = UP_TEXT };
+
+/* Has the string at 1 a __tostring (its metatable's, found as
+ * luaL_tolstring finds it)? */
+static int has_tostring(lua_State *L) {
+  int yes;
+  if (!lua_getmetatable(L, 1)) return 0;
+  lua_pushvalue(L, lua_upvalueindex(UP_TOSTRING));
+  yes = lua_rawget(L, -2) != LUA_TNIL;
+  lua_pop(L, 2);
+  return yes;
+}
+
 /* text(s): mcp.text's {content = mcp.array{{type = "text", text = tostring(s)}}},
- * the commonest result, made here (upvalue 1: the array metatable). */
+ * the commonest result, made here. A string is its own text unless a
+ * __tostring says otherwise. */
 static int l_text(lua_State *L) {
+  int text = 1;
   luaL_checkany(L, 1);                           /* as tostring(): a value is expected */
   lua_settop(L, 1);
-  luaL_tolstring(L, 1, NULL);                    /* stack: s text */
+  if (lua_type(L, 1) != LUA_TSTRING || has_tostring(L)) {
+    luaL_tolstring(L, 1, NULL);                  /* stack: s text */
+    text = 2;
+  }
   lua_createtable(L, 0, 1);
+  lua_pushvalue(L, lua_upvalueindex(UP_CONTENT));
   lua_createtable(L, 1, 0);
-  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_pushvalue(L, lua_upvalueindex(UP_ARRAY_MT));
   lua_setmetatable(L, -2);
-  lua_createtable(L, 0, 2);                      /* stack: s text result content item */
-  lua_pushliteral(L, "text");
-  lua_setfield(L, -2, "type");
-  lua_pushvalue(L, 2);
-  lua_setfield(L, -2, "text");
+  lua_createtable(L, 0, 2);                      /* stack: s [text] result "content" content item */
+  lua_pushvalue(L, lua_upvalueindex(UP_TYPE));
+  lua_pushvalue(L, lua_upvalueindex(UP_TEXT));
+  lua_rawset(L, -3);
+  lua_pushvalue(L, lua_upvalueindex(UP_TEXT));
+  lua_pushvalue(L, text);
+  lua_rawset(L, -3);
   lua_rawseti(L, -2, 1);
-  lua_setfield(L, -2, "content");
+  lua_rawset(L, -3);
   return 1;
 }
 
@@ -341,6 +364,10 @@ static const luaL_Reg misc_funcs[] = {
 void mcp__lmcp_misc_open(lua_State *L) {
   luaL_setfuncs(L, misc_funcs, 0);
   luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
-  lua_pushcclosure(L, l_text, 1);
+  lua_pushliteral(L, "__tostring");
+  lua_pushliteral(L, "content");
+  lua_pushliteral(L, "type");
+  lua_pushliteral(L, "text");
+  lua_pushcclosure(L, l_text, NUP_TEXT);
   lua_setfield(L, -2, "text");
 }
