@@ -64,6 +64,18 @@ static struct {
         NULL, NULL, 0, 0,
         MCP_BUF_INIT };
 
+/* "content", "type" and "text" as the state keeps them: Lua keeps one copy
+ * of each short string, so a string equal to one of them is at its address
+ * (each is held by a reference: it stays where it is). id_ref: the ctx's
+ * key "id", pushed with no lookup by its text. */
+static struct { const char *content, *type, *text; int id_ref; } K;
+
+static const char *keep_key(lua_State *L, const char *s) {
+  const char *p = lua_pushstring(L, s);
+  luaL_ref(L, LUA_REGISTRYINDEX);
+  return p;
+}
+
 static void entries_free(void) {
   for (int i = 0; i < F.nentries; i++) free(F.entries[i]);
   free(F.entries);
@@ -169,8 +181,9 @@ static int call_setup(lua_State *L) {
   if (lua_getiuservalue(L, 2, UV_COMPILED) != LUA_TNIL && (raw || !mcp_schema_check(L, 5, 4))) return 0;
   lua_pop(L, 1);
   lua_createtable(L, 0, 2);                                      /* 5: ctx */
+  lua_rawgeti(L, LUA_REGISTRYINDEX, K.id_ref);
   push_id(L, c);
-  lua_setfield(L, -2, "id");
+  lua_rawset(L, -3);
   lua_rawgeti(L, LUA_REGISTRYINDEX, F.ctx_mt_ref);
   lua_setmetatable(L, -2);
   if (c->session->rev2026) {         /* its input rounds' state: made from its args when asked */
@@ -295,17 +308,6 @@ static int begin(mcp_call *c, lua_State *co) {
  * and nothing more, with S pushed (looked for only when text is 1). SHAPE_LUA:
  * result.lua's work. */
 enum { SHAPE_LUA, SHAPE_AS_IS, SHAPE_TEXT };
-
-/* "content", "type" and "text" as the state keeps them: Lua keeps one copy
- * of each short string, so a string equal to one of them is at its address
- * (each is held by a reference: it stays where it is). */
-static struct { const char *content, *type, *text; } K;
-
-static const char *keep_key(lua_State *L, const char *s) {
-  const char *p = lua_pushstring(L, s);
-  luaL_ref(L, LUA_REGISTRYINDEX);
-  return p;
-}
 
 /* Is the value at idx the string key (one of K's)? */
 static int is_text(lua_State *co, int idx, const char *key) {
@@ -702,5 +704,7 @@ void mcp_fastpath_open_lib(lua_State *L) {
   K.content = keep_key(L, "content");
   K.type = keep_key(L, "type");
   K.text = keep_key(L, "text");
+  lua_pushliteral(L, "id");
+  K.id_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   mcp_sched_set_path(&path);
 }
