@@ -19,6 +19,7 @@ typedef struct policy {
   int headers;           /* it declares x-mcp-header arguments (mcp_policy_set_headers) */
   double timeout, grace;
   const char *logger;    /* interned: calls in flight keep pointing at it */
+  const char *name;      /* tool, interned (mcp_name_intern) when first asked for, or NULL */
 } policy;
 
 static policy *buckets[NBUCKETS];
@@ -76,17 +77,18 @@ int mcp_policy_headers(const char *tool) {
   return p != NULL ? p->headers : -1;
 }
 
-int mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace,
-                   const char **logger) {
+const char *mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace,
+                           const char **logger) {
   for (policy *p = buckets[name_hash(tool)]; p; p = p->next)
     if (strcmp(p->tool, tool) == 0) {
       *mode = p->mode;
       *timeout = p->timeout;
       *grace = p->grace;
       *logger = p->logger;
-      return 1;
+      if (p->name == NULL) p->name = mcp_name_intern(tool);
+      return p->name;
     }
-  return 0;
+  return NULL;
 }
 
 /* Names of methods and declared tools: few, so each is kept once for the
@@ -108,6 +110,8 @@ const char *mcp_name_intern(const char *text) {
 }
 
 void mcp_name_close(void) {
+  for (int i = 0; i < NBUCKETS; i++)
+    for (policy *p = buckets[i]; p; p = p->next) p->name = NULL;
   for (int i = 0; i < NBUCKETS; i++)
     while (names[i]) {
       name *n = names[i];

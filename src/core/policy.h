@@ -18,9 +18,10 @@ int mcp_policy_task(const char *tool);
 void mcp_policy_set_headers(const char *tool, int declared);
 /* 1: it does, 0: it does not, -1: no policy says (ask Lua: mcp_sched_param_headers). */
 int mcp_policy_headers(const char *tool);
-/* 1 for a tool with a policy; 0, leaving the outputs untouched, else. */
-int mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace,
-                   const char **logger);
+/* For a tool with a policy: its name interned (mcp_name_intern's); NULL,
+ * leaving the outputs untouched, else. */
+const char *mcp_policy_get(const char *tool, int *mode, double *timeout, double *grace,
+                           const char **logger);
 /* Method and tool names kept for the life of the process (policy.c). */
 const char *mcp_name_intern(const char *text);
 void mcp_name_close(void);

@@ -726,6 +726,15 @@ void mcp_call_fire(mcp_call *c, mcp_req_event ev, const char *reason) {
   }
 }
 
+/* "tools/call", interned once: the commonest method (NULL once the names go). */
+static const char *tools_call;
+
+static const char *method_name(const char *method) {
+  if (strcmp(method, "tools/call") != 0) return mcp_name_intern(method);
+  if (tools_call == NULL) tools_call = mcp_name_intern(method);
+  return tools_call;
+}
+
 /* A call of method, its tool's policy looked up by name (tools/call), its
  * progress token the JSON text given. */
 static mcp_call *call_new(const mcp_call_owner *owner, long long sid, const char *key, size_t keylen,
@@ -738,8 +747,7 @@ static mcp_call *call_new(const mcp_call_owner *owner, long long sid, const char
   c->grace = (float)mcp_cfg.grace;
   if (name != NULL) {
     double timeout = c->timeout, grace = c->grace;
-    if (mcp_policy_get(name, &mode, &timeout, &grace, &c->logger)) {
-      c->tool = (char *)mcp_name_intern(name);
+    if ((c->tool = (char *)mcp_policy_get(name, &mode, &timeout, &grace, &c->logger)) != NULL) {
       c->budget = mcp_budget_of(c->logger, 0);
       c->timeout = (float)timeout;
       c->grace = (float)grace;
@@ -756,7 +764,7 @@ static mcp_call *call_new(const mcp_call_owner *owner, long long sid, const char
   mcp_req_init_in(&c->req, (char *)(c + 1), key, keylen, mode);
   c->owner = owner;
   c->sid = sid;
-  c->method = mcp_name_intern(method);
+  c->method = method_name(method);
   c->co_ref = c->oncancel_ref = c->token_ref = LUA_NOREF;
   c->last_progress = -1e308;
   c->arrive_ns = uv_hrtime();
@@ -905,6 +913,7 @@ void mcp__sched_stop(void) {
   mcp_deadlines_close();
   bury();
   mcp_name_close();                  /* no call is left to point at a name */
+  tools_call = NULL;
   for (int i = 0; i < S.npool; i++) luaL_unref(S.L, LUA_REGISTRYINDEX, S.pool[i].ref);
   S.npool = 0;
   S.ntypes = 0;
