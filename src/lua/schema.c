@@ -228,7 +228,8 @@ typedef struct seg {
 typedef struct checker {
   lua_State *L;
   int keep;                    /* stack index of the keep table */
-  int array_mt;                /* stack index of the array metatable */
+  int array_mt;                /* stack index of the array metatable (nil until first needed) */
+  int have_mt;                 /* fetched: there */
   seg path[MAX_PATH];
   int depth;
 } checker;
@@ -236,7 +237,13 @@ typedef struct checker {
 static int is_array(checker *c, int v) {
   lua_Integer n, count = 0;
   if (lua_getmetatable(c->L, v)) {
-    int yes = lua_rawequal(c->L, -1, c->array_mt);
+    int yes;
+    if (!c->have_mt) {
+      luaL_getmetatable(c->L, MCP_JSON_ARRAY_MT);
+      lua_replace(c->L, c->array_mt);
+      c->have_mt = 1;
+    }
+    yes = lua_rawequal(c->L, -1, c->array_mt);
     lua_pop(c->L, 1);
     if (yes) return 1;
   }
@@ -570,10 +577,11 @@ int mcp_schema_check(lua_State *L, int compiled_idx, int value) {
   int top = lua_gettop(L);
   value = lua_absindex(L, value);
   lua_getiuservalue(L, compiled_idx, 1);       /* keep */
-  luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
+  lua_pushnil(L);                              /* the array metatable's place */
   c.L = L;
   c.keep = top + 1;
   c.array_mt = top + 2;
+  c.have_mt = 0;
   c.depth = 0;
   if (check(&c, cs->root, value)) {
     lua_settop(L, top);
