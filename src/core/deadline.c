@@ -89,7 +89,10 @@ static void rearm(void) {
 }
 
 void mcp_deadline_set(mcp_deadline *d, uint64_t due) {
-  if (d->index >= 0 && due == d->due) return;
+  if (d->index >= 0 ? due == d->due : due == 0) {   /* no change: the timer is as it should be */
+    d->due = due;
+    return;
+  }
   if (d->index >= 0) heap_remove(d);
   d->due = due;
   if (due != 0) {

@@ -118,8 +118,9 @@ int mcp_limit_set(const char *tool, int max_concurrent, int queue, const char *r
 }
 
 static int take_token(mcp_limit *l) {
-  uint64_t now = mcp_clock_ns();
+  uint64_t now;
   if (l->rate == 0) return 1;
+  now = mcp_clock_ns();
   l->tokens += (double)(now - l->filled_ns) / 1e9 * l->rate;
   if (l->tokens > l->burst) l->tokens = l->burst;
   l->filled_ns = now;
