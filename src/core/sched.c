@@ -21,6 +21,15 @@
 #define LIB_COUNT     97            /* ... while a slice's end waits for the plugin's code */
 #define CLOSE_NS      1000000000ull /* <close> handlers of an aborted call: 1 s */
 #define POOL_MAX      256           /* idle coroutines kept for reuse */
+#define CALLS_KEPT    256           /* freed calls kept for reuse, */
+#define CALL_KEY_MAX  32            /* ... those with ids of up to 31 bytes */
+
+/* ASan sees every call alone, so that a use after free stays one. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CALL_POOL 0
+#else
+#define CALL_POOL 1
+#endif
 
 static struct {
   uv_loop_t *loop;
@@ -41,6 +50,8 @@ static struct {
   int live;
   struct { lua_State *co; int ref; } pool[POOL_MAX];
   int npool;
+  mcp_call *calls[CALLS_KEPT];      /* freed calls' blocks (sizeof (mcp_call) + CALL_KEY_MAX) */
+  int ncalls;
   const mcp_call_type *types[8];    /* the rows registered (sched_int.h) */
   const mcp_call_path *path;        /* the C path (fastpath.c), or NULL */
   int ntypes;
@@ -377,12 +388,24 @@ static void hook(lua_State *L, lua_Debug *ar) {
 
 /* Timers and the end of a call. */
 
+/* A call's block, with keylen + 1 bytes for its id's text after it:
+ * zeroed, but for the text. */
+static mcp_call *call_alloc(size_t keylen) {
+  mcp_call *c;
+  if (!CALL_POOL || keylen >= CALL_KEY_MAX) return calloc(1, sizeof *c + keylen + 1);
+  if (S.ncalls == 0) return calloc(1, sizeof *c + CALL_KEY_MAX);
+  c = S.calls[--S.ncalls];
+  memset(c, 0, sizeof *c);
+  return c;
+}
+
 static void call_free(mcp_call *c) {
   mcp__call_params_drop(c);
   mcp_req_close(&c->req);
   if (c->tool_owned) free(c->tool);
   free(c->progress_token);
-  free(c);
+  if (CALL_POOL && c->req.keylen < CALL_KEY_MAX && S.ncalls < CALLS_KEPT) S.calls[S.ncalls++] = c;
+  else free(c);
 }
 
 /* A call's deadline entry (deadline.c) serves its deadline (timeout, then
@@ -739,7 +762,7 @@ static const char *method_name(const char *method) {
  * progress token the JSON text given. */
 static mcp_call *call_new(const mcp_call_owner *owner, long long sid, const char *key, size_t keylen,
                           const char *method, const char *name, const char *token, size_t token_len) {
-  mcp_call *c = calloc(1, sizeof *c + keylen + 1);     /* its id's text after it */
+  mcp_call *c = call_alloc(keylen);                    /* its id's text after it */
   int mode = MCP_CANCEL_COOPERATIVE;
   if (c == NULL) abort();
   mcp_deadline_init(&c->dl, NULL);
@@ -915,6 +938,7 @@ void mcp__sched_stop(void) {
   mcp_name_close();                  /* no call is left to point at a name */
   tools_call = NULL;
   for (int i = 0; i < S.npool; i++) luaL_unref(S.L, LUA_REGISTRYINDEX, S.pool[i].ref);
+  while (S.ncalls > 0) free(S.calls[--S.ncalls]);
   S.npool = 0;
   S.ntypes = 0;
 }
