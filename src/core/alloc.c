@@ -85,11 +85,10 @@ static void *block_realloc(void *p, size_t old, size_t n) {
   return q;
 }
 
-void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+static void *alloc_any(void *ptr, size_t osize, size_t nsize) {
   size_t old = ptr ? osize : 0;
   mcp_budget *b = A.budget;
   void *p;
-  (void)ud;
   if (nsize == 0) {
     if (ptr != NULL) block_free(ptr, old);
     A.used -= old;
@@ -106,6 +105,28 @@ void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   A.used = A.used - old + nsize;
   if (b) budget_take(b, old, nsize);
   return p;
+}
+
+/* Most of Lua's calls: a small block made or freed with no budget to count
+ * it to and no limit it passes, straight from the slab; the rest, alloc_any. */
+void *mcp_sched_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  (void)ud;
+  if (SLAB && A.budget == NULL) {
+    if (nsize == 0) {
+      if (ptr == NULL) return NULL;              /* an empty part of a table: Lua frees it too */
+      if (osize <= MCP_SLAB_MAX) {
+        mcp_slab_free(ptr, osize);
+        A.used -= osize;
+        return NULL;
+      }
+    } else if (ptr == NULL && nsize <= MCP_SLAB_MAX &&
+               !(A.enforced && (A.fail_at || (mcp_cfg.memory_limit && A.used + nsize > mcp_cfg.memory_limit)))) {
+      void *p = mcp_slab_alloc(nsize);
+      if (p != NULL) A.used += nsize;
+      return p;
+    }
+  }
+  return alloc_any(ptr, osize, nsize);
 }
 
 size_t mcp_sched_memory(void) { return A.used; }
