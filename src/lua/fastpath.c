@@ -165,22 +165,23 @@ static int call_setup(lua_State *L) {
   const call_args *a = lua_touserdata(L, 2);
   const fast_tool *t;
   int raw, given = a->tree != NULL || a->text != NULL;
-  lua_settop(L, 0);
   lua_rawgeti(L, LUA_REGISTRYINDEX, F.tools_ref);
-  if (lua_getfield(L, 1, c->tool) != LUA_TUSERDATA) return 0;   /* 2: entry */
-  t = lua_touserdata(L, 2);
+  if (lua_getfield(L, 3, c->tool) != LUA_TUSERDATA) return 0;
+  lua_replace(L, 1);
+  lua_settop(L, 1);                                              /* 1: entry */
+  t = lua_touserdata(L, 1);
   if (t->lua_only || (t->scopes && c->session->auth != NULL) || (t->tasks && c->session->rev2026)) return 0;
-  lua_getiuservalue(L, 2, UV_HANDLER);                           /* 3 */
+  lua_getiuservalue(L, 1, UV_HANDLER);                           /* 2 */
   /* a 2026-07-28 call's arguments are input.lua's too (the state's binding) */
   raw = t->forward && given && !c->session->rev2026;
-  if (raw) push_raw(L, a);                                       /* 4 */
+  if (raw) push_raw(L, a);                                       /* 3 */
   else if (a->text != NULL) {
     if (mcp_json_decode(L, a->text, a->len, NULL, 0) != 0) return 0;   /* checked text: never */
   } else if (a->tree != NULL) mcp_json_push(L, a->tree);
   else lua_newtable(L);
-  if (lua_getiuservalue(L, 2, UV_COMPILED) != LUA_TNIL && (raw || !mcp_schema_check(L, 5, 4))) return 0;
+  if (lua_getiuservalue(L, 1, UV_COMPILED) != LUA_TNIL && (raw || !mcp_schema_check(L, 4, 3))) return 0;
   lua_pop(L, 1);
-  lua_createtable(L, 0, 2);                                      /* 5: ctx */
+  lua_createtable(L, 0, 2);                                      /* 4: ctx */
   lua_rawgeti(L, LUA_REGISTRYINDEX, K.id_ref);
   push_id(L, c);
   lua_rawset(L, -3);
@@ -188,14 +189,13 @@ static int call_setup(lua_State *L) {
   lua_setmetatable(L, -2);
   if (c->session->rev2026) {         /* its input rounds' state: made from its args when asked */
     lua_pushboolean(L, 0);
-    lua_setfield(L, 5, "resumed");
+    lua_setfield(L, 4, "resumed");
     lua_rawgeti(L, LUA_REGISTRYINDEX, F.input_args_ref);
-    lua_pushvalue(L, 5);
     lua_pushvalue(L, 4);
+    lua_pushvalue(L, 3);
     lua_rawset(L, -3);
     lua_pop(L, 1);
   }
-  lua_remove(L, 1);
   if (raw && t->upstream) {          /* stack: entry forward handler args ctx up */
     lua_pushcfunction(L, mcp_forward_call);
     lua_insert(L, 2);
