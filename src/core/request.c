@@ -178,11 +178,14 @@ void mcp_reqtab_close(mcp_reqtab *t) {
   t->nbuckets = t->count = 0;
 }
 
-mcp_req *mcp_reqtab_find(mcp_reqtab *t, const char *key, size_t keylen) {
-  uint32_t h = key_hash(key, keylen);
+static mcp_req *find_hashed(mcp_reqtab *t, const char *key, size_t keylen, uint32_t h) {
   for (mcp_req *r = t->buckets[h & (t->nbuckets - 1)]; r != NULL; r = r->hnext)
     if (r->hash == h && r->keylen == keylen && memcmp(r->key, key, keylen) == 0) return r;
   return NULL;
+}
+
+mcp_req *mcp_reqtab_find(mcp_reqtab *t, const char *key, size_t keylen) {
+  return find_hashed(t, key, keylen, key_hash(key, keylen));
 }
 
 static void reqtab_grow(mcp_reqtab *t) {
@@ -203,9 +206,10 @@ static void reqtab_grow(mcp_reqtab *t) {
 }
 
 int mcp_reqtab_insert(mcp_reqtab *t, mcp_req *req) {
-  if (mcp_reqtab_find(t, req->key, req->keylen) != NULL) return -1;
+  uint32_t h = key_hash(req->key, req->keylen);
+  if (find_hashed(t, req->key, req->keylen, h) != NULL) return -1;
   if (t->count >= t->nbuckets) reqtab_grow(t);
-  req->hash = key_hash(req->key, req->keylen);
+  req->hash = h;
   mcp_req **slot = &t->buckets[req->hash & (t->nbuckets - 1)];
   req->hnext = *slot;
   *slot = req;
