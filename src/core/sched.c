@@ -21,7 +21,7 @@
 #define LIB_COUNT     97            /* ... while a slice's end waits for the plugin's code */
 #define CLOSE_NS      1000000000ull /* <close> handlers of an aborted call: 1 s */
 #define POOL_MAX      256           /* idle coroutines kept for reuse */
-#define CALLS_KEPT    256           /* freed calls kept for reuse, */
+#define CALLS_KEPT    1024          /* freed calls kept for reuse (a read of 64 KiB holds ~650), */
 #define CALL_KEY_MAX  32            /* ... those with ids of up to 31 bytes */
 
 /* ASan sees every call alone, so that a use after free stays one. */
@@ -939,6 +939,7 @@ void mcp__sched_stop(void) {
   tools_call = NULL;
   for (int i = 0; i < S.npool; i++) luaL_unref(S.L, LUA_REGISTRYINDEX, S.pool[i].ref);
   while (S.ncalls > 0) free(S.calls[--S.ncalls]);
+  mcp__params_close();
   S.npool = 0;
   S.ntypes = 0;
 }
