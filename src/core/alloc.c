@@ -85,7 +85,9 @@ static void *block_realloc(void *p, size_t old, size_t n) {
   return q;
 }
 
-static void *alloc_any(void *ptr, size_t osize, size_t nsize) {
+/* Any block, with what it counts and what may refuse it. Not inlined: the
+ * fast path below keeps a light frame. */
+__attribute__((noinline)) static void *alloc_any(void *ptr, size_t osize, size_t nsize) {
   size_t old = ptr ? osize : 0;
   mcp_budget *b = A.budget;
   void *p;
