@@ -67,8 +67,9 @@ static struct {
 /* "content", "type" and "text" as the state keeps them: Lua keeps one copy
  * of each short string, so a string equal to one of them is at its address
  * (each is held by a reference: it stays where it is). id_ref: the ctx's
- * key "id", pushed with no lookup by its text. */
-static struct { const char *content, *type, *text; int id_ref; } K;
+ * key "id", pushed with no lookup by its text. array_mt: mcp.array's
+ * metatable (F.array_mt_ref's), compared by address. */
+static struct { const char *content, *type, *text; int id_ref; const void *array_mt; } K;
 
 static const char *keep_key(lua_State *L, const char *s) {
   const char *p = lua_pushstring(L, s);
@@ -325,9 +326,9 @@ static int text_shape(lua_State *co, int v) {
   if (!lua_next(co, v)) goto no;                       /* stack: key content */
   if (!is_text(co, top + 1, K.content) || lua_type(co, content) != LUA_TTABLE) goto no;
   lua_pushvalue(co, top + 1);
-  if (lua_next(co, v) || !lua_getmetatable(co, content)) goto no;
-  lua_rawgeti(co, LUA_REGISTRYINDEX, F.array_mt_ref);
-  if (!lua_rawequal(co, -1, -2) || lua_rawlen(co, content) != 1) goto no;
+  if (lua_next(co, v) || !lua_getmetatable(co, content) || lua_topointer(co, -1) != K.array_mt ||
+      lua_rawlen(co, content) != 1)
+    goto no;
   lua_settop(co, content);
   if (lua_rawgeti(co, content, 1) != LUA_TTABLE || lua_getmetatable(co, item)) goto no;
   lua_pushnil(co);
@@ -696,6 +697,7 @@ void mcp_fastpath_open_lib(lua_State *L) {
   lua_pushcfunction(L, l_fast_tools);
   lua_setfield(L, -2, "fast_tools");
   luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
+  K.array_mt = lua_topointer(L, -1);
   F.array_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   luaL_getmetatable(L, MCP_JSON_RAW_MT);
   raw_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
