@@ -248,12 +248,9 @@ static int run_end(lua_State *L, int status, lua_KContext ctx) {
   return lua_error(L);
 }
 
-/* run(fn, args...): the bottom of a handler's coroutine. */
+/* run(run_error, fn, args...): the bottom of a handler's coroutine. */
 static int run(lua_State *L) {
-  int n = lua_gettop(L);
-  lua_pushcfunction(L, run_error);
-  lua_insert(L, 1);
-  return run_end(L, lua_pcallk(L, n - 1, LUA_MULTRET, 1, 0, run_end), 0);
+  return run_end(L, lua_pcallk(L, lua_gettop(L) - 2, LUA_MULTRET, 1, 0, run_end), 0);
 }
 
 /* Why a sandboxed call was ended, into buf. */
@@ -639,8 +636,9 @@ static int push_args(lua_State *L) {
 /* Start c's coroutine: its function and nargs arguments are on its top. */
 static void call_start(mcp_call *c, int nargs) {
   lua_pushcfunction(c->co, run);
-  lua_insert(c->co, -(nargs + 2));
-  call_resume(c, nargs + 1);
+  lua_pushcfunction(c->co, run_error);
+  lua_rotate(c->co, -(nargs + 3), 2);          /* stack: ... run run_error fn args */
+  call_resume(c, nargs + 2);
 }
 
 /* The C path takes c (its handler resumed, or its answer given): 1; or
