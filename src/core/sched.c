@@ -22,7 +22,7 @@
 #define CLOSE_NS      1000000000ull /* <close> handlers of an aborted call: 1 s */
 #define POOL_MAX      256           /* idle coroutines kept for reuse */
 #define CALLS_KEPT    1024          /* freed calls kept for reuse (a read of 64 KiB holds ~650), */
-#define CALL_KEY_MAX  32            /* ... those with ids of up to 31 bytes */
+#define CALL_KEY_MAX  8             /* ... those with ids of up to 7 bytes (malloc would round them to it) */
 
 /* ASan sees every call alone, so that a use after free stays one. */
 #if defined(__SANITIZE_ADDRESS__)
