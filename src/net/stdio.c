@@ -16,8 +16,8 @@
 #include "session.h"
 #include "stdio_transport.h"
 
-/* Larger than a pipe holds (64 KiB unless grown): one read per loop turn
- * takes what is there, and the calls it wakes run before the next. */
+/* A read takes up to 2,500 short lines (libuv reads again, up to 32 times,
+ * while a read fills the buffer). */
 #define READ_CHUNK ((size_t)256 << 10)
 /* A pipe's size asked for at start (Linux: the default pipe-max-size): a
  * burst of lines crosses in fewer reads and writes. */
