@@ -37,8 +37,12 @@ static int fail(jparse *j, const char *why) {
   return -1;
 }
 
+/* Scans run on locals: a store through j->p (a char pointer) would make
+ * the compiler load j->p and j->end again at every byte. */
 static void skip_ws(jparse *j) {
-  while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t')) j->p++;
+  const unsigned char *p = j->p, *end = j->end;
+  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+  j->p = p;
 }
 
 static int hex4(const unsigned char *s, unsigned *out) {
@@ -116,8 +120,10 @@ static int string(jparse *j, const char **sp, size_t *sn) {
   int escaped = 0;
   j->str->len = 0;
   for (;;) {
-    while (j->p < j->end && plain[*j->p]) j->p++;
-    if (j->p >= j->end) return fail(j, "unterminated string");
+    const unsigned char *p = j->p, *end = j->end;
+    while (p < end && plain[*p]) p++;
+    j->p = p;
+    if (p >= end) return fail(j, "unterminated string");
     unsigned c = *j->p;
     if (c == '"') break;
     if (c < 0x20) return fail(j, "control character in a string");
