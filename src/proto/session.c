@@ -516,7 +516,10 @@ static void on_batch(mcp_session *s, json_t *arr) {
 #define CANCEL_TEXT "\"notifications/cancelled\""
 #define QUICK_MAX 1024             /* longer texts are parsed */
 
-static int member_is(const mcp_json_member *m, const char *key) { return strcmp(m->key, key) == 0; }
+/* key: a literal shorter than m->key, so that the compare is a few loads. */
+static inline int member_is(const mcp_json_member *m, const char *key) {
+  return memcmp(m->key, key, strlen(key) + 1) == 0;
+}
 
 static int value_is(const mcp_json_member *m, const char *text, size_t n) {
   return m->vn == n && memcmp(m->v, text, n) == 0;
