@@ -89,9 +89,9 @@ describe("cancellation", function()
       assert_never_answered(c, '"abc"')
     end)
 
-    -- More lines than one read takes (stdio reads 256 KiB): the calls the
-    -- first reads woke run before the next read (stdio.c), each cancel still
-    -- reaches its own handler, and the last read's run in the loop's turn.
+    -- More lines than one read takes (stdio reads 256 KiB), and more output
+    -- than stdio.c holds before writing (64 KiB): each cancel reaches its
+    -- own handler, and every handler's line goes out.
     it("3,000 sleeping calls cancelled in one write stop, each with its reason, and none is answered", function()
       local c = H.session()
       local calls, cancels, N, K = {}, {}, 3000, 100000     -- ids apart from the helper's

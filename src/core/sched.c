@@ -854,10 +854,6 @@ static void run_queue(uv_check_t *h) {
   bury();
 }
 
-void mcp_sched_run_queued(void) {
-  if (S.qhead != NULL) run_queue(&S.check);
-}
-
 void mcp_sched_reset_due(void) {
   S.reset_due = 1;
   if (!uv_is_active((uv_handle_t *)&S.idle)) uv_idle_start(&S.idle, idle_noop);

@@ -221,11 +221,6 @@ void mcp_call_watch(lua_State *co);
  * pred is NULL). */
 void mcp_sched_close_all(int (*pred)(const mcp_call *c, void *ud), void *ud, const char *reason);
 int mcp_sched_live(void);      /* number of live calls */
-/* Run the calls queued now, as the loop's check does after a turn's I/O: a
- * transport about to read again in the same turn (stdio.c) has the calls its
- * lines started or woke run first. From a loop callback only, never under a
- * call. */
-void mcp_sched_run_queued(void);
 /* Called when the last live call is gone (shutdown waits for it). */
 extern void (*mcp_sched_idle_cb)(void);
 /* Sends a call's progress heartbeat: notifications/progress with its last

@@ -13,7 +13,6 @@
 #include "config.h"
 #include "log.h"
 #include "rpc.h"
-#include "sched.h"
 #include "session.h"
 #include "stdio_transport.h"
 
@@ -265,10 +264,6 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   if (n > 0) {
     feed(buf->base, (size_t)n);
     flush();         /* answer now, before the queue runs a CPU-bound slice */
-    /* A full buffer: libuv reads again in this turn. What these lines
-     * started or woke runs first, as between two turns, while their calls'
-     * memory is still in cache (a burst of 10,000 cancels). */
-    if ((size_t)n == buf->len) mcp_sched_run_queued();
     return;
   }
   if (n == 0) return;
