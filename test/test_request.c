@@ -161,6 +161,34 @@ static void test_reason_first_wins(void) {
   mcp_req_close(&req);
 }
 
+/* Requests given the same reason in a row share one copy; each keeps its
+ * own through the others' closes and a different reason after them (ASan:
+ * no use after free, no double free). */
+static void test_reason_shared(void) {
+  mcp_req r[3];
+  char why[16];
+  for (int i = 0; i < 3; i++) {
+    mcp_req_init(&r[i], "1", 1, MCP_CANCEL_COOPERATIVE);
+    mcp_req_fire(&r[i], MCP_EV_START, NULL);
+  }
+  strcpy(why, "bench");
+  mcp_req_fire(&r[0], MCP_EV_CANCEL, why);
+  mcp_req_fire(&r[1], MCP_EV_CANCEL, why);
+  strcpy(why, "other");                          /* the caller's text is not kept */
+  CHECK(r[0].reason == r[1].reason && strcmp(r[1].reason, "bench") == 0, "shared: %s", r[1].reason);
+  mcp_req_fire(&r[2], MCP_EV_CANCEL, why);
+  CHECK(strcmp(r[2].reason, "other") == 0 && r[2].reason != r[0].reason, "another: %s", r[2].reason);
+  mcp_req_close(&r[0]);
+  CHECK(strcmp(r[1].reason, "bench") == 0, "kept after the first's close: %s", r[1].reason);
+  mcp_req_close(&r[1]);
+  mcp_req_close(&r[2]);
+  mcp_req_init(&r[0], "1", 1, MCP_CANCEL_COOPERATIVE);
+  mcp_req_fire(&r[0], MCP_EV_START, NULL);
+  mcp_req_fire(&r[0], MCP_EV_CANCEL, "other");   /* the latest, now held by no request */
+  CHECK(strcmp(r[0].reason, "other") == 0, "the latest again: %s", r[0].reason);
+  mcp_req_close(&r[0]);
+}
+
 /* A key in its owner's memory is copied there and not freed by close (a
  * call keeps its id's text right after it). */
 static void test_a_key_in_the_owners_memory(void) {
@@ -239,6 +267,7 @@ int main(void) {
   test_cells();
   test_random_orders();
   test_reason_first_wins();
+  test_reason_shared();
   test_a_key_in_the_owners_memory();
   test_table();
   TEST_END("test_request");

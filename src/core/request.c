@@ -1,4 +1,5 @@
 /* The request table and the cancellation state machine. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,9 +122,40 @@ void mcp_req_init(mcp_req *req, const char *key, size_t keylen, mcp_cancel_mode 
   req->key_kept = 0;
 }
 
+/* A reason is shared by the requests given the same one in a row (a client
+ * cancelling 10,000 calls with one reason, a shutdown closing them all): one
+ * copy, counted, freed by its last holder; the latest is held here too. */
+typedef struct {
+  unsigned refs;
+  char text[];
+} reason_t;
+
+static reason_t *latest;
+
+static reason_t *reason_of(char *text) { return (reason_t *)(text - offsetof(reason_t, text)); }
+
+static void reason_drop(char *text) {
+  reason_t *r = reason_of(text);
+  if (--r->refs == 0) free(r);
+}
+
+static char *reason_hold(const char *reason) {
+  if (latest == NULL || strcmp(latest->text, reason) != 0) {
+    size_t n = strlen(reason);
+    reason_t *r = malloc(sizeof *r + n + 1);
+    if (r == NULL) abort();
+    r->refs = 1;                              /* latest's */
+    memcpy(r->text, reason, n + 1);
+    if (latest != NULL) reason_drop(latest->text);
+    latest = r;
+  }
+  latest->refs++;
+  return latest->text;
+}
+
 void mcp_req_close(mcp_req *req) {
   if (!req->key_kept) free(req->key);
-  free(req->reason);
+  if (req->reason != NULL) reason_drop(req->reason);
   req->key = req->reason = NULL;
 }
 
@@ -137,7 +169,7 @@ unsigned mcp_req_fire(mcp_req *req, mcp_req_event ev, const char *reason) {
   }
   if (reason != NULL && req->reason == NULL &&
       (ev == MCP_EV_CANCEL || ev == MCP_EV_TIMEOUT || ev == MCP_EV_CLOSE))
-    req->reason = strdup(reason);
+    req->reason = reason_hold(reason);
   req->state = t->next;
   if (t->next != from)
     mcp_debug("request %.64s: %s -> %s (%s%s%s)", req->key, state_names[from],

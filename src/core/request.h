@@ -70,7 +70,7 @@ struct mcp_req {
   uint8_t key_kept;      /* key is in its owner's memory (mcp_req_init_in) */
   char *key;             /* the id as exact JSON text: 7 and "7" differ */
   size_t keylen;
-  char *reason;          /* why it was cancelled or timed out; NULL before */
+  char *reason;          /* why it was cancelled or timed out; NULL before (shared: read only) */
 };
 
 void mcp_req_init(mcp_req *req, const char *key, size_t keylen, mcp_cancel_mode mode);

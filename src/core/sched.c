@@ -536,6 +536,7 @@ static void call_finish(mcp_call *c) {
      * was ended by a limit, a cancel or its timeout): server.reset_due's */
     if (mcp_budget_due(c->budget)) mcp_sched_reset_due();
   }
+  c->end_ns = uv_hrtime();
   EACH_TYPE(finish, c);
   c->owner->gone(c);
   c->qnext = S.graveyard;            /* freed after this loop turn, never under a caller */

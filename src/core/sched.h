@@ -76,6 +76,7 @@ struct mcp_call {
   uint64_t cpu_used_ns;      /* CPU its resumes used (sandboxed calls only) */
   mcp_call *lnext;           /* the limit's queue of calls waiting for a slot */
   uint64_t arrive_ns, start_ns, stop_ns;  /* uv_hrtime: arrived, started, first cancel (0: none) */
+  uint64_t end_ns;           /* uv_hrtime at its finish: the rows' finish read this one */
   uint64_t beat_ns;          /* mcp_clock_ns of the next progress heartbeat; 0 = none */
   uint32_t bytes_in, bytes_out;   /* its request's and its response's sizes */
   mcp_call *qprev, *qnext;   /* run queue */
