@@ -30,6 +30,7 @@
 #include "schema.h"
 #include "sched.h"
 #include "session.h"
+#include "trace.h"
 
 /* A tool's entry: a userdata with its tool, handler and compiled
  * inputSchema as user values. A call keeps its entry (on its coroutine's
@@ -41,6 +42,9 @@ typedef struct fast_tool {
   unsigned tasks : 1;        /* task support: a 2026-07-28 call may become a task (Lua's) */
   unsigned forward : 1;      /* a mounted tool without wrap: its arguments go on as JSON text */
   unsigned upstream : 1;     /* and its call may be forwarded from C (forward.c) */
+  mcp_fwd_link *link;        /* then: its client's (kept by the UV_UPSTREAM table, as is upname) */
+  const char *upname;        /* the upstream's name of the tool */
+  size_t uplen;
 } fast_tool;
 enum { UV_TOOL = 1, UV_HANDLER, UV_COMPILED, UV_UPSTREAM };
 
@@ -145,8 +149,17 @@ static void push_raw(lua_State *L, const call_args *a) {
   luaL_setmetatable(L, MCP_JSON_RAW_MT);
 }
 
+/* May c's call go upstream from C with no coroutine (forward.c)? Its
+ * arguments' text goes on as it came (one line: a stdio upstream reads
+ * lines); no progress to relay, no span to carry. */
+static int may_hold(const mcp_call *c, const call_args *a) {
+  return a->text != NULL && memchr(a->text, '\n', a->len) == NULL && memchr(a->text, '\r', a->len) == NULL &&
+         c->progress_token == NULL && !(mcp_trace_on && c->span != NULL);
+}
+
 /* On the main thread, protected, on behalf of c (core.rev2026 and core.auth
- * see it): entry, handler, args, ctx; or nothing when Lua must take the call.
+ * see it): entry, handler, args, ctx; true when the call went upstream from
+ * C (c is held); or nothing when Lua must take the call.
  * stack: call arguments -> entry handler args ctx */
 static int call_setup(lua_State *L) {
   mcp_call *c = lua_touserdata(L, 1);
@@ -158,9 +171,14 @@ static int call_setup(lua_State *L) {
   if (lua_getfield(L, 1, c->tool) != LUA_TUSERDATA) return 0;   /* 2: entry */
   t = lua_touserdata(L, 2);
   if (t->lua_only || (t->scopes && c->session->auth != NULL) || (t->tasks && c->session->rev2026)) return 0;
-  lua_getiuservalue(L, 2, UV_HANDLER);                           /* 3 */
   /* a 2026-07-28 call's arguments are input.lua's too (the state's binding) */
   raw = t->forward && given && !c->session->rev2026;
+  if (raw && t->upstream && !c->path_held && may_hold(c, a) &&
+      mcp_forward_send(c, t->link, t->upname, t->uplen, a->text, a->len)) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  lua_getiuservalue(L, 2, UV_HANDLER);                           /* 3 */
   if (raw) push_raw(L, a);                                       /* 4 */
   else if (a->text != NULL) {
     if (mcp_json_decode(L, a->text, a->len, NULL, 0) != 0) return 0;   /* checked text: never */
@@ -183,13 +201,29 @@ static int call_setup(lua_State *L) {
     lua_pop(L, 1);
   }
   lua_remove(L, 1);
-  if (raw && t->upstream) {          /* stack: entry forward handler args ctx up */
-    lua_pushcfunction(L, mcp_forward_call);
+  if (raw && t->upstream && c->path_held) {   /* its request's outcome wants Lua: stack: entry forward handler args ctx up */
+    lua_pushcfunction(L, mcp_forward_handler);
     lua_insert(L, 2);
     lua_getiuservalue(L, 1, UV_UPSTREAM);
     return 6;
   }
   return 4;
+}
+
+/* A held call whose tool is no longer one forward.c's handler fronts (a
+ * reload took it while its request was upstream): its end, raised. */
+static int tool_gone(lua_State *L) {
+  mcp_call *c = mcp_call_current(L);
+  return luaL_error(L, "%s: the tool changed while its call was upstream", c != NULL ? c->tool : "tools/call");
+}
+
+/* The call is Lua's; never a held one's, whose request went upstream
+ * (the Lua path would send it again): that one ends. */
+static int leave(mcp_call *c, lua_State *co) {
+  if (!c->path_held) return MCP_PATH_LUA;
+  lua_pushboolean(co, 0);
+  lua_pushcfunction(co, tool_gone);
+  return 0;
 }
 
 /* tools/call: the checks of server/tools.lua's prepare and open_call that
@@ -216,12 +250,16 @@ static int begin_call(mcp_call *c, lua_State *co) {
   if (mcp_call_pcall(c, 2, LUA_MULTRET) != LUA_OK) {
     mcp_warn("request %.64s: C path: %s", c->req.key, lua_tostring(L, -1));
     lua_settop(L, top);
-    return MCP_PATH_LUA;
+    return leave(c, co);
   }
   n = lua_gettop(L) - top;
-  if (n != 4 && n != 6) {
+  if (n == 1 && !c->path_held) {     /* gone upstream */
     lua_settop(L, top);
-    return MCP_PATH_LUA;
+    return MCP_PATH_HELD;
+  }
+  if (c->path_held ? n != 6 : n != 4 && n != 6) {
+    lua_settop(L, top);
+    return leave(c, co);
   }
   lua_xmove(L, co, n);               /* co: entry handler args ctx, or entry forward handler args ctx up */
   return n - 2;
@@ -408,7 +446,7 @@ static void text_result(const char *s, size_t n) {
 /* What a chain returned (the method's protocol, shaped): as it is, or
  * mcp.text's shape written here. stack: false res... */
 static int chain_returned(lua_State *co, int nres) {
-  static const fast_tool shaped = { 0, 0, 0, 0, 0, 0 };
+  static const fast_tool shaped = { 0, 0, 0, 0, 0, 0, NULL, NULL, 0 };
   lua_remove(co, 1);
   if (nres == 2 && lua_type(co, 1) == LUA_TTABLE && table_shape(co, &shaped, 1, 1) == SHAPE_TEXT) {
     size_t n;
@@ -636,7 +674,15 @@ static int l_fast_tools(lua_State *L) {
     t->output = field_true(L, 5, "output");
     t->tasks = field_true(L, 5, "tasks");
     t->forward = field_true(L, 5, "forward");
-    t->upstream = lua_getfield(L, 5, "upstream") == LUA_TTABLE && t->forward;
+    t->upstream = 0;
+    if (lua_getfield(L, 5, "upstream") == LUA_TTABLE && t->forward) {   /* 7 */
+      lua_getfield(L, 7, "link");
+      lua_getfield(L, 7, "name");
+      t->link = mcp_forward_link_at(L, -2);
+      t->upname = lua_tolstring(L, -1, &t->uplen);
+      t->upstream = t->link != NULL && lua_type(L, -1) == LUA_TSTRING;
+      lua_pop(L, 2);
+    }
     if (t->upstream) lua_setiuservalue(L, 6, UV_UPSTREAM);
     else lua_pop(L, 1);
     lua_getfield(L, 5, "tool");
