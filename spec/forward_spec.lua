@@ -9,14 +9,15 @@ local uv = H.uv
 local UP = H.fixtures .. "/upstream"
 local dirs = {}
 
-local function serve(args, caps)
+-- mount: more of the mount's fields, as Lua text
+local function serve(args, caps, mount)
   local d = assert(uv.fs_mkdtemp("/tmp/luamcp-fwd-XXXXXX"))
   dirs[#dirs + 1] = d
   local f = assert(io.open(d .. "/gw.lua", "w"))
   f:write(string.format([[
 local mcp = require "mcp"
-return mcp.plugin { name = "up", mount = { command = { %q, "--plugins", %q }, prefix = "up_" } }
-]], H.binary(), UP))
+return mcp.plugin { name = "up", mount = { command = { %q, "--plugins", %q }, prefix = "up_", %s } }
+]], H.binary(), UP, mount or ""))
   f:close()
   local c = H.start { plugins = { d }, args = args or {} }
   local resp = c:request("initialize", { protocolVersion = H.LATEST, capabilities = caps or {},
@@ -68,6 +69,35 @@ describe("forward (a mounted tool's call written upstream from C)", function()
     c:send(H.cancel_msg(7, "stop it"))
     c:expect_stderr("upstream up: fixture: slow stopped c1 reason=stop it", nil, { plain = true })
     c:expect_stderr("upstream up: request %d+ %(tools/call%) cancelled upstream: stop it")
+    c:no_response(0.2)
+    assert.are.equal("echo: after", H.text(c:call("up_echo", { text = "after" })))
+  end)
+
+  it("tells the upstream of a call's timeout and answers it timed out", function()
+    local c = serve({ "--timeout", "0.3" })
+    slow(c, 8, "t1")
+    local r = response(c, 8)
+    assert.is_true(r.result.isError)
+    assert.matches("timed out after 0.3 seconds", H.text(r))
+    c:expect_stderr("upstream up: fixture: slow stopped t1 reason=timeout", nil, { plain = true })
+    assert.are.equal("echo: after", H.text(c:call("up_echo", { text = "after" })))
+  end)
+
+  it("keeps the mount's cancel policy: ignore answers all the same, abort stops at once", function()
+    local c = serve(nil, nil, 'cancel = "ignore"')
+    slow(c, 9, "i1")
+    c:expect_stderr("upstream up: fixture: slow started i1", nil, { plain = true })
+    c:send(H.cancel_msg(9, "no matter"))
+    assert.are.equal("done i1", H.text(response(c, 9)))
+    H.cleanup()
+    c = serve({ "--log-level", "debug" }, nil, 'cancel = "abort"')
+    slow(c, 10, "a1")
+    if os.getenv("LUAMCP_LUA_PATH") ~= "1" then            -- held: no coroutine (sched.c)
+      c:expect_stderr("request 10: running -> held (hold)", nil, { plain = true })
+    end
+    c:expect_stderr("upstream up: fixture: slow started a1", nil, { plain = true })
+    c:send(H.cancel_msg(10, "now"))
+    c:expect_stderr("upstream up: fixture: slow stopped a1 reason=now", nil, { plain = true })
     c:no_response(0.2)
     assert.are.equal("echo: after", H.text(c:call("up_echo", { text = "after" })))
   end)

@@ -130,31 +130,44 @@ typedef struct call_args {
   size_t len;
 } call_args;
 
-/* A forwarded tool's arguments as the JSON text they came as (a json_raw:
- * encode() writes it as is), not a Lua table to be encoded again. Text with
- * a line break in it is compacted first: a stdio upstream reads lines. */
-static void push_raw(lua_State *L, const call_args *a) {
+/* A forwarded tool's arguments as JSON text on one line (a stdio upstream
+ * reads lines): the text they came as, or, for a tree or a text with a line
+ * break in it, compacted. */
+static const char *args_line(const call_args *a, size_t *n) {
   static mcp_buf text = MCP_BUF_INIT;
-  lua_createtable(L, 1, 0);
+  json_t *tree;
   if (a->text != NULL && memchr(a->text, '\n', a->len) == NULL && memchr(a->text, '\r', a->len) == NULL) {
-    lua_pushlstring(L, a->text, a->len);
-  } else {
-    json_t *tree = a->text ? mcp_json_parse(a->text, a->len, NULL, 0) : (json_t *)a->tree;
-    text.len = 0;
-    mcp_json_dump(tree, &text);
-    if (a->text) json_decref(tree);
-    lua_pushlstring(L, text.data, text.len);
+    *n = a->len;
+    return a->text;
   }
+  tree = a->text ? mcp_json_parse(a->text, a->len, NULL, 0) : (json_t *)a->tree;
+  text.len = 0;
+  mcp_json_dump(tree, &text);
+  if (a->text) json_decref(tree);
+  *n = text.len;
+  return text.data;
+}
+
+/* The same as a json_raw (encode() writes it as is), not a Lua table to be
+ * encoded again. */
+static void push_raw(lua_State *L, const call_args *a) {
+  size_t n;
+  const char *s = args_line(a, &n);
+  lua_createtable(L, 1, 0);
+  lua_pushlstring(L, s, n);
   lua_rawseti(L, -2, 1);
   luaL_setmetatable(L, MCP_JSON_RAW_MT);
 }
 
-/* May c's call go upstream from C with no coroutine (forward.c)? Its
- * arguments' text goes on as it came (one line: a stdio upstream reads
- * lines); no progress to relay, no span to carry. */
-static int may_hold(const mcp_call *c, const call_args *a) {
-  return a->text != NULL && memchr(a->text, '\n', a->len) == NULL && memchr(a->text, '\r', a->len) == NULL &&
-         c->progress_token == NULL && !(mcp_trace_on && c->span != NULL);
+/* c's call of t goes upstream from C, with no coroutine (forward.c), when
+ * there is no progress to relay nor span to carry and the connection takes
+ * it: 1. */
+static int send_upstream(mcp_call *c, const fast_tool *t, const call_args *a) {
+  const char *args;
+  size_t n;
+  if (c->progress_token != NULL || (mcp_trace_on && c->span != NULL)) return 0;
+  args = args_line(a, &n);
+  return mcp_forward_send(c, t->link, t->upname, t->uplen, args, n);
 }
 
 /* On the main thread, protected, on behalf of c (core.rev2026 and core.auth
@@ -173,8 +186,7 @@ static int call_setup(lua_State *L) {
   if (t->lua_only || (t->scopes && c->session->auth != NULL) || (t->tasks && c->session->rev2026)) return 0;
   /* a 2026-07-28 call's arguments are input.lua's too (the state's binding) */
   raw = t->forward && given && !c->session->rev2026;
-  if (raw && t->upstream && !c->path_held && may_hold(c, a) &&
-      mcp_forward_send(c, t->link, t->upname, t->uplen, a->text, a->len)) {
+  if (raw && t->upstream && !c->path_held && send_upstream(c, t, a)) {
     lua_pushboolean(L, 1);
     return 1;
   }
