@@ -634,7 +634,7 @@ function Client:_use()
       for _, f in ipairs(pending.waiters) do if not f:done() then f:complete() end end
       if not c then return nil, msg, kind end
       self.conn, self.server = c, c.server
-      if self.link and c.rev2026 then              -- its tools/calls may go from C now (forward.c)
+      if self.link and c.rev2026 and not c.closed then   -- its tools/calls may go from C now (forward.c)
         c.fwd = core.forward_attach(self.link, c.proc, meta_raw(c)[1], c.next_id, self.name)
       end
       self.generation = self.generation + 1

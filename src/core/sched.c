@@ -454,6 +454,7 @@ void mcp_call_answer(mcp_call *c, const char *json, size_t len) {
   mcp_call_fire(c, MCP_EV_RETURN, NULL);
   S.answer = NULL;
 }
+
 void mcp_call_rearm(mcp_call *c) { timer_arm(c); }
 lua_State *mcp_sched_lua(void) { return S.L; }
 uv_loop_t *mcp_sched_loop(void) { return S.loop; }

@@ -702,6 +702,7 @@ static int l_fast_tools(lua_State *L) {
     lua_getfield(L, 5, "handler");
     lua_setiuservalue(L, 6, UV_HANDLER);
     if (lua_getfield(L, 5, "schema") == LUA_TTABLE) {
+      t->upstream = 0;               /* its arguments are checked first: the coroutine's path */
       mcp_schema_push_compiled(L, -1);
       lua_setiuservalue(L, 6, UV_COMPILED);
     }

@@ -350,7 +350,7 @@ static int l_forward_id(lua_State *L) {
 /* core.forward_attach(link, proc, meta, next_id, name): calls may go on
  * the connection of the child proc, whose requests carry meta (JSON text)
  * and whose last id was next_id: its forward state (conn.fwd), a light
- * userdata owned by the child. */
+ * userdata owned by the child; nil when the child is gone. */
 static int l_forward_attach(lua_State *L) {
   mcp_fwd_link *link = luaL_checkudata(L, 1, LINK_MT);
   mcp_proc *p = mcp_proc_get(L, 2);
@@ -359,9 +359,9 @@ static int l_forward_attach(lua_State *L) {
   lua_Integer next_id = luaL_checkinteger(L, 4);
   const char *name = luaL_checkstring(L, 5);
   fwd_conn *fc;
-  if (p == NULL) return luaL_argerror(L, 2, "a running child");
+  if (p == NULL) return 0;
   if (*mcp_proc_fwd(p) != NULL) return luaL_argerror(L, 2, "already attached");
-  if ((fc = calloc(1, sizeof *fc)) == NULL || (fc->meta = malloc(n)) == NULL) abort();
+  if ((fc = calloc(1, sizeof *fc)) == NULL || (fc->meta = malloc(n + 1)) == NULL) abort();
   memcpy(fc->meta, meta, n);
   fc->meta_len = n;
   fc->proc = p;
