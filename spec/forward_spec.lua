@@ -116,6 +116,17 @@ describe("forward (a mounted tool's call written upstream from C)", function()
     assert.are.equal("echo: back", H.text(c:call("up_echo", { text = "back" })))
   end)
 
+  it("answers a call in flight when its mount goes (the plugin removed) as the Lua path does", function()
+    local c = serve({ "--watch" })
+    c:send { jsonrpc = "2.0", id = 51, method = "tools/call",
+             params = { name = "up_slow", arguments = { tag = "g1", delay = 0.05, steps = 100 } } }
+    c:expect_stderr("upstream up: fixture: slow started g1", nil, { plain = true })
+    os.remove(dirs[#dirs] .. "/gw.lua")
+    local r = response(c, 51)
+    assert.is_true(r.result.isError, c:stderr_text())
+    assert.are.equal("closed by its owner", H.text(r))
+  end)
+
   it("takes ids from the connection's own counter: a Lua-path call in flight on it never clashes", function()
     local c = serve()
     slow(c, 21, "lua", { progressToken = "p" })       -- a progressToken: the Lua path (client.lua)

@@ -222,19 +222,13 @@ static int call_setup(lua_State *L) {
   return 4;
 }
 
-/* A held call whose tool is no longer one forward.c's handler fronts (a
- * reload took it while its request was upstream): its end, raised. */
-static int tool_gone(lua_State *L) {
-  mcp_call *c = mcp_call_current(L);
-  return luaL_error(L, "%s: the tool changed while its call was upstream", c != NULL ? c->tool : "tools/call");
-}
-
 /* The call is Lua's; never a held one's, whose request went upstream
- * (the Lua path would send it again): that one ends. */
+ * (the Lua path would send it again): its tool is gone (a reload took it),
+ * forward.c ends it. */
 static int leave(mcp_call *c, lua_State *co) {
   if (!c->path_held) return MCP_PATH_LUA;
   lua_pushboolean(co, 0);
-  lua_pushcfunction(co, tool_gone);
+  lua_pushcfunction(co, mcp_forward_orphan);
   return 0;
 }
 

@@ -109,19 +109,22 @@ static void detach(fwd_conn *fc) {
 }
 
 /* luamcp_upstream_requests_total and the client duration, as client.lua's
- * counted gives them: outcome "ok" or "cancelled". */
-static void count(const fwd_req *r, const char *outcome) {
-  static char labels[2][40];
-  int i = outcome[0] == 'c';
+ * counted gives them: outcome "ok" (no error type), "cancelled", or "error"
+ * with its error type. */
+static void count(const fwd_req *r, const char *outcome, const char *etype) {
+  static const char *const outcomes[] = { "ok", "cancelled", "error" };
+  static char labels[3][40];
+  int i = 0;
+  while (i < 2 && strcmp(outcomes[i], outcome) != 0) i++;
   if (labels[i][0] == '\0') {
     mcp_buf b = MCP_BUF_INIT;
-    mcp_metric_label(&b, 0, "outcome", outcome);
+    mcp_metric_label(&b, 0, "outcome", outcomes[i]);
     mcp_buf_addc(&b, '\0');
     if (b.len <= sizeof labels[i]) memcpy(labels[i], b.data, b.len);
     mcp_buf_free(&b);
   }
   mcp_counter_add("luamcp_upstream_requests_total", labels[i], 1);
-  mcp_semconv_client("tools/call", r->name, i ? "cancelled" : NULL, (double)(uv_hrtime() - r->t0) / 1e9);
+  mcp_semconv_client("tools/call", r->name, etype, (double)(uv_hrtime() - r->t0) / 1e9);
 }
 
 /* The outcome is in. A held call's result answers it here; anything else
@@ -130,7 +133,7 @@ static void finish(fwd_req *r, int kind, const char *s, size_t n) {
   mcp_call *c = r->op.call;
   unlink_req(r);
   if (kind == FWD_RESULT && !r->op.handle && c != NULL && c->req.state == MCP_REQ_HELD) {
-    count(r, "ok");
+    count(r, "ok", NULL);
     mcp_op_done(&r->op);
     mcp_op_release(&r->op);
     mcp_call_answer(c, s, n);
@@ -166,7 +169,7 @@ static void cancel_req(mcp_op *op) {
     mcp_buf_adds(&line, "}}\n");
     mcp_proc_write(fc->proc, line.data, line.len);
     mcp_debug("%s: request %lld (tools/call) cancelled upstream: %s", fc->name, r->id, why);
-    if (!op->handle) count(r, "cancelled");
+    if (!op->handle) count(r, "cancelled", "cancelled");
   }
   mcp_op_release(op);
 }
@@ -278,7 +281,7 @@ static int answered(lua_State *L, int status, lua_KContext ctx) {
   (void)status;
   (void)ctx;
   if (lua_type(L, 7) == LUA_TLIGHTUSERDATA) {      /* the upstream's result, spliced as it is */
-    count((fwd_req *)mcp_op_check(L, 5), "ok");
+    count((fwd_req *)mcp_op_check(L, 5), "ok", NULL);
     lua_settop(L, 7);
     return 1;
   }
@@ -295,26 +298,50 @@ static int answered(lua_State *L, int status, lua_KContext ctx) {
   return lua_gettop(L) - 9;
 }
 
-int mcp_forward_handler(lua_State *L) {
-  mcp_call *c = mcp_call_current(L);
+/* The held call's request (its one op of this type), or NULL. */
+static fwd_req *held_req(mcp_call *c) {
   mcp_op *op = c != NULL ? c->ops : NULL;
-  fwd_req *r;
-  mcp_op **h;
   while (op != NULL && op->type != &fwd_type) op = op->next;
-  if (op == NULL) return luaL_error(L, "forward: the call's upstream request is gone");
-  r = (fwd_req *)op;
+  return (fwd_req *)op;
+}
+
+int mcp_forward_handler(lua_State *L) {
+  fwd_req *r = held_req(mcp_call_current(L));
+  mcp_op **h;
+  if (r == NULL) return luaL_error(L, "forward: the call's upstream request is gone");
   lua_settop(L, 4);
   h = mcp_op_reserve(L);                           /* 5: its handle (may raise: the engine still holds it) */
-  mcp_op_attach(h, op);
-  if (r->conn == NULL && !op->done) {              /* answered while held: the engine lets go */
-    mcp_op_done(op);
-    mcp_op_release(op);
+  mcp_op_attach(h, &r->op);
+  if (r->conn == NULL && !r->op.done) {            /* answered while held: the engine lets go */
+    mcp_op_done(&r->op);
+    mcp_op_release(&r->op);
   }
   lua_pushinteger(L, (lua_Integer)r->t0);          /* 6 */
   lua_pushcfunction(L, wait_req);
   lua_pushvalue(L, 5);
   lua_callk(L, 1, LUA_MULTRET, 0, answered);
   return answered(L, LUA_OK, 0);
+}
+
+int mcp_forward_orphan(lua_State *L) {
+  mcp_call *c = mcp_call_current(L);
+  fwd_req *r = held_req(c);
+  if (r == NULL || r->conn != NULL || r->kind != FWD_GONE)
+    return luaL_error(L, "%s: the tool changed while its call was upstream", c != NULL ? c->tool : "tools/call");
+  count(r, "error", "closed");
+  lua_createtable(L, 0, 2);                        /* mcp.error(why) */
+  lua_createtable(L, 1, 0);
+  lua_createtable(L, 0, 2);
+  lua_pushliteral(L, "text");
+  lua_setfield(L, -2, "type");
+  lua_pushlstring(L, r->text, r->len);
+  lua_setfield(L, -2, "text");
+  lua_rawseti(L, -2, 1);
+  luaL_setmetatable(L, MCP_JSON_ARRAY_MT);
+  lua_setfield(L, -2, "content");
+  lua_pushboolean(L, 1);
+  lua_setfield(L, -2, "isError");
+  return 1;
 }
 
 static fwd_conn *check_conn(lua_State *L) {

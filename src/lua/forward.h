@@ -23,6 +23,10 @@ int mcp_forward_send(mcp_call *c, mcp_fwd_link *link, const char *name, size_t n
  * up = {name =, what =} (mount.lua); what the handler would return, from
  * mount.lua's core.forward_outcome. */
 int mcp_forward_handler(lua_State *L);
+/* The same for a held call whose tool is gone (a reload took it): the
+ * upstream gone (its client closed) gives mount.lua's isError result saying
+ * why, counted as client.lua counts it; any other outcome raises. */
+int mcp_forward_orphan(lua_State *L);
 /* core.forward_* into the table on top; proc.c's line hook. */
 void mcp_forward_open_lib(lua_State *L);
 
