@@ -17,6 +17,7 @@
  * The registry stays Lua's: server.lua hands its tools over at every load,
  * reload and mount refresh (core.fast_tools), and tools/list's entries are
  * encoded then, once. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,7 @@
 #include "forward.h"
 #include "json.h"
 #include "log.h"
+#include "policy.h"
 #include "schema.h"
 #include "sched.h"
 #include "session.h"
@@ -47,6 +49,54 @@ typedef struct fast_tool {
   size_t uplen;
 } fast_tool;
 enum { UV_TOOL = 1, UV_HANDLER, UV_COMPILED, UV_UPSTREAM };
+
+/* The tools whose calls forward.c may take, by interned name (a call's
+ * c->tool is one): begin finds such a tool with no Lua, before anything is
+ * made for a handler. Rebuilt with the registry (core.fast_tools), whose
+ * table keeps the entries. */
+static struct {
+  const char **names;
+  fast_tool **tools;
+  size_t mask;               /* slots - 1; 0: none */
+} U;
+
+static size_t slot_of(const char *name) {
+  return (size_t)(((uintptr_t)name >> 4) * 2654435761u) & U.mask;
+}
+
+static fast_tool *upstream_tool(const char *name) {
+  if (U.mask == 0) return NULL;
+  for (size_t i = slot_of(name); U.names[i] != NULL; i = (i + 1) & U.mask)
+    if (U.names[i] == name) return U.tools[i];
+  return NULL;
+}
+
+/* The index of the n tools of the registry at idx (name -> entry). */
+static void upstream_index(lua_State *L, int idx, int n) {
+  size_t slots = 8;
+  free(U.names);
+  free(U.tools);
+  U.names = NULL;
+  U.tools = NULL;
+  U.mask = 0;
+  while (slots < 2 * (size_t)n) slots *= 2;
+  for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
+    fast_tool *t = lua_touserdata(L, -1);
+    const char *name;
+    size_t i;
+    if (!t->upstream || strlen(lua_tostring(L, -2)) != lua_rawlen(L, -2)) continue;   /* a NUL: Lua's */
+    if (U.mask == 0) {
+      U.names = calloc(slots, sizeof *U.names);
+      U.tools = calloc(slots, sizeof *U.tools);
+      if (U.names == NULL || U.tools == NULL) abort();
+      U.mask = slots - 1;
+    }
+    name = mcp_name_intern(lua_tostring(L, -2));
+    for (i = slot_of(name); U.names[i] != NULL; i = (i + 1) & U.mask) {}
+    U.names[i] = name;
+    U.tools[i] = t;
+  }
+}
 
 static struct {
   int on_call, on_list;      /* core.fast_methods: may C run tools/call, tools/list? */
@@ -171,8 +221,7 @@ static int send_upstream(mcp_call *c, const fast_tool *t, const call_args *a) {
 }
 
 /* On the main thread, protected, on behalf of c (core.rev2026 and core.auth
- * see it): entry, handler, args, ctx; true when the call went upstream from
- * C (c is held); or nothing when Lua must take the call.
+ * see it): entry, handler, args, ctx; or nothing when Lua must take the call.
  * stack: call arguments -> entry handler args ctx */
 static int call_setup(lua_State *L) {
   mcp_call *c = lua_touserdata(L, 1);
@@ -186,10 +235,6 @@ static int call_setup(lua_State *L) {
   if (t->lua_only || (t->scopes && c->session->auth != NULL) || (t->tasks && c->session->rev2026)) return 0;
   /* a 2026-07-28 call's arguments are input.lua's too (the state's binding) */
   raw = t->forward && given && !c->session->rev2026;
-  if (raw && t->upstream && !c->path_held && send_upstream(c, t, a)) {
-    lua_pushboolean(L, 1);
-    return 1;
-  }
   lua_getiuservalue(L, 2, UV_HANDLER);                           /* 3 */
   if (raw) push_raw(L, a);                                       /* 4 */
   else if (a->text != NULL) {
@@ -237,6 +282,7 @@ static int leave(mcp_call *c, lua_State *co) {
 static int begin_call(mcp_call *c, lua_State *co) {
   lua_State *L = mcp_sched_lua();
   call_args a = { NULL, NULL, 0 };
+  const fast_tool *t;
   int top = lua_gettop(L), n;
   if (c->tool == NULL || c->tool_owned || c->session == NULL) return MCP_PATH_LUA;
   /* params read as text hold name, arguments (an object) and _meta only */
@@ -250,6 +296,13 @@ static int begin_call(mcp_call *c, lua_State *co) {
                                  json_object_get(c->params, "requestState") != NULL)))
       return MCP_PATH_LUA;
   }
+  /* a forwarded tool's call goes upstream from here, nothing made for a
+   * handler: call_setup's checks that hold for it (its arguments as JSON
+   * text, not a 2026-07-28 call's: input.lua's) */
+  if (!c->path_held && !c->session->rev2026 && (a.text != NULL || a.tree != NULL) &&
+      (t = upstream_tool(c->tool)) != NULL && !t->lua_only && !(t->scopes && c->session->auth != NULL) &&
+      send_upstream(c, t, &a))
+    return MCP_PATH_HELD;
   lua_pushcfunction(L, call_setup);
   lua_pushlightuserdata(L, c);
   lua_pushlightuserdata(L, &a);
@@ -259,11 +312,7 @@ static int begin_call(mcp_call *c, lua_State *co) {
     return leave(c, co);
   }
   n = lua_gettop(L) - top;
-  if (n == 1 && !c->path_held) {     /* gone upstream */
-    lua_settop(L, top);
-    return MCP_PATH_HELD;
-  }
-  if (c->path_held ? n != 6 : n != 4 && n != 6) {
+  if (c->path_held ? n != 6 : n != 4) {
     lua_settop(L, top);
     return leave(c, co);
   }
@@ -727,6 +776,7 @@ static int l_fast_tools(lua_State *L) {
     F.nentries = i;
     lua_pop(L, 2);
   }
+  upstream_index(L, 4, n);
   set_ref(L, 4, &F.tools_ref);
   set_ref(L, 2, &F.ctx_mt_ref);
   set_ref(L, 3, &F.shape_ref);
