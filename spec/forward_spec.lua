@@ -127,6 +127,28 @@ describe("forward (a mounted tool's call written upstream from C)", function()
     assert.are.equal("closed by its owner", H.text(r))
   end)
 
+  it("forwards no call from C once the upstream sent us a request (which call it is for is client.lua's to find)",
+     function()
+    local d = assert(uv.fs_mkdtemp("/tmp/luamcp-fwd-XXXXXX"))
+    dirs[#dirs + 1] = d
+    local f = assert(io.open(d .. "/gw.lua", "w"))
+    f:write(string.format([[
+local mcp = require "mcp"
+return mcp.plugin { name = "up", mount = { command = { "lua5.4", %q }, prefix = "up_" } }
+]], H.fixtures .. "/fake_upstream/asks.lua"))
+    f:close()
+    local c = H.start { plugins = { d }, args = { "--log-level", "debug" } }
+    assert(c:request("initialize", { protocolVersion = H.LATEST, capabilities = {},
+                                     clientInfo = { name = "spec", version = "0" } }).result, c:stderr_text())
+    c:send { jsonrpc = "2.0", method = "notifications/initialized" }
+    assert.are.equal(2, #c:request("tools/list", {}).result.tools)
+    assert.are.equal("asked: error", H.text(c:call("up_asker", {})))
+    assert.are.equal("plain", H.text(c:call("up_plain", {})))
+    assert.are.equal("plain", H.text(c:call("up_plain", {})))
+    local held = select(2, c:stderr_text():gsub("running %-> held", ""))
+    assert.are.equal(os.getenv("LUAMCP_LUA_PATH") == "1" and 0 or 1, held, c:stderr_text())
+  end)
+
   it("takes ids from the connection's own counter: a Lua-path call in flight on it never clashes", function()
     local c = serve()
     slow(c, 21, "lua", { progressToken = "p" })       -- a progressToken: the Lua path (client.lua)

@@ -152,8 +152,7 @@ function Conn:on_request(msg, hint)
   if msg.method == "ping" then return self:reply(msg.id, {}) end
   -- it asks during calls: they go through client.lua from now on (forward.c
   -- cannot tell which call a request belongs to)
-  if self.fwd and not self.lua_only then core.forward_stop(self.fwd) end
-  self.lua_only = true
+  if self.fwd then core.forward_stop(self.fwd) end
   if not CAPABILITY[msg.method] then
     return self:reply(msg.id, nil, { code = -32601, message = "Method not found: " .. tostring(msg.method) })
   end
