@@ -493,13 +493,17 @@ static void sc_latency(conn_t *c, const opts_t *o)
 
 typedef struct {
     uint64_t stopped, want;
+    double first; /* when the first "stopped" line was read */
 } stop_t;
 
 static int stop_cb(void *ud, char *line, size_t len)
 {
     stop_t *s = ud;
-    if (is_notification(line) && is_stopped_log(line))
+    if (is_notification(line) && is_stopped_log(line)) {
+        if (s->first == 0)
+            s->first = now_s();
         s->stopped++;
+    }
     return s->stopped >= s->want;
 }
 
@@ -517,7 +521,7 @@ static void sc_cancel(conn_t *c, const opts_t *o)
         wait_t w;
         if (wait_for(c, pid, o->timeout, &w) != 1)
             die("cancel: no answer to ping");
-        stop_t s = {w.stopped, w.stopped + 1};
+        stop_t s = {w.stopped, w.stopped + 1, 0};
         double t0 = now_s();
         send_cancel(c, id);
         int r = pump(c, t0 + o->timeout, stop_cb, &s);
@@ -560,7 +564,7 @@ static void sc_inflight(conn_t *c, const opts_t *o)
         int64_t pid = send_ping(c);
         if (wait_for(c, pid, o->timeout, NULL) != 1)
             die("inflight warmup: no ping answer");
-        stop_t s = {0, 1};
+        stop_t s = {0, 1, 0};
         send_cancel(c, id);
         if (pump(c, now_s() + o->timeout, stop_cb, &s) != 1)
             die("inflight warmup: no stopped log");
@@ -592,7 +596,7 @@ static void sc_inflight(conn_t *c, const opts_t *o)
 
     /* cancel them all: time from writing the first cancel until the last
        "stopped" log line; then until the answer to a ping sent after it */
-    stop_t s = {w.stopped, w.stopped + (uint64_t)o->count};
+    stop_t s = {w.stopped, w.stopped + (uint64_t)o->count, 0};
     callgrind_zero(c);
     t0 = now_s();
     for (long i = 0; i < o->count; i++)
@@ -600,8 +604,10 @@ static void sc_inflight(conn_t *c, const opts_t *o)
     r = pump(c, t0 + o->timeout + 30, stop_cb, &s);
     t1 = now_s();
     out("cancel_all_stopped", "%" PRIu64, s.stopped - w.stopped);
-    if (r == 1)
+    if (r == 1) {
         out("cancel_all_ms", "%.2f", (t1 - t0) * 1e3);
+        out("cancel_all_first_stopped_ms", "%.2f", (s.first - t0) * 1e3);
+    }
     pid = send_ping(c);
     r = wait_for(c, pid, o->timeout, NULL);
     double t2 = now_s();

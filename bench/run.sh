@@ -242,7 +242,7 @@ version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1
   row "cancel latency p99 (us)"    cancel_p99_us       "<= 250 us" lower "" 'l <= 250'
   row "RSS per in-flight req (B)"  rss_per_req_bytes   "<= 2048 B" lower na 'l <= 2048'
   row "accept 10,000 in flight (ms)" inflight_start_ms "<= 20 ms" lower "" 'l <= 20'
-  row "cancel 10,000 in flight (ms)" cancel_all_ms     "<= 40 ms" lower "" 'l <= 40'
+  row "cancel 10,000 in flight (ms)" cancel_all_ms     "<= 35 ms" lower "" 'l <= 35'
   # pings while a handler spins: Node's event loop is blocked, so the SDK's and
   # FastMCP's pings may get no answer at all within the timeout
   spin_ping() { # server key -> the figure, or none<Ns when a ping went unanswered

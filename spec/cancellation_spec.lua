@@ -88,6 +88,33 @@ describe("cancellation", function()
       assert(c:wait_log('^stopped "abc" reason=by string$'), c:stderr_text())
       assert_never_answered(c, '"abc"')
     end)
+
+    -- More lines than one read takes (stdio reads 256 KiB), and more output
+    -- than stdio.c holds before writing (64 KiB): each cancel reaches its
+    -- own handler, and every handler's line goes out.
+    it("3,000 sleeping calls cancelled in one write stop, each with its reason, and none is answered", function()
+      local c = H.session()
+      local calls, cancels, N, K = {}, {}, 3000, 100000     -- ids apart from the helper's
+      for i = 1, N do
+        calls[i] = H.call_raw(tostring(K + i), "sleep", { seconds = 60 })
+        cancels[i] = H.cancel_raw(tostring(K + i), "storm " .. i)
+      end
+      c:send(table.concat(calls))
+      assert(H.run_until(function() return c:count_logs("^started ") == N end, 60),
+             c:count_logs("^started ") .. " of " .. N .. " started")
+      c:send(table.concat(cancels))
+      assert(H.run_until(function() return c:count_logs("^stopped ") == N end, 60),
+             c:count_logs("^stopped ") .. " of " .. N .. " stopped")
+      for i = 1, N, 499 do
+        assert.are.equal(1, c:count_logs("^stopped " .. (K + i) .. " reason=storm " .. i .. "$"))
+      end
+      assert.are.same({}, c:request("ping").result)
+      c:no_response()
+      for _, e in ipairs(c.history) do
+        local id = tonumber(H.raw_member(e.raw, "id") or "")
+        assert(not (id and id > K and id <= K + N), "response for a cancelled request: " .. e.raw)
+      end
+    end)
   end)
 
   describe("Receivers SHOULD free associated resources", function()

@@ -9,14 +9,15 @@ local uv = H.uv
 local UP = H.fixtures .. "/upstream"
 local dirs = {}
 
-local function serve(args, caps)
+-- mount: more of the mount's fields, as Lua text
+local function serve(args, caps, mount)
   local d = assert(uv.fs_mkdtemp("/tmp/luamcp-fwd-XXXXXX"))
   dirs[#dirs + 1] = d
   local f = assert(io.open(d .. "/gw.lua", "w"))
   f:write(string.format([[
 local mcp = require "mcp"
-return mcp.plugin { name = "up", mount = { command = { %q, "--plugins", %q }, prefix = "up_" } }
-]], H.binary(), UP))
+return mcp.plugin { name = "up", mount = { command = { %q, "--plugins", %q }, prefix = "up_", %s } }
+]], H.binary(), UP, mount or ""))
   f:close()
   local c = H.start { plugins = { d }, args = args or {} }
   local resp = c:request("initialize", { protocolVersion = H.LATEST, capabilities = caps or {},
@@ -72,6 +73,35 @@ describe("forward (a mounted tool's call written upstream from C)", function()
     assert.are.equal("echo: after", H.text(c:call("up_echo", { text = "after" })))
   end)
 
+  it("tells the upstream of a call's timeout and answers it timed out", function()
+    local c = serve({ "--timeout", "0.3" })
+    slow(c, 8, "t1")
+    local r = response(c, 8)
+    assert.is_true(r.result.isError)
+    assert.matches("timed out after 0.3 seconds", H.text(r))
+    c:expect_stderr("upstream up: fixture: slow stopped t1 reason=timeout", nil, { plain = true })
+    assert.are.equal("echo: after", H.text(c:call("up_echo", { text = "after" })))
+  end)
+
+  it("keeps the mount's cancel policy: ignore answers all the same, abort stops at once", function()
+    local c = serve(nil, nil, 'cancel = "ignore"')
+    slow(c, 9, "i1")
+    c:expect_stderr("upstream up: fixture: slow started i1", nil, { plain = true })
+    c:send(H.cancel_msg(9, "no matter"))
+    assert.are.equal("done i1", H.text(response(c, 9)))
+    H.cleanup()
+    c = serve({ "--log-level", "debug" }, nil, 'cancel = "abort"')
+    slow(c, 10, "a1")
+    if os.getenv("LUAMCP_LUA_PATH") ~= "1" then            -- held: no coroutine (sched.c)
+      c:expect_stderr("request 10: running -> held (hold)", nil, { plain = true })
+    end
+    c:expect_stderr("upstream up: fixture: slow started a1", nil, { plain = true })
+    c:send(H.cancel_msg(10, "now"))
+    c:expect_stderr("upstream up: fixture: slow stopped a1 reason=now", nil, { plain = true })
+    c:no_response(0.2)
+    assert.are.equal("echo: after", H.text(c:call("up_echo", { text = "after" })))
+  end)
+
   it("fails every call in flight as the Lua path does when the upstream dies, then reconnects", function()
     local c = serve()
     slow(c, 11, "k1")
@@ -84,6 +114,39 @@ describe("forward (a mounted tool's call written upstream from C)", function()
       assert.are.equal("the upstream exited with code 3", H.text(r))
     end
     assert.are.equal("echo: back", H.text(c:call("up_echo", { text = "back" })))
+  end)
+
+  it("answers a call in flight when its mount goes (the plugin removed) as the Lua path does", function()
+    local c = serve({ "--watch" })
+    c:send { jsonrpc = "2.0", id = 51, method = "tools/call",
+             params = { name = "up_slow", arguments = { tag = "g1", delay = 0.05, steps = 100 } } }
+    c:expect_stderr("upstream up: fixture: slow started g1", nil, { plain = true })
+    os.remove(dirs[#dirs] .. "/gw.lua")
+    local r = response(c, 51)
+    assert.is_true(r.result.isError, c:stderr_text())
+    assert.are.equal("closed by its owner", H.text(r))
+  end)
+
+  it("forwards no call from C once the upstream sent us a request (which call it is for is client.lua's to find)",
+     function()
+    local d = assert(uv.fs_mkdtemp("/tmp/luamcp-fwd-XXXXXX"))
+    dirs[#dirs + 1] = d
+    local f = assert(io.open(d .. "/gw.lua", "w"))
+    f:write(string.format([[
+local mcp = require "mcp"
+return mcp.plugin { name = "up", mount = { command = { "lua5.4", %q }, prefix = "up_" } }
+]], H.fixtures .. "/fake_upstream/asks.lua"))
+    f:close()
+    local c = H.start { plugins = { d }, args = { "--log-level", "debug" } }
+    assert(c:request("initialize", { protocolVersion = H.LATEST, capabilities = {},
+                                     clientInfo = { name = "spec", version = "0" } }).result, c:stderr_text())
+    c:send { jsonrpc = "2.0", method = "notifications/initialized" }
+    assert.are.equal(2, #c:request("tools/list", {}).result.tools)
+    assert.are.equal("asked: error", H.text(c:call("up_asker", {})))
+    assert.are.equal("plain", H.text(c:call("up_plain", {})))
+    assert.are.equal("plain", H.text(c:call("up_plain", {})))
+    local held = select(2, c:stderr_text():gsub("running %-> held", ""))
+    assert.are.equal(os.getenv("LUAMCP_LUA_PATH") == "1" and 0 or 1, held, c:stderr_text())
   end)
 
   it("takes ids from the connection's own counter: a Lua-path call in flight on it never clashes", function()

@@ -330,6 +330,20 @@ end
 
 -- headers: a list of {name, value} defaults; over: a map name -> value or
 -- false (drop it); names compared case-insensitively. Returns the list.
+-- The =?base64?...?= form of s, as a header value that is not plain text
+-- (the 2026-07-28 Mcp-Name and Mcp-Param headers).
+function M.header_b64(s)
+  local B = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+  local out = {}
+  for i = 1, #s, 3 do
+    local a, b, c = s:byte(i, i + 2)
+    local v = a << 16 | (b or 0) << 8 | (c or 0)
+    local function d(k) return B:sub((v >> k & 63) + 1, (v >> k & 63) + 1) end
+    out[#out + 1] = d(18) .. d(12) .. (b and d(6) or "=") .. (c and d(0) or "=")
+  end
+  return "=?base64?" .. table.concat(out) .. "?="
+end
+
 function M.merge_headers(defaults, over)
   local out, seen = {}, {}
   over = over or {}

@@ -41,18 +41,7 @@ local function refused(what, r, msg)
   if what then assert.truthy(msg.error.message:find(what, 1, true), msg.error.message) end
 end
 
--- The =?base64?...?= form of s.
-local function b64(s)
-  local B = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-  local out = {}
-  for i = 1, #s, 3 do
-    local a, b, c = s:byte(i, i + 2)
-    local v = a << 16 | (b or 0) << 8 | (c or 0)
-    local function d(k) return B:sub((v >> k & 63) + 1, (v >> k & 63) + 1) end
-    out[#out + 1] = d(18) .. d(12) .. (b and d(6) or "=") .. (c and d(0) or "=")
-  end
-  return "=?base64?" .. table.concat(out) .. "?="
-end
+local b64 = HH.header_b64
 
 describe("Mcp-Param headers over Streamable HTTP (2026-07-28)", function()
   local srv

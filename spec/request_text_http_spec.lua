@@ -17,18 +17,7 @@ local META = "{" .. V26 .. "," .. CAPS .. "}"
 local function whole(text) return (text:gsub('"jsonrpc"', '"\\u006asonrpc"', 1)) end
 local function padded(text) return (text:gsub('"jsonrpc"', '     "jsonrpc"', 1)) end
 
--- The =?base64?...?= form of s.
-local function b64(s)
-  local B = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-  local out = {}
-  for i = 1, #s, 3 do
-    local a, b, c = s:byte(i, i + 2)
-    local v = a << 16 | (b or 0) << 8 | (c or 0)
-    local function d(k) return B:sub((v >> k & 63) + 1, (v >> k & 63) + 1) end
-    out[#out + 1] = d(18) .. d(12) .. (b and d(6) or "=") .. (c and d(0) or "=")
-  end
-  return "=?base64?" .. table.concat(out) .. "?="
-end
+local b64 = HH.header_b64
 
 local function body(id, params, meta)
   return '{"jsonrpc":"2.0","id":' .. id .. ',"method":"tools/call","params":' ..

@@ -153,6 +153,35 @@ static void test_many_entries_keep_the_heap_order(void) {
   end(&loop);
 }
 
+/* A cancel storm's sleeps: entries cleared in due order leave empty slots,
+ * compacted as they pile up; the entries left keep their places (moved
+ * after a compaction, then fired in order), and clearing the rest stops the
+ * timer. */
+static void test_clearing_many_in_order_keeps_the_rest(void) {
+  enum { N = 2000 };
+  uv_loop_t loop;
+  static mcp_deadline d[N];
+  int order_ok = 1;
+  begin(&loop, fake_clock);
+  for (int i = 0; i < N; i++) {
+    d[i] = (mcp_deadline)MCP_DEADLINE_INIT;
+    mcp_deadline_set(&d[i], 2000 + (uint64_t)i);
+  }
+  for (int i = 0; i < N; i++)
+    if (i % 3 != 0) mcp_deadline_set(&d[i], 0);
+  for (int i = 0; i < N; i += 6) mcp_deadline_set(&d[i], 500000 + (uint64_t)(N - i));  /* moved later */
+  now_ns = 400000;
+  mcp_deadlines_run();
+  CHECK(nfired == (N + 2) / 6, "%d fired, want %d", nfired, (N + 2) / 6);   /* i = 3 (mod 6) */
+  for (int i = 0; i < nfired; i++)
+    if (fired[i] != &d[6 * i + 3]) order_ok = 0;
+  CHECK(order_ok, "fired out of order, or an entry cleared fired");
+  for (int i = 0; i < N; i += 6) CHECK(d[i].index >= 0, "d[%d] lost its place", i);
+  for (int i = 0; i < N; i += 6) mcp_deadline_set(&d[i], 0);
+  CHECK(!uv_loop_alive(&loop), "the timer is still armed with every entry cleared");
+  end(&loop);
+}
+
 /* The clock moved past the last entry (--test-clock): the timer stops, so
  * the loop does not wait for the real time it was armed for. */
 static void test_running_the_last_entry_stops_the_timer(void) {
@@ -224,6 +253,7 @@ int main(void) {
   test_an_entry_with_its_own_fire_skips_the_common_callback();
   test_a_callback_may_set_its_entry_again();
   test_many_entries_keep_the_heap_order();
+  test_clearing_many_in_order_keeps_the_rest();
   test_running_the_last_entry_stops_the_timer();
   test_the_timer_fires_on_the_loop();
   test_clearing_the_earliest_still_fires_the_next();

@@ -351,6 +351,30 @@ int main(void) {
     CHECK(mcp_json_parse("99999999999999999999", 20, err, sizeof err) == NULL,
           "an integer past int64 is an error, never rounded");
   }
+  /* A string's bytes are scanned 8 at a time: a byte that is not plain is
+   * found at every offset in a word and after it, and plain bytes around
+   * it (0x7f among them) pass. */
+  for (int at = 0; at < 20; at++) {
+    static const char *const special[] = { "\"", "\\n", "\x01", "\x1f", "\xc3\xa9", "\x7f", "\xff" };
+    static const char *const want[] = { "ENDS", "\n", "PARSE", "PARSE", "\xc3\xa9", "\x7f", "PARSE" };
+    for (size_t k = 0; k < sizeof special / sizeof special[0]; k++) {
+      char text[64], err[128];
+      json_t *v;
+      int n = snprintf(text, sizeof text, "\"%.*s%s%.*s\"", at, "~~~~~~~~~~~~~~~~~~~~", special[k],
+                       19 - at, "~~~~~~~~~~~~~~~~~~~~");
+      v = mcp_json_parse(text, (size_t)n, err, sizeof err);
+      if (strcmp(want[k], "PARSE") == 0) {
+        CHECK(v == NULL, "a control character or invalid UTF-8 at %d is refused", at);
+      } else if (strcmp(want[k], "ENDS") == 0) {
+        CHECK(v == NULL, "a quote at %d ends the string: the rest is extra", at);
+      } else {
+        const char *got = json_string_value(v);
+        CHECK(got != NULL && strlen(got) == 19 + strlen(want[k]) &&
+              memcmp(got + at, want[k], strlen(want[k])) == 0, "byte %zu at %d passes: %s", k, at, got);
+      }
+      json_decref(v);
+    }
+  }
   lua_close(L);
   TEST_END("test_json");
 }

@@ -8,7 +8,7 @@
 #include "test.h"
 
 enum { Q = MCP_REQ_QUEUED, R = MCP_REQ_RUNNING, CG = MCP_REQ_CANCELLING, TG = MCP_REQ_TIMING_OUT,
-       DONE = MCP_REQ_COMPLETED, FAIL = MCP_REQ_FAILED, CX = MCP_REQ_CANCELLED, TX = MCP_REQ_TIMED_OUT };
+       H = MCP_REQ_HELD, DONE = MCP_REQ_COMPLETED, FAIL = MCP_REQ_FAILED, CX = MCP_REQ_CANCELLED, TX = MCP_REQ_TIMED_OUT };
 #define START MCP_ACT_START
 #define SIG MCP_ACT_SIGNAL
 #define GR MCP_ACT_GRACE
@@ -35,6 +35,7 @@ static const cell cells[] = {
   {COOP, Q, MCP_EV_TIMEOUT, TX, TOUT | FIN,   "a deadline before start answers timeout"},
   {COOP, Q, MCP_EV_GRACE,   Q,  IGN,          "no grace runs before start"},
   {COOP, Q, MCP_EV_CLOSE,   CX, FIN,          "shutdown drops a queued request"},
+  {COOP, Q, MCP_EV_HOLD,    Q,  IGN,          "only a started call is held"},
   /* running, cooperative */
   {COOP, R, MCP_EV_START,   R,  IGN,          "started once"},
   {COOP, R, MCP_EV_RETURN,  DONE, RES | FIN,  "a result is sent"},
@@ -43,6 +44,7 @@ static const cell cells[] = {
   {COOP, R, MCP_EV_TIMEOUT, TG, SIG | GR,     "timeout: flag, wake, grace"},
   {COOP, R, MCP_EV_GRACE,   R,  IGN,          "no grace while running"},
   {COOP, R, MCP_EV_CLOSE,   CG, SIG | GR,     "shutdown: flag, wake, grace"},
+  {COOP, R, MCP_EV_HOLD,    H,  0,            "the C path holds it: no handler"},
   /* cancelling: the same under every policy */
   {COOP, CG, MCP_EV_START,   CG, IGN,         "started once"},
   {COOP, CG, MCP_EV_RETURN,  CX, FIN,         "no response after a cancel"},
@@ -51,6 +53,7 @@ static const cell cells[] = {
   {COOP, CG, MCP_EV_TIMEOUT, CG, IGN,         "a deadline after a cancel changes nothing"},
   {COOP, CG, MCP_EV_GRACE,   CX, AB | FIN,    "grace over: aborted by force"},
   {COOP, CG, MCP_EV_CLOSE,   CG, IGN,         "shutdown during cleanup waits for the grace"},
+  {COOP, CG, MCP_EV_HOLD,    CG, IGN,         "a handler cleans up: not held"},
   /* timing out: the same under every policy */
   {COOP, TG, MCP_EV_START,   TG, IGN,               "started once"},
   {COOP, TG, MCP_EV_RETURN,  TX, TOUT | FIN,        "the handler stopped: timeout result"},
@@ -59,6 +62,16 @@ static const cell cells[] = {
   {COOP, TG, MCP_EV_TIMEOUT, TG, IGN,               "one timeout"},
   {COOP, TG, MCP_EV_GRACE,   TX, AB | TOUT | FIN,   "grace over: aborted, timeout result"},
   {COOP, TG, MCP_EV_CLOSE,   CG, 0,                 "shutdown: no response"},
+  {COOP, TG, MCP_EV_HOLD,    TG, IGN,               "a handler cleans up: not held"},
+  /* held, cooperative: no handler to wait for */
+  {COOP, H, MCP_EV_START,   R,  START,            "the op's outcome needs Lua: the handler starts"},
+  {COOP, H, MCP_EV_RETURN,  DONE, RES | FIN,      "the op's result is the response"},
+  {COOP, H, MCP_EV_RAISE,   H,  IGN,              "no handler: nothing raises"},
+  {COOP, H, MCP_EV_CANCEL,  CX, SIG | FIN,        "cancel: its op stopped, no response, gone"},
+  {COOP, H, MCP_EV_TIMEOUT, TX, SIG | TOUT | FIN, "timeout: its op stopped, timeout result"},
+  {COOP, H, MCP_EV_GRACE,   H,  IGN,              "no grace while held"},
+  {COOP, H, MCP_EV_CLOSE,   CX, SIG | FIN,        "shutdown: its op stopped, gone"},
+  {COOP, H, MCP_EV_HOLD,    H,  IGN,              "held once"},
   /* running, abort */
   {ABRT, R, MCP_EV_START,   R,  IGN,              "started once"},
   {ABRT, R, MCP_EV_RETURN,  DONE, RES | FIN,      "a result is sent"},
@@ -67,6 +80,16 @@ static const cell cells[] = {
   {ABRT, R, MCP_EV_TIMEOUT, TX, AB | TOUT | FIN,  "timeout stops at once, timeout result"},
   {ABRT, R, MCP_EV_GRACE,   R,  IGN,              "no grace"},
   {ABRT, R, MCP_EV_CLOSE,   CX, AB | FIN,         "shutdown stops at once"},
+  {ABRT, R, MCP_EV_HOLD,    H,  0,                "the C path holds it: no handler"},
+  /* held, abort: as cooperative (nothing to abort but the op) */
+  {ABRT, H, MCP_EV_START,   R,  START,            "the op's outcome needs Lua: the handler starts"},
+  {ABRT, H, MCP_EV_RETURN,  DONE, RES | FIN,      "the op's result is the response"},
+  {ABRT, H, MCP_EV_RAISE,   H,  IGN,              "no handler: nothing raises"},
+  {ABRT, H, MCP_EV_CANCEL,  CX, SIG | FIN,        "cancel: its op stopped, no response, gone"},
+  {ABRT, H, MCP_EV_TIMEOUT, TX, SIG | TOUT | FIN, "timeout: its op stopped, timeout result"},
+  {ABRT, H, MCP_EV_GRACE,   H,  IGN,              "no grace"},
+  {ABRT, H, MCP_EV_CLOSE,   CX, SIG | FIN,        "shutdown: its op stopped, gone"},
+  {ABRT, H, MCP_EV_HOLD,    H,  IGN,              "held once"},
   /* running, ignore */
   {IGNR, R, MCP_EV_START,   R,  IGN,              "started once"},
   {IGNR, R, MCP_EV_RETURN,  DONE, RES | FIN,      "a result is sent"},
@@ -75,6 +98,16 @@ static const cell cells[] = {
   {IGNR, R, MCP_EV_TIMEOUT, R,  IGN,              "the timeout is ignored"},
   {IGNR, R, MCP_EV_GRACE,   R,  IGN,              "no grace"},
   {IGNR, R, MCP_EV_CLOSE,   CG, SIG | GR,         "shutdown still stops it"},
+  {IGNR, R, MCP_EV_HOLD,    H,  0,                "the C path holds it: no handler"},
+  /* held, ignore: cancel and timeout pass, as while running */
+  {IGNR, H, MCP_EV_START,   R,  START,            "the op's outcome needs Lua: the handler starts"},
+  {IGNR, H, MCP_EV_RETURN,  DONE, RES | FIN,      "the op's result is the response"},
+  {IGNR, H, MCP_EV_RAISE,   H,  IGN,              "no handler: nothing raises"},
+  {IGNR, H, MCP_EV_CANCEL,  H,  IGN,              "the cancel is ignored (the spec's MAY)"},
+  {IGNR, H, MCP_EV_TIMEOUT, H,  IGN,              "the timeout is ignored"},
+  {IGNR, H, MCP_EV_GRACE,   H,  IGN,              "no grace"},
+  {IGNR, H, MCP_EV_CLOSE,   CX, SIG | FIN,        "shutdown still stops it: its op stopped, gone"},
+  {IGNR, H, MCP_EV_HOLD,    H,  IGN,              "held once"},
 };
 
 static void fire_from(int mode, int state, int ev, int *next, unsigned *acts) {
@@ -91,7 +124,7 @@ static void test_cells(void) {
   for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
     const cell *c = &cells[i];
     /* rows written once for cooperative hold for every policy */
-    int shared = c->state != R;
+    int shared = c->state != R && c->state != H;
     for (int mode = 0; mode < MCP_CANCEL_NMODES; mode++) {
       if (!shared && mode != c->mode) continue;
       int next;
@@ -159,6 +192,34 @@ static void test_reason_first_wins(void) {
   CHECK(req.reason && strcmp(req.reason, "timeout") == 0, "reason %s", req.reason);
   CHECK(req.state == CG, "timeout then cancel: %s", mcp_req_state_name(req.state));
   mcp_req_close(&req);
+}
+
+/* Requests given the same reason in a row share one copy; each keeps its
+ * own through the others' closes and a different reason after them (ASan:
+ * no use after free, no double free). */
+static void test_reason_shared(void) {
+  mcp_req r[3];
+  char why[16];
+  for (int i = 0; i < 3; i++) {
+    mcp_req_init(&r[i], "1", 1, MCP_CANCEL_COOPERATIVE);
+    mcp_req_fire(&r[i], MCP_EV_START, NULL);
+  }
+  strcpy(why, "bench");
+  mcp_req_fire(&r[0], MCP_EV_CANCEL, why);
+  mcp_req_fire(&r[1], MCP_EV_CANCEL, why);
+  strcpy(why, "other");                          /* the caller's text is not kept */
+  CHECK(r[0].reason == r[1].reason && strcmp(r[1].reason, "bench") == 0, "shared: %s", r[1].reason);
+  mcp_req_fire(&r[2], MCP_EV_CANCEL, why);
+  CHECK(strcmp(r[2].reason, "other") == 0 && r[2].reason != r[0].reason, "another: %s", r[2].reason);
+  mcp_req_close(&r[0]);
+  CHECK(strcmp(r[1].reason, "bench") == 0, "kept after the first's close: %s", r[1].reason);
+  mcp_req_close(&r[1]);
+  mcp_req_close(&r[2]);
+  mcp_req_init(&r[0], "1", 1, MCP_CANCEL_COOPERATIVE);
+  mcp_req_fire(&r[0], MCP_EV_START, NULL);
+  mcp_req_fire(&r[0], MCP_EV_CANCEL, "other");   /* the latest, now held by no request */
+  CHECK(strcmp(r[0].reason, "other") == 0, "the latest again: %s", r[0].reason);
+  mcp_req_close(&r[0]);
 }
 
 /* A key in its owner's memory is copied there and not freed by close (a
@@ -239,6 +300,7 @@ int main(void) {
   test_cells();
   test_random_orders();
   test_reason_first_wins();
+  test_reason_shared();
   test_a_key_in_the_owners_memory();
   test_table();
   TEST_END("test_request");

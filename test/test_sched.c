@@ -1,7 +1,8 @@
 /* sched.c: a call's start, its waits and wakes, what the scheduler does on
  * each event of the cancellation state machine (the table itself is
  * test_request.c's), the abort of a handler that will not stop, time
- * slices, and the limits of a tool on the run queue. Real coroutines on a
+ * slices, the limits of a tool on the run queue, and a call the C path
+ * holds with no coroutine (MCP_REQ_HELD). Real coroutines on a
  * real loop; the owner is sched_fixture.h's fake. */
 #include "sched_fixture.h"
 
@@ -551,6 +552,165 @@ static void test_a_measure_is_due_after_a_step_allocated_whatever_was_freed(void
   mcp_sched_budget_swap(was);
 }
 
+/* A path that holds a call (MCP_PATH_HELD), as forward.c's does: a
+ * tools/call of a tool named held* goes "upstream" as an op of its call,
+ * and the test answers it, wakes it or stops it. Woken, its handler is
+ * tools[name], started by begin's second run (c->path_held). */
+static struct {
+  mcp_op *op;                /* the held call's, while the engine holds it */
+  char why[64];              /* its cancel's reason */
+  int begins;
+} H;
+
+static void held_cancel(mcp_op *op) {
+  snprintf(H.why, sizeof H.why, "%s", op->reason);
+  H.op = NULL;
+  mcp_op_release(op);
+}
+
+static int held_push(lua_State *L, mcp_op *op) { return 0; }
+static void held_free(mcp_op *op) { free(op); }
+
+static const mcp_op_type held_type = { "held", held_cancel, held_push, held_free };
+
+static int held_begin(mcp_call *c, lua_State *co) {
+  if (c->tool == NULL || strncmp(c->tool, "held", 4) != 0) return MCP_PATH_LUA;
+  H.begins++;
+  if (!c->path_held) {
+    if ((H.op = calloc(1, sizeof *H.op)) == NULL) abort();
+    mcp_op_init(H.op, &held_type, c);
+    return MCP_PATH_HELD;
+  }
+  lua_pushboolean(co, 0);                         /* what the call keeps */
+  lua_getglobal(co, "tools");
+  lua_getfield(co, -1, c->tool);
+  lua_remove(co, -2);
+  return 0;
+}
+
+static int held_returned(mcp_call *c, lua_State *co, int nres) {
+  lua_remove(co, 1);
+  return 0;
+}
+
+static const mcp_call_path held_path = { held_begin, held_returned };
+
+/* The engine lets the op go (its outcome is in). */
+static void held_op_done(void) {
+  mcp_op *op = H.op;
+  H.op = NULL;
+  mcp_op_done(op);
+  mcp_op_release(op);
+}
+
+static mcp_call *held_start(const char *key, const char *tool) {
+  char params[64];
+  snprintf(params, sizeof params, "{\"name\":\"%s\"}", tool);
+  return start(key, "tools/call", params);
+}
+
+static void held_open(void) {
+  fixture_open();
+  memset(&H, 0, sizeof H);
+  mcp_sched_set_path(&held_path);
+}
+
+static void held_close(void) {
+  mcp_sched_set_path(NULL);
+  fixture_close();
+}
+
+/* RUNNING + HOLD, then HELD + RETURN: no coroutine while held, its params
+ * kept; the op's result text is the response, spliced as it is. */
+static void test_a_held_call_runs_without_a_coroutine_and_its_op_answers_it(void) {
+  mcp_call *c;
+  held_open();
+  c = held_start("1", "held");
+  turns(3);
+  CHECK(c->req.state == MCP_REQ_HELD && c->co == NULL && c->path_held, "state %s, co %p",
+        mcp_req_state_name(c->req.state), (void *)c->co);
+  CHECK(c->params != NULL, "its params were dropped");
+  CHECK(H.op != NULL && H.begins == 1 && F.nresp == 0 && mcp_sched_live() == 1, "held");
+  held_op_done();
+  mcp_call_answer(c, "{\"v\":1}", 7);
+  CHECK(F.nresp == 1 && strcmp(F.resp[0], "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"v\":1}}") == 0,
+        "response: %s", F.nresp ? F.resp[0] : "(none)");
+  CHECK(F.gone == 1 && mcp_sched_live() == 0, "gone %d", F.gone);
+  held_close();
+}
+
+/* HELD + START: woken (its op's outcome wants Lua), begin runs again and
+ * its handler starts on a coroutine; its result is the response. */
+static void test_a_held_call_woken_starts_its_handler(void) {
+  mcp_call *c;
+  held_open();
+  lua("tools.held = function() return {started = true} end");
+  c = held_start("1", "held");
+  turns(3);
+  held_op_done();
+  mcp_call_wake(c);
+  CHECK(c->req.state == MCP_REQ_HELD, "started inside the wake");
+  run();
+  CHECK(H.begins == 2, "begin ran %d times", H.begins);
+  CHECK(strcmp(field(0, "result", "started"), "true") == 0, "response: %s", F.nresp ? F.resp[0] : "(none)");
+  CHECK(F.gone == 1, "gone %d", F.gone);
+  held_close();
+}
+
+/* HELD + CANCEL: its op is stopped with the reason inside the event, no
+ * response, the call gone; abort is the same. */
+static void test_a_cancel_of_a_held_call_stops_its_op_and_answers_nothing(void) {
+  const char *tools[] = { "held", "held_hard" };
+  for (int i = 0; i < 2; i++) {
+    mcp_call *c;
+    held_open();
+    if (i == 1) mcp_policy_set("held_hard", MCP_CANCEL_ABORT, 0, 1, NULL, MCP_TASK_FORBIDDEN);
+    c = held_start("1", tools[i]);
+    turns(3);
+    mcp_call_fire(c, MCP_EV_CANCEL, "user");
+    CHECK(strcmp(H.why, "cancelled: user") == 0, "%s: its op: %s", tools[i], H.why);
+    CHECK(F.gone == 1 && mcp_sched_live() == 0, "%s: not gone inside the event", tools[i]);
+    run();
+    CHECK(F.nresp == 0, "%s: answered %s", tools[i], F.nresp ? F.resp[0] : "");
+    held_close();
+  }
+}
+
+/* HELD + TIMEOUT: its op stopped ("timeout"), the timeout answered at once. */
+static void test_a_timeout_of_a_held_call_answers_timed_out(void) {
+  held_open();
+  mcp_cfg.timeout = 5;
+  held_start("1", "held");
+  turns(3);
+  mcp_clock_advance(5);
+  mcp_deadlines_run();
+  CHECK(strcmp(H.why, "cancelled: timeout") == 0, "its op: %s", H.why);
+  CHECK(F.gone == 1, "not gone inside the deadline");
+  CHECK(strstr(field(0, "result", "content"), "timed out after 5 seconds") != NULL, "answer: %s",
+        F.nresp ? F.resp[0] : "(none)");
+  held_close();
+}
+
+/* HELD + CLOSE, and under the ignore policy: the cancel and the timeout
+ * pass, its op goes on; the close stops it. */
+static void test_the_ignore_policy_keeps_a_held_call_until_close(void) {
+  mcp_call *c;
+  held_open();
+  mcp_cfg.timeout = 5;
+  mcp_policy_set("held_deaf", MCP_CANCEL_IGNORE, 5, 1, NULL, MCP_TASK_FORBIDDEN);
+  c = held_start("1", "held_deaf");
+  turns(3);
+  mcp_call_fire(c, MCP_EV_CANCEL, "user");
+  mcp_clock_advance(5);
+  mcp_deadlines_run();
+  CHECK(c->req.state == MCP_REQ_HELD && H.op != NULL && F.nresp == 0, "state %s",
+        mcp_req_state_name(c->req.state));
+  mcp_sched_close_all(NULL, NULL, "shutdown");
+  CHECK(strcmp(H.why, "cancelled: shutdown") == 0, "its op: %s", H.why);
+  CHECK(F.gone == 1 && F.nresp == 0, "gone %d, %d responses", F.gone, F.nresp);
+  held_close();
+}
+
 int main(void) {
   test_a_call_starts_on_a_later_loop_turn();
   test_the_handler_gets_method_params_id_and_session();
@@ -583,6 +743,11 @@ int main(void) {
   test_a_handler_that_cannot_yield_is_killed_at_its_deadline();
   test_the_close_of_a_killed_handler_runs_bounded();
   test_a_limited_tool_queues_then_refuses();
+  test_a_held_call_runs_without_a_coroutine_and_its_op_answers_it();
+  test_a_held_call_woken_starts_its_handler();
+  test_a_cancel_of_a_held_call_stops_its_op_and_answers_nothing();
+  test_a_timeout_of_a_held_call_answers_timed_out();
+  test_the_ignore_policy_keeps_a_held_call_until_close();
   test_a_measure_is_due_after_a_step_allocated_whatever_was_freed();
   mcp_metrics_close();
   TEST_END("test_sched");

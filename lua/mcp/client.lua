@@ -152,7 +152,7 @@ function Conn:on_request(msg, hint)
   if msg.method == "ping" then return self:reply(msg.id, {}) end
   -- it asks during calls: they go through client.lua from now on (forward.c
   -- cannot tell which call a request belongs to)
-  self.lua_only = true
+  if self.fwd then core.forward_stop(self.fwd) end
   if not CAPABILITY[msg.method] then
     return self:reply(msg.id, nil, { code = -32601, message = "Method not found: " .. tostring(msg.method) })
   end
@@ -203,16 +203,21 @@ function Conn:cancel(rq, reason)
 end
 
 -- 2026-07-28: what every request says about us, in its _meta; encoded once
--- per connection when the request has no _meta of its own.
+-- per connection (a core.json_raw).
+local function meta_raw(conn)
+  conn.meta_raw = conn.meta_raw or core.json_raw(core.encode {
+    ["io.modelcontextprotocol/protocolVersion"] = REV2026,
+    ["io.modelcontextprotocol/clientCapabilities"] = conn.client.capabilities,
+    ["io.modelcontextprotocol/clientInfo"] = conn.client.info,
+  })
+  return conn.meta_raw
+end
+
+-- The same in a request's params, as it is when they have no _meta of their own.
 function Conn:meta(params)
   if not self.rev2026 then return end
   if params._meta == nil then
-    self.meta_raw = self.meta_raw or core.json_raw(core.encode {
-      ["io.modelcontextprotocol/protocolVersion"] = REV2026,
-      ["io.modelcontextprotocol/clientCapabilities"] = self.client.capabilities,
-      ["io.modelcontextprotocol/clientInfo"] = self.client.info,
-    })
-    params._meta = self.meta_raw
+    params._meta = meta_raw(self)
     return
   end
   local meta = copy(params._meta)
@@ -225,7 +230,7 @@ end
 -- Send rq (a new id for each round).
 function Conn:send_request(rq)
   if self.closed then return nil, self.closed end
-  self.next_id = self.next_id + 1
+  self.next_id = self.fwd and core.forward_id(self.fwd) or self.next_id + 1   -- forward.c's ids too
   rq.id, rq.response, rq.op = self.next_id, nil, nil
   local params = rq.params
   if rq.on_progress then
@@ -628,6 +633,9 @@ function Client:_use()
       for _, f in ipairs(pending.waiters) do if not f:done() then f:complete() end end
       if not c then return nil, msg, kind end
       self.conn, self.server = c, c.server
+      if self.link and c.rev2026 and not c.closed then   -- its tools/calls may go from C now (forward.c)
+        c.fwd = core.forward_attach(self.link, c.proc, meta_raw(c)[1], c.next_id, self.name)
+      end
       self.generation = self.generation + 1
       log("info", "%s: connected (revision %s%s)", self.name, c.revision,
           c.server.serverInfo and (", " .. tostring(c.server.serverInfo.name) .. " " ..
@@ -802,6 +810,7 @@ function M.connect(opts)
     capabilities = opts.capabilities or { sampling = {}, elicitation = {}, roots = {} },
     info = { name = "luamcp", version = core.version },
     on_notification = opts.on_notification, watching = opts.on_notification ~= nil,
+    link = cmd and core.forward_link() or nil,     -- a mount's calls may go on its connection from C
   }, Client)
   if collecting then collecting[#collecting + 1] = client end
   return client

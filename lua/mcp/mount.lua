@@ -184,9 +184,9 @@ local function make_tool(st, t)
   tool.forward = wrap == nil
   -- with no timeout either, its call may be forwarded from C (forward.c):
   -- mcp.connect's client over stdio, in the plain case
-  if wrap == nil and (st.timeout == nil or st.timeout <= 0) and st.call_timeout == nil
+  if wrap == nil and client.link and (st.timeout == nil or st.timeout <= 0) and st.call_timeout == nil
      and client.opts.timeout == nil then
-    tool.upstream = { client = client, name = up, what = what }
+    tool.upstream = { link = client.link, name = up, what = what }
   end
   return tool
 end

@@ -3,10 +3,21 @@
 
 #include "deadline.h"
 
+/* A slot holds its entry's due, so that ordering reads the array, not the
+ * entries spread over memory. An entry removed leaves its slot empty (d NULL,
+ * the due kept: the order holds): it goes when it reaches the root, or when
+ * empty slots are half the heap and the live ones are heaped again. So
+ * 10,000 entries cleared one by one (a cancel storm's sleeps) cost a write
+ * each and a compaction's share, not a sift through entries each. */
+typedef struct {
+  uint64_t due;
+  mcp_deadline *d;
+} slot;
+
 static struct {
   uv_timer_t timer;
-  mcp_deadline **heap;
-  int n, cap;
+  slot *heap;
+  int n, cap, empty;         /* slots, of which empty */
   uint64_t (*clock)(void);
   void (*cb)(mcp_deadline *d);
   uint64_t armed_for;        /* the due the timer is set for; 0 = stopped */
@@ -31,41 +42,62 @@ void mcp_deadline_init(mcp_deadline *d, void (*fire)(mcp_deadline *d)) {
   d->fire = i;
 }
 
-static void place(int i, mcp_deadline *d) {
-  D.heap[i] = d;
-  d->index = i;
+static void place(int i, slot s) {
+  D.heap[i] = s;
+  if (s.d != NULL) s.d->index = i;
 }
 
 static void sift_up(int i) {
-  mcp_deadline *d = D.heap[i];
-  while (i > 0 && D.heap[(i - 1) / 2]->due > d->due) {
+  slot s = D.heap[i];
+  while (i > 0 && D.heap[(i - 1) / 2].due > s.due) {
     place(i, D.heap[(i - 1) / 2]);
     i = (i - 1) / 2;
   }
-  place(i, d);
+  place(i, s);
 }
 
 static void sift_down(int i) {
-  mcp_deadline *d = D.heap[i];
+  slot s = D.heap[i];
   for (;;) {
     int c = 2 * i + 1;
     if (c >= D.n) break;
-    if (c + 1 < D.n && D.heap[c + 1]->due < D.heap[c]->due) c++;
-    if (D.heap[c]->due >= d->due) break;
+    if (c + 1 < D.n && D.heap[c + 1].due < D.heap[c].due) c++;
+    if (D.heap[c].due >= s.due) break;
     place(i, D.heap[c]);
     i = c;
   }
-  place(i, d);
+  place(i, s);
+}
+
+/* The live slots heaped again, the empty ones gone. */
+static void compact(void) {
+  int n = 0;
+  for (int i = 0; i < D.n; i++)
+    if (D.heap[i].d != NULL) D.heap[n++] = D.heap[i];
+  D.n = n;
+  D.empty = 0;
+  for (int i = 0; i < n; i++) D.heap[i].d->index = i;
+  for (int i = n / 2 - 1; i >= 0; i--) sift_down(i);
+}
+
+static void pop_root(void) {
+  if (D.heap[0].d != NULL) D.heap[0].d->index = -1;
+  else D.empty--;
+  if (--D.n > 0) {
+    place(0, D.heap[D.n]);
+    sift_down(0);
+  }
 }
 
 static void heap_remove(mcp_deadline *d) {
   int i = d->index;
-  mcp_deadline *last = D.heap[--D.n];
   d->index = -1;
-  if (last == d) return;
-  place(i, last);
-  sift_up(i);
-  sift_down(last->index);
+  if (i == D.n - 1) {
+    D.n--;
+    return;
+  }
+  D.heap[i].d = NULL;
+  if (++D.empty > D.n / 2 && D.n >= 64) compact();
 }
 
 static void on_timer(uv_timer_t *t);
@@ -76,12 +108,13 @@ static void on_timer(uv_timer_t *t);
  * once restart no timer. Stopped when no entry is left (the loop may end). */
 static void rearm(void) {
   uint64_t due, now;
-  if (D.n == 0) {
+  if (D.n == D.empty) {
+    D.n = D.empty = 0;
     uv_timer_stop(&D.timer);
     D.armed_for = 0;
     return;
   }
-  due = D.heap[0]->due;
+  due = D.heap[0].due;                    /* an empty slot's may be earlier than any entry's */
   if (D.armed_for != 0 && D.armed_for <= due) return;
   now = D.clock();
   D.armed_for = due;
@@ -100,7 +133,7 @@ void mcp_deadline_set(mcp_deadline *d, uint64_t due) {
       D.cap = D.cap ? 2 * D.cap : 64;
       if ((D.heap = realloc(D.heap, (size_t)D.cap * sizeof *D.heap)) == NULL) abort();
     }
-    D.heap[D.n] = d;
+    D.heap[D.n] = (slot){ due, d };
     d->index = D.n++;
     sift_up(d->index);
   }
@@ -109,9 +142,10 @@ void mcp_deadline_set(mcp_deadline *d, uint64_t due) {
 
 void mcp_deadlines_run(void) {
   uint64_t now = D.clock();
-  while (D.n > 0 && D.heap[0]->due <= now) {
-    mcp_deadline *d = D.heap[0];
-    heap_remove(d);
+  while (D.n > 0 && D.heap[0].due <= now) {
+    mcp_deadline *d = D.heap[0].d;
+    pop_root();
+    if (d == NULL) continue;
     if (d->fire) fires[d->fire - 1](d);  /* may set it, or others, again */
     else D.cb(d);
   }
@@ -136,5 +170,5 @@ void mcp_deadlines_close(void) {
   uv_close((uv_handle_t *)&D.timer, NULL);
   free(D.heap);
   D.heap = NULL;
-  D.n = D.cap = 0;
+  D.n = D.cap = D.empty = 0;
 }

@@ -1,6 +1,7 @@
 /* One uv_timer for every deadline: a binary min-heap of entries embedded in
- * their owners (calls), the timer armed for the earliest. Setting, moving or
- * clearing one is O(log n) and allocates nothing per entry. */
+ * their owners (calls), the timer armed for the earliest. Setting or moving
+ * one is O(log n), clearing one O(1) amortized (its slot is left empty), and
+ * nothing is allocated per entry. */
 #ifndef MCP_DEADLINE_H
 #define MCP_DEADLINE_H
 

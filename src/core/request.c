@@ -1,4 +1,5 @@
 /* The request table and the cancellation state machine. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,13 @@
  * since the client no longer wants any answer. Both end when the handler
  * returns, raises, or its grace expires (then it is aborted by force).
  *
+ * A call the C path takes with no handler at all (a forwarded call: its
+ * request written upstream from C, its answer spliced into the response)
+ * is HELD: the op's completion answers it (RETURN), or starts its handler
+ * after all (START) when the outcome needs Lua. A cancel, a timeout or a
+ * close of a held call has no handler to wait for: it stops the op and the
+ * call ends at once.
+ *
  * The policy picks the table: "abort" goes straight to terminal and stops the
  * handler; "ignore" lets cancel and timeout pass (the spec: receivers MAY
  * ignore a cancel for work that cannot be cancelled) but still stops for
@@ -37,6 +45,7 @@
 #define T(next, acts) { MCP_REQ_##next, (acts) }
 #define IGN(state) T(state, MCP_ACT_IGNORED)
 #define Q  MCP_ACT_START
+#define SI MCP_ACT_SIGNAL
 #define SG (MCP_ACT_SIGNAL | MCP_ACT_GRACE)
 #define AB MCP_ACT_ABORT
 #define RS MCP_ACT_RESULT
@@ -46,15 +55,23 @@
 
 /* Rows common to every policy: queued, cleaning up, terminal. */
 #define ROW_QUEUED \
-  /* START          RETURN        RAISE         CANCEL          TIMEOUT            GRACE         CLOSE */ \
-  { T(RUNNING, Q),  IGN(QUEUED),  IGN(QUEUED),  T(CANCELLED,FI), T(TIMED_OUT,TO|FI), IGN(QUEUED), T(CANCELLED,FI) }
+  /* START          RETURN        RAISE         CANCEL          TIMEOUT            GRACE         CLOSE \
+     HOLD */ \
+  { T(RUNNING, Q),  IGN(QUEUED),  IGN(QUEUED),  T(CANCELLED,FI), T(TIMED_OUT,TO|FI), IGN(QUEUED), T(CANCELLED,FI), \
+    IGN(QUEUED) }
 #define ROW_CANCELLING \
   { IGN(CANCELLING), T(CANCELLED,FI), T(CANCELLED,FI), IGN(CANCELLING), IGN(CANCELLING), \
-    T(CANCELLED,AB|FI), IGN(CANCELLING) }
+    T(CANCELLED,AB|FI), IGN(CANCELLING), IGN(CANCELLING) }
 #define ROW_TIMING_OUT \
   { IGN(TIMING_OUT), T(TIMED_OUT,TO|FI), T(TIMED_OUT,TO|FI), T(CANCELLING,0), IGN(TIMING_OUT), \
-    T(TIMED_OUT,AB|TO|FI), T(CANCELLING,0) }
-#define ROW_TERMINAL(s) { IGN(s), IGN(s), IGN(s), IGN(s), IGN(s), IGN(s), IGN(s) }
+    T(TIMED_OUT,AB|TO|FI), T(CANCELLING,0), IGN(TIMING_OUT) }
+/* Held: no handler to wake or to wait for, so a stop is final at once: its
+ * op is stopped (SIGNAL: the upstream told why) and the call ends. START
+ * is the op's outcome wanting Lua: the handler starts after all. Nothing
+ * raises. Under "ignore" a cancel and a timeout pass, as while running. */
+#define ROW_HELD(cancel, timeout) \
+  { T(RUNNING, Q), T(COMPLETED,RS|FI), IGN(HELD), cancel, timeout, IGN(HELD), T(CANCELLED,SI|FI), IGN(HELD) }
+#define ROW_TERMINAL(s) { IGN(s), IGN(s), IGN(s), IGN(s), IGN(s), IGN(s), IGN(s), IGN(s) }
 #define ROWS_END \
   ROW_TERMINAL(COMPLETED), ROW_TERMINAL(FAILED), ROW_TERMINAL(CANCELLED), ROW_TERMINAL(TIMED_OUT)
 
@@ -63,28 +80,34 @@ const mcp_transition mcp_req_fsm[MCP_CANCEL_NMODES][MCP_REQ_NSTATES][MCP_EV_NEVE
     ROW_QUEUED,
     /* RUNNING */
     { IGN(RUNNING), T(COMPLETED,RS|FI), T(FAILED,ER|FI), T(CANCELLING,SG), T(TIMING_OUT,SG),
-      IGN(RUNNING), T(CANCELLING,SG) },
-    ROW_CANCELLING, ROW_TIMING_OUT, ROWS_END
+      IGN(RUNNING), T(CANCELLING,SG), T(HELD,0) },
+    ROW_CANCELLING, ROW_TIMING_OUT,
+    ROW_HELD(T(CANCELLED,SI|FI), T(TIMED_OUT,SI|TO|FI)),
+    ROWS_END
   },
   [MCP_CANCEL_ABORT] = {
     ROW_QUEUED,
     { IGN(RUNNING), T(COMPLETED,RS|FI), T(FAILED,ER|FI), T(CANCELLED,AB|FI), T(TIMED_OUT,AB|TO|FI),
-      IGN(RUNNING), T(CANCELLED,AB|FI) },
-    ROW_CANCELLING, ROW_TIMING_OUT, ROWS_END
+      IGN(RUNNING), T(CANCELLED,AB|FI), T(HELD,0) },
+    ROW_CANCELLING, ROW_TIMING_OUT,
+    ROW_HELD(T(CANCELLED,SI|FI), T(TIMED_OUT,SI|TO|FI)),
+    ROWS_END
   },
   [MCP_CANCEL_IGNORE] = {
     ROW_QUEUED,
     { IGN(RUNNING), T(COMPLETED,RS|FI), T(FAILED,ER|FI), IGN(RUNNING), IGN(RUNNING),
-      IGN(RUNNING), T(CANCELLING,SG) },
-    ROW_CANCELLING, ROW_TIMING_OUT, ROWS_END
+      IGN(RUNNING), T(CANCELLING,SG), T(HELD,0) },
+    ROW_CANCELLING, ROW_TIMING_OUT,
+    ROW_HELD(IGN(HELD), IGN(HELD)),
+    ROWS_END
   },
 };
 
 static const char *const state_names[MCP_REQ_NSTATES] = {
-  "queued", "running", "cancelling", "timing_out", "completed", "failed", "cancelled", "timed_out"
+  "queued", "running", "cancelling", "timing_out", "held", "completed", "failed", "cancelled", "timed_out"
 };
 static const char *const event_names[MCP_EV_NEVENTS] = {
-  "start", "return", "raise", "cancel", "timeout", "grace", "close"
+  "start", "return", "raise", "cancel", "timeout", "grace", "close", "hold"
 };
 static const char *const mode_names[MCP_CANCEL_NMODES] = { "cooperative", "abort", "ignore" };
 
@@ -121,9 +144,40 @@ void mcp_req_init(mcp_req *req, const char *key, size_t keylen, mcp_cancel_mode 
   req->key_kept = 0;
 }
 
+/* A reason is shared by the requests given the same one in a row (a client
+ * cancelling 10,000 calls with one reason, a shutdown closing them all): one
+ * copy, counted, freed by its last holder; the latest is held here too. */
+typedef struct {
+  unsigned refs;
+  char text[];
+} reason_t;
+
+static reason_t *latest;
+
+static reason_t *reason_of(char *text) { return (reason_t *)(text - offsetof(reason_t, text)); }
+
+static void reason_drop(char *text) {
+  reason_t *r = reason_of(text);
+  if (--r->refs == 0) free(r);
+}
+
+static char *reason_hold(const char *reason) {
+  if (latest == NULL || strcmp(latest->text, reason) != 0) {
+    size_t n = strlen(reason);
+    reason_t *r = malloc(sizeof *r + n + 1);
+    if (r == NULL) abort();
+    r->refs = 1;                              /* latest's */
+    memcpy(r->text, reason, n + 1);
+    if (latest != NULL) reason_drop(latest->text);
+    latest = r;
+  }
+  latest->refs++;
+  return latest->text;
+}
+
 void mcp_req_close(mcp_req *req) {
   if (!req->key_kept) free(req->key);
-  free(req->reason);
+  if (req->reason != NULL) reason_drop(req->reason);
   req->key = req->reason = NULL;
 }
 
@@ -137,7 +191,7 @@ unsigned mcp_req_fire(mcp_req *req, mcp_req_event ev, const char *reason) {
   }
   if (reason != NULL && req->reason == NULL &&
       (ev == MCP_EV_CANCEL || ev == MCP_EV_TIMEOUT || ev == MCP_EV_CLOSE))
-    req->reason = strdup(reason);
+    req->reason = reason_hold(reason);
   req->state = t->next;
   if (t->next != from)
     mcp_debug("request %.64s: %s -> %s (%s%s%s)", req->key, state_names[from],

@@ -11,6 +11,7 @@ typedef enum {
   MCP_REQ_RUNNING,      /* handler running (or waiting) */
   MCP_REQ_CANCELLING,   /* cancel asked: handler cleaning up; no response will be sent */
   MCP_REQ_TIMING_OUT,   /* deadline passed: handler cleaning up; a timeout result will be sent */
+  MCP_REQ_HELD,         /* no handler runs: the C path's op answers it (a forwarded call), or starts it */
   MCP_REQ_COMPLETED,    /* terminal: result sent */
   MCP_REQ_FAILED,       /* terminal: error result sent */
   MCP_REQ_CANCELLED,    /* terminal: no response */
@@ -28,6 +29,7 @@ typedef enum {
   MCP_EV_TIMEOUT,       /* the request's deadline passed */
   MCP_EV_GRACE,         /* the grace after a cancel or timeout expired */
   MCP_EV_CLOSE,         /* shutdown, session ended, stream closed */
+  MCP_EV_HOLD,          /* the C path took it without a handler (its op answers it) */
   MCP_EV_NEVENTS
 } mcp_req_event;
 
@@ -41,7 +43,7 @@ typedef enum {
 /* Actions a transition asks of the caller, in the order it must do them. */
 enum {
   MCP_ACT_START   = 1 << 0,  /* resume the handler for the first time */
-  MCP_ACT_SIGNAL  = 1 << 1,  /* set the cancelled flag, wake the handler's wait */
+  MCP_ACT_SIGNAL  = 1 << 1,  /* set the cancelled flag, stop its ops, wake the handler's wait */
   MCP_ACT_GRACE   = 1 << 2,  /* start the grace timer */
   MCP_ACT_ABORT   = 1 << 3,  /* stop the handler now; its <close> variables run */
   MCP_ACT_RESULT  = 1 << 4,  /* respond with the handler's result */
@@ -70,7 +72,7 @@ struct mcp_req {
   uint8_t key_kept;      /* key is in its owner's memory (mcp_req_init_in) */
   char *key;             /* the id as exact JSON text: 7 and "7" differ */
   size_t keylen;
-  char *reason;          /* why it was cancelled or timed out; NULL before */
+  char *reason;          /* why it was cancelled or timed out; NULL before (shared: read only) */
 };
 
 void mcp_req_init(mcp_req *req, const char *key, size_t keylen, mcp_cancel_mode mode);

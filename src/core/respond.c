@@ -101,17 +101,31 @@ static int tool_is_error(lua_State *co, int idx) {
   return yes;
 }
 
+void mcp__respond_text(mcp_call *c, const char *json, size_t len) {
+  mcp_buf *b = mcp_scratch();
+  if (json == NULL) {
+    mcp_rpc_error(b, c->req.key, MCP_RPC_INTERNAL, "Internal error: no result");
+    c->rpc_code = MCP_RPC_INTERNAL;
+  } else {
+    mcp_rpc_result_open(b, c->req.key);
+    mcp_buf_add(b, json, len);
+    mcp_rpc_close(b);
+  }
+  respond_send(c, b);
+}
+
 void mcp__respond_result(mcp_call *c, int nres) {
   lua_State *co = c->co;
-  mcp_buf *b = mcp_scratch();
+  mcp_buf *b;
   char err[256];
   int base = lua_gettop(co) - nres + 1;
   if (c->fast && nres == 1 && lua_type(co, base) == LUA_TLIGHTUSERDATA && lua_touserdata(co, base)) {
     const mcp_buf *raw = lua_touserdata(co, base);   /* the C path's JSON text */
-    mcp_rpc_result_open(b, c->req.key);
-    mcp_buf_add(b, raw->data, raw->len);
-    mcp_rpc_close(b);
-  } else if (nres >= 3 && lua_isnil(co, base) && lua_isinteger(co, base + 1)) {
+    mcp__respond_text(c, raw->data, raw->len);
+    return;
+  }
+  b = mcp_scratch();
+  if (nres >= 3 && lua_isnil(co, base) && lua_isinteger(co, base + 1)) {
     /* stack: nil code message [data] */
     rpc_error_out(b, c, (int)lua_tointeger(co, base + 1), luaL_optstring(co, base + 2, "error"), co,
                   nres >= 4 ? base + 3 : 0);

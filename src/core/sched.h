@@ -76,6 +76,7 @@ struct mcp_call {
   uint64_t cpu_used_ns;      /* CPU its resumes used (sandboxed calls only) */
   mcp_call *lnext;           /* the limit's queue of calls waiting for a slot */
   uint64_t arrive_ns, start_ns, stop_ns;  /* uv_hrtime: arrived, started, first cancel (0: none) */
+  uint64_t end_ns;           /* uv_hrtime at its finish: the rows' finish read this one */
   uint64_t beat_ns;          /* mcp_clock_ns of the next progress heartbeat; 0 = none */
   uint32_t bytes_in, bytes_out;   /* its request's and its response's sizes */
   mcp_call *qprev, *qnext;   /* run queue */
@@ -104,6 +105,7 @@ struct mcp_call {
   unsigned held : 1;         /* it waited in its tool's queue (limit.c), for traces */
   unsigned sleep_cut : 1;    /* op.c's: a stop ended that sleep */
   unsigned arm_late : 1;     /* its grace is armed after the resume it is queued for */
+  unsigned path_held : 1;    /* the C path held it (MCP_PATH_HELD): no coroutine until woken */
   int rpc_code;              /* its response's JSON-RPC error code, 0 for none (respond.c) */
 };
 
@@ -133,12 +135,16 @@ uint64_t mcp_sched_cpu_used(void);
  * a call it takes runs without Lua's dispatch; the handler's coroutine is
  * the only Lua on it. A call it leaves (a method it does not serve, a
  * middleware's, anything unusual) goes to Lua as before. */
-enum { MCP_PATH_LUA = -1, MCP_PATH_ANSWERED = -2 };
+enum { MCP_PATH_LUA = -1, MCP_PATH_ANSWERED = -2, MCP_PATH_HELD = -3 };
 typedef struct mcp_call_path {
   /* c starts, its coroutine co empty: push onto co what the call keeps
    * (one value), the function and its arguments, and return how many
    * arguments; or MCP_PATH_ANSWERED with the result on co (what
-   * mcp__respond_result encodes); or MCP_PATH_LUA, co left empty. */
+   * mcp__respond_result encodes); or MCP_PATH_LUA, co left empty; or
+   * MCP_PATH_HELD, co left empty: c runs with no handler and no coroutine
+   * (MCP_REQ_HELD, its params kept), an op of the path's answers it
+   * (mcp_call_answer) or wakes it (mcp_call_wake): then begin runs again,
+   * c->path_held set, and starts its handler. */
   int (*begin)(mcp_call *c, lua_State *co);
   /* c's function returned (its values on co above the value begin kept;
    * lua_resume's nres counts that value too):
@@ -252,8 +258,12 @@ void mcp_call_wait(mcp_call *c, void (*cleanup)(mcp_call *c, void *data), void *
 /* The wait is over: c resumes on the next loop turn. */
 void mcp_call_wait_end(mcp_call *c);
 
-/* For outgoing.c: resume c on the next loop turn; re-arm its timer. */
+/* For outgoing.c: resume c on the next loop turn (a held call: start its
+ * handler); re-arm its timer. */
 void mcp_call_wake(mcp_call *c);
+/* A held call (MCP_PATH_HELD) is answered with a result's JSON text: the
+ * response is spliced from it and the call ends. */
+void mcp_call_answer(mcp_call *c, const char *json, size_t len);
 void mcp_call_rearm(mcp_call *c);
 lua_State *mcp_sched_lua(void);
 uv_loop_t *mcp_sched_loop(void);

@@ -70,6 +70,7 @@ void mcp__call_await_clear(mcp_call *c);
 /* respond.c: a call's response, to its owner (it calls nothing of sched.c). */
 void mcp__respond_init(lua_State *L, int server_ref);
 void mcp__respond_result(mcp_call *c, int nres);       /* the handler's nres values on c->co */
+void mcp__respond_text(mcp_call *c, const char *json, size_t len);   /* a result's JSON text (NULL: none) */
 void mcp__respond_error(mcp_call *c, const char *refusal);   /* refusal: its limits', or NULL */
 void mcp__respond_timeout(mcp_call *c);
 /* The handler raised: its position and traceback to the log. */

@@ -50,7 +50,7 @@ static const char *error_of(const mcp_call *c) {
 
 static void finish(const mcp_call *c) {
   entry *e = entry_of(M.server, c->method, c->tool_owned ? NULL : c->tool, error_of(c));
-  mcp_hist_observe_in(&e->h, mcp_hist_semconv, (double)(uv_hrtime() - c->arrive_ns) / 1e9);
+  mcp_hist_observe_in(&e->h, mcp_hist_semconv, (double)(c->end_ns - c->arrive_ns) / 1e9);
 }
 
 void mcp_semconv_client(const char *method, const char *tool, const char *error_type, double seconds) {

@@ -99,7 +99,7 @@ static void access_line(const mcp_call *c, int outcome, uint64_t now) {
 }
 
 static void finish(const mcp_call *c) {
-  uint64_t now = uv_hrtime();
+  uint64_t now = c->end_ns;
   int outcome = outcome_of(c);
   rstat *r = stat_of(c->method, c->tool_owned ? NULL : c->tool);
   r->n[outcome]++;

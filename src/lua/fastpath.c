@@ -17,6 +17,7 @@
  * The registry stays Lua's: server.lua hands its tools over at every load,
  * reload and mount refresh (core.fast_tools), and tools/list's entries are
  * encoded then, once. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,9 +28,11 @@
 #include "forward.h"
 #include "json.h"
 #include "log.h"
+#include "policy.h"
 #include "schema.h"
 #include "sched.h"
 #include "session.h"
+#include "trace.h"
 
 /* A tool's entry: a userdata with its tool, handler and compiled
  * inputSchema as user values. A call keeps its entry (on its coroutine's
@@ -41,8 +44,59 @@ typedef struct fast_tool {
   unsigned tasks : 1;        /* task support: a 2026-07-28 call may become a task (Lua's) */
   unsigned forward : 1;      /* a mounted tool without wrap: its arguments go on as JSON text */
   unsigned upstream : 1;     /* and its call may be forwarded from C (forward.c) */
+  mcp_fwd_link *link;        /* then: its client's (kept by the UV_UPSTREAM table, as is upname) */
+  const char *upname;        /* the upstream's name of the tool */
+  size_t uplen;
 } fast_tool;
 enum { UV_TOOL = 1, UV_HANDLER, UV_COMPILED, UV_UPSTREAM };
+
+/* The tools whose calls forward.c may take, by interned name (a call's
+ * c->tool is one): begin finds such a tool with no Lua, before anything is
+ * made for a handler. Rebuilt with the registry (core.fast_tools), whose
+ * table keeps the entries. */
+static struct {
+  const char **names;
+  fast_tool **tools;
+  size_t mask;               /* slots - 1; 0: none */
+} U;
+
+static size_t slot_of(const char *name) {
+  return (size_t)(((uintptr_t)name >> 4) * 2654435761u) & U.mask;
+}
+
+static fast_tool *upstream_tool(const char *name) {
+  if (U.mask == 0) return NULL;
+  for (size_t i = slot_of(name); U.names[i] != NULL; i = (i + 1) & U.mask)
+    if (U.names[i] == name) return U.tools[i];
+  return NULL;
+}
+
+/* The index of the n tools of the registry at idx (name -> entry). */
+static void upstream_index(lua_State *L, int idx, int n) {
+  size_t slots = 8;
+  free(U.names);
+  free(U.tools);
+  U.names = NULL;
+  U.tools = NULL;
+  U.mask = 0;
+  while (slots < 2 * (size_t)n) slots *= 2;
+  for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
+    fast_tool *t = lua_touserdata(L, -1);
+    const char *name;
+    size_t i;
+    if (!t->upstream || strlen(lua_tostring(L, -2)) != lua_rawlen(L, -2)) continue;   /* a NUL: Lua's */
+    if (U.mask == 0) {
+      U.names = calloc(slots, sizeof *U.names);
+      U.tools = calloc(slots, sizeof *U.tools);
+      if (U.names == NULL || U.tools == NULL) abort();
+      U.mask = slots - 1;
+    }
+    name = mcp_name_intern(lua_tostring(L, -2));
+    for (i = slot_of(name); U.names[i] != NULL; i = (i + 1) & U.mask) {}
+    U.names[i] = name;
+    U.tools[i] = t;
+  }
+}
 
 static struct {
   int on_call, on_list;      /* core.fast_methods: may C run tools/call, tools/list? */
@@ -139,23 +193,44 @@ typedef struct call_args {
   size_t len;
 } call_args;
 
-/* A forwarded tool's arguments as the JSON text they came as (a json_raw:
- * encode() writes it as is), not a Lua table to be encoded again. Text with
- * a line break in it is compacted first: a stdio upstream reads lines. */
-static void push_raw(lua_State *L, const call_args *a) {
+/* A forwarded tool's arguments as JSON text on one line (a stdio upstream
+ * reads lines): the text they came as, or, for a tree or a text with a line
+ * break in it, compacted. */
+static const char *args_line(const call_args *a, size_t *n) {
   static mcp_buf text = MCP_BUF_INIT;
-  lua_createtable(L, 1, 0);
+  json_t *tree;
   if (a->text != NULL && memchr(a->text, '\n', a->len) == NULL && memchr(a->text, '\r', a->len) == NULL) {
-    lua_pushlstring(L, a->text, a->len);
-  } else {
-    json_t *tree = a->text ? mcp_json_parse(a->text, a->len, NULL, 0) : (json_t *)a->tree;
-    text.len = 0;
-    mcp_json_dump(tree, &text);
-    if (a->text) json_decref(tree);
-    lua_pushlstring(L, text.data, text.len);
+    *n = a->len;
+    return a->text;
   }
+  tree = a->text ? mcp_json_parse(a->text, a->len, NULL, 0) : (json_t *)a->tree;
+  text.len = 0;
+  mcp_json_dump(tree, &text);
+  if (a->text) json_decref(tree);
+  *n = text.len;
+  return text.data;
+}
+
+/* The same as a json_raw (encode() writes it as is), not a Lua table to be
+ * encoded again. */
+static void push_raw(lua_State *L, const call_args *a) {
+  size_t n;
+  const char *s = args_line(a, &n);
+  lua_createtable(L, 1, 0);
+  lua_pushlstring(L, s, n);
   lua_rawseti(L, -2, 1);
   luaL_setmetatable(L, MCP_JSON_RAW_MT);
+}
+
+/* c's call of t goes upstream from C, with no coroutine (forward.c), when
+ * there is no progress to relay nor span to carry and the connection takes
+ * it: 1. */
+static int send_upstream(mcp_call *c, const fast_tool *t, const call_args *a) {
+  const char *args;
+  size_t n;
+  if (c->progress_token != NULL || (mcp_trace_on && c->span != NULL)) return 0;
+  args = args_line(a, &n);
+  return mcp_forward_send(c, t->link, t->upname, t->uplen, args, n);
 }
 
 /* On the main thread, protected, on behalf of c (core.rev2026 and core.auth
@@ -172,9 +247,9 @@ static int call_setup(lua_State *L) {
   lua_settop(L, 1);                                              /* 1: entry */
   t = lua_touserdata(L, 1);
   if (t->lua_only || (t->scopes && c->session->auth != NULL) || (t->tasks && c->session->rev2026)) return 0;
-  lua_getiuservalue(L, 1, UV_HANDLER);                           /* 2 */
   /* a 2026-07-28 call's arguments are input.lua's too (the state's binding) */
   raw = t->forward && given && !c->session->rev2026;
+  lua_getiuservalue(L, 1, UV_HANDLER);                           /* 2 */
   if (raw) push_raw(L, a);                                       /* 3 */
   else if (a->text != NULL) {
     if (mcp_json_decode(L, a->text, a->len, NULL, 0) != 0) return 0;   /* checked text: never */
@@ -197,8 +272,8 @@ static int call_setup(lua_State *L) {
     lua_rawset(L, -3);
     lua_pop(L, 1);
   }
-  if (raw && t->upstream) {          /* stack: entry forward handler args ctx up */
-    lua_pushcfunction(L, mcp_forward_call);
+  if (raw && t->upstream && c->path_held) {   /* its request's outcome wants Lua: stack: entry forward handler args ctx up */
+    lua_pushcfunction(L, mcp_forward_handler);
     lua_insert(L, 2);
     lua_getiuservalue(L, 1, UV_UPSTREAM);
     return 6;
@@ -206,11 +281,22 @@ static int call_setup(lua_State *L) {
   return 4;
 }
 
+/* The call is Lua's; never a held one's, whose request went upstream
+ * (the Lua path would send it again): its tool is gone (a reload took it),
+ * forward.c ends it. */
+static int leave(mcp_call *c, lua_State *co) {
+  if (!c->path_held) return MCP_PATH_LUA;
+  lua_pushboolean(co, 0);
+  lua_pushcfunction(co, mcp_forward_orphan);
+  return 0;
+}
+
 /* tools/call: the checks of server/tools.lua's prepare and open_call that
  * pass in the common case, done here; the rest is Lua's. */
 static int begin_call(mcp_call *c, lua_State *co) {
   lua_State *L = mcp_sched_lua();
   call_args a = { NULL, NULL, 0 };
+  const fast_tool *t;
   int top = lua_gettop(L), n;
   if (c->tool == NULL || c->tool_owned || c->session == NULL) return MCP_PATH_LUA;
   /* params read as text hold name, arguments (an object) and _meta only */
@@ -224,18 +310,25 @@ static int begin_call(mcp_call *c, lua_State *co) {
                                  json_object_get(c->params, "requestState") != NULL)))
       return MCP_PATH_LUA;
   }
+  /* a forwarded tool's call goes upstream from here, nothing made for a
+   * handler: call_setup's checks that hold for it (its arguments as JSON
+   * text, not a 2026-07-28 call's: input.lua's) */
+  if (!c->path_held && !c->session->rev2026 && (a.text != NULL || a.tree != NULL) &&
+      (t = upstream_tool(c->tool)) != NULL && !t->lua_only && !(t->scopes && c->session->auth != NULL) &&
+      send_upstream(c, t, &a))
+    return MCP_PATH_HELD;
   lua_pushcfunction(L, call_setup);
   lua_pushlightuserdata(L, c);
   lua_pushlightuserdata(L, &a);
   if (mcp_call_pcall(c, 2, LUA_MULTRET) != LUA_OK) {
     mcp_warn("request %.64s: C path: %s", c->req.key, lua_tostring(L, -1));
     lua_settop(L, top);
-    return MCP_PATH_LUA;
+    return leave(c, co);
   }
   n = lua_gettop(L) - top;
-  if (n != 4 && n != 6) {
+  if (c->path_held ? n != 6 : n != 4) {
     lua_settop(L, top);
-    return MCP_PATH_LUA;
+    return leave(c, co);
   }
   lua_xmove(L, co, n);               /* co: entry handler args ctx, or entry forward handler args ctx up */
   return n - 2;
@@ -419,7 +512,7 @@ static void text_result(const char *s, size_t n) {
 /* What a chain returned (the method's protocol, shaped): as it is, or
  * mcp.text's shape written here. stack: false res... */
 static int chain_returned(lua_State *co, int nres) {
-  static const fast_tool shaped = { 0, 0, 0, 0, 0, 0 };
+  static const fast_tool shaped = { 0, 0, 0, 0, 0, 0, NULL, NULL, 0 };
   lua_remove(co, 1);
   if (nres == 2 && lua_type(co, 1) == LUA_TTABLE && table_shape(co, &shaped, 1, 1) == SHAPE_TEXT) {
     size_t n;
@@ -647,7 +740,15 @@ static int l_fast_tools(lua_State *L) {
     t->output = field_true(L, 5, "output");
     t->tasks = field_true(L, 5, "tasks");
     t->forward = field_true(L, 5, "forward");
-    t->upstream = lua_getfield(L, 5, "upstream") == LUA_TTABLE && t->forward;
+    t->upstream = 0;
+    if (lua_getfield(L, 5, "upstream") == LUA_TTABLE && t->forward) {   /* 7 */
+      lua_getfield(L, 7, "link");
+      lua_getfield(L, 7, "name");
+      t->link = mcp_forward_link_at(L, -2);
+      t->upname = lua_tolstring(L, -1, &t->uplen);
+      t->upstream = t->link != NULL && lua_type(L, -1) == LUA_TSTRING;
+      lua_pop(L, 2);
+    }
     if (t->upstream) lua_setiuservalue(L, 6, UV_UPSTREAM);
     else lua_pop(L, 1);
     lua_getfield(L, 5, "tool");
@@ -655,6 +756,7 @@ static int l_fast_tools(lua_State *L) {
     lua_getfield(L, 5, "handler");
     lua_setiuservalue(L, 6, UV_HANDLER);
     if (lua_getfield(L, 5, "schema") == LUA_TTABLE) {
+      t->upstream = 0;               /* its arguments are checked first: the coroutine's path */
       mcp_schema_push_compiled(L, -1);
       lua_setiuservalue(L, 6, UV_COMPILED);
     }
@@ -685,6 +787,7 @@ static int l_fast_tools(lua_State *L) {
     F.nentries = i;
     lua_pop(L, 2);
   }
+  upstream_index(L, 4, n);
   set_ref(L, 4, &F.tools_ref);
   set_ref(L, 2, &F.ctx_mt_ref);
   set_ref(L, 3, &F.shape_ref);

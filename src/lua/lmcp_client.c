@@ -230,7 +230,12 @@ static int l_log(lua_State *L) {
     mcp_buf_addc(b, ',');
   }
   mcp_buf_adds(b, "\"data\":");
-  if (mcp_json_encode(L, base + 1, b, err, sizeof err) != 0) return luaL_argerror(L, base + 1, err);
+  if (lua_type(L, base + 1) == LUA_TSTRING) {       /* the usual data: no encoder to set up */
+    const char *data = lua_tolstring(L, base + 1, &nlen);
+    mcp_json_add_string(b, data, nlen);
+  } else if (mcp_json_encode(L, base + 1, b, err, sizeof err) != 0) {
+    return luaL_argerror(L, base + 1, err);
+  }
   mcp_task_add_meta(b, c);
   mcp_buf_adds(b, "}}");
   if (c != NULL) {

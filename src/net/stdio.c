@@ -2,6 +2,7 @@
  * stdin and stdout may each be a pipe, a TTY or a regular file; libuv cannot
  * poll a regular file, so files are read with uv_fs_read and written with
  * plain blocking writes. */
+#define _GNU_SOURCE          /* F_SETPIPE_SZ */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,7 +16,12 @@
 #include "session.h"
 #include "stdio_transport.h"
 
-#define READ_CHUNK 65536
+/* A read takes up to 2,500 short lines (libuv reads again, up to 32 times,
+ * while a read fills the buffer). */
+#define READ_CHUNK ((size_t)256 << 10)
+/* A pipe's size asked for at start (Linux: the default pipe-max-size): a
+ * burst of lines crosses in fewer reads and writes. */
+#define PIPE_SIZE (1 << 20)
 
 typedef union {
   uv_handle_t handle;
@@ -44,6 +50,7 @@ static struct {
                                    the deadline of the writes left at shutdown */
   mcp_buf line;                 /* a partial line */
   mcp_buf pend;                 /* output not yet handed to the kernel */
+  size_t next_try;              /* pend's length at which a long turn next tries to write */
   size_t writing;               /* writes in flight */
   int skipping;                 /* discarding the rest of an over-long line */
   int reading, closing, close_pending;
@@ -64,6 +71,10 @@ static struct {
 #define OUT_RESUME ((size_t)1 << 20)
 #define OUT_MAX ((size_t)64 << 20)
 #define OUT_CHUNK ((size_t)1 << 20)
+/* A loop turn that writes much (10,000 handlers woken by their cancels)
+ * hands its output over every OUT_STEP when the kernel takes it, so that
+ * the client reads while the rest runs. */
+#define OUT_STEP ((size_t)64 << 10)
 
 static void close_handles(void);
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf);
@@ -113,6 +124,7 @@ static void check_backlog(void) {
 
 static void flush(void) {
   size_t off = 0;
+  T.next_try = OUT_STEP;
   if (T.pend.len == 0) return;
   if (T.out_type != UV_FILE && gone()) {
     T.pend.len = 0;
@@ -163,12 +175,27 @@ static void on_prepare(uv_prepare_t *h) {
   flush();
 }
 
+/* In the middle of a turn: what the kernel takes now, with no copy; the
+ * rest stays pending. Nothing queued in libuv, or order would break. */
+static void write_early(void) {
+  T.next_try = T.pend.len + OUT_STEP;
+  if (T.writing > 0 || gone()) return;
+  uv_buf_t b = uv_buf_init(T.pend.data, (unsigned)T.pend.len);
+  int n = uv_try_write(&T.out.stream, &b, 1);
+  if (n <= 0) return;
+  T.pend.len -= (size_t)n;
+  memmove(T.pend.data, T.pend.data + n, T.pend.len);
+  T.next_try = T.pend.len + OUT_STEP;
+}
+
 static void session_write(mcp_session *s, void *stream, const char *data, size_t len, int last) {
   (void)s; (void)stream; (void)last;
   if (data == NULL || T.gone) return;
   mcp_buf_add(&T.pend, data, len);
   mcp_buf_addc(&T.pend, '\n');
-  if (T.pend.len >= OUT_CHUNK && T.out_type != UV_FILE && T.closing == 0) flush();
+  if (T.out_type == UV_FILE || T.closing) return;
+  if (T.pend.len >= OUT_CHUNK) flush();
+  else if (T.pend.len >= T.next_try) write_early();
 }
 
 static void message(const char *p, size_t n) {
@@ -261,6 +288,9 @@ static void fs_read_cb(uv_fs_t *req) {
 
 static int open_stream(int fd, uv_handle_type type, stream_u *s, int readable) {
   if (type == UV_TTY) return uv_tty_init(T.loop, &s->tty, fd, readable);
+#ifdef F_SETPIPE_SZ
+  if (fcntl(fd, F_GETPIPE_SZ) < PIPE_SIZE) (void)fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE);  /* not a pipe: fails */
+#endif
   int r = uv_pipe_init(T.loop, &s->pipe, 0);
   if (r == 0) r = uv_pipe_open(&s->pipe, fd);
   return r;
@@ -296,6 +326,7 @@ int mcp_stdio_start(uv_loop_t *loop, void (*on_eof)(void)) {
   T.on_eof = on_eof;
   T.in_type = uv_guess_handle(T.in_fd);
   T.out_type = uv_guess_handle(T.out_fd);
+  T.next_try = OUT_STEP;
   mcp_session_init(&T.session, session_write, NULL);
   strcpy(T.session.name, "stdio");
   uv_prepare_init(loop, &T.flusher);

@@ -516,7 +516,10 @@ static void on_batch(mcp_session *s, json_t *arr) {
 #define CANCEL_TEXT "\"notifications/cancelled\""
 #define QUICK_MAX 1024             /* longer texts are parsed */
 
-static int member_is(const mcp_json_member *m, const char *key) { return strcmp(m->key, key) == 0; }
+/* key: a literal shorter than m->key, so that the compare is a few loads. */
+static inline int member_is(const mcp_json_member *m, const char *key) {
+  return memcmp(m->key, key, strlen(key) + 1) == 0;
+}
 
 static int value_is(const mcp_json_member *m, const char *text, size_t n) {
   return m->vn == n && memcmp(m->v, text, n) == 0;
@@ -553,9 +556,9 @@ static int quick_cancel(mcp_session *s, const char *data, size_t len) {
   mcp_json_member m[8], p[8];
   const mcp_json_member *params = NULL, *rid = NULL, *why = NULL;
   char key[QUICK_MAX], reason[QUICK_MAX];
-  int n, version = 0, method = 0;
+  int n, np, version = 0, method = 0;
   if (len > QUICK_MAX || !names(data, len, CANCEL_TEXT, sizeof CANCEL_TEXT - 1) ||
-      memchr(data, '\\', len) != NULL || (n = mcp_json_members(data, len, m, 8)) < 0)
+      memchr(data, '\\', len) != NULL || (n = mcp_json_members_in(data, len, m, 8, "params", p, &np, NULL)) < 0)
     return 0;
   for (int i = 0; i < n; i++) {
     if (member_is(&m[i], "jsonrpc")) {
@@ -569,9 +572,8 @@ static int quick_cancel(mcp_session *s, const char *data, size_t len) {
       return 0;
     }
   }
-  if (!version || !method || params == NULL || (n = mcp_json_members(params->v, params->vn, p, 8)) < 0)
-    return 0;
-  for (int i = 0; i < n; i++) {
+  if (!version || !method || params == NULL) return 0;     /* params read in the same walk */
+  for (int i = 0; i < np; i++) {
     if (member_is(&p[i], "requestId")) {
       if (rid != NULL) return 0;
       rid = &p[i];

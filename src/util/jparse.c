@@ -37,8 +37,12 @@ static int fail(jparse *j, const char *why) {
   return -1;
 }
 
+/* Scans run on locals: a store through j->p (a char pointer) would make
+ * the compiler load j->p and j->end again at every byte. */
 static void skip_ws(jparse *j) {
-  while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t')) j->p++;
+  const unsigned char *p = j->p, *end = j->end;
+  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+  j->p = p;
 }
 
 static int hex4(const unsigned char *s, unsigned *out) {
@@ -109,6 +113,31 @@ static const unsigned char plain[256] = {
 #undef P16
 };
 
+/* The first byte at p that is not plain, 8 at a time (a word's lowest flag
+ * is exact: borrows only run up from a byte that is flagged itself). */
+#define ONES 0x0101010101010101ull
+#define HIGH 0x8080808080808080ull
+
+static const unsigned char *plain_run(const unsigned char *p, const unsigned char *end) {
+  while (end - p >= 8) {
+    uint64_t x, q, b, m;
+    memcpy(&x, p, 8);
+    q = x ^ (ONES * '"');
+    b = x ^ (ONES * '\\');
+    m = (((q - ONES) & ~q) | ((b - ONES) & ~b) | ((x - ONES * 0x20) & ~x) | x) & HIGH;
+    if (m != 0) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+      return p + (__builtin_ctzll(m) >> 3);
+#else
+      break;
+#endif
+    }
+    p += 8;
+  }
+  while (p < end && plain[*p]) p++;
+  return p;
+}
+
 /* A string, p just past its opening quote. Its bytes are a span of the
  * input when it has no escape, else j->str. */
 static int string(jparse *j, const char **sp, size_t *sn) {
@@ -116,8 +145,9 @@ static int string(jparse *j, const char **sp, size_t *sn) {
   int escaped = 0;
   j->str->len = 0;
   for (;;) {
-    while (j->p < j->end && plain[*j->p]) j->p++;
-    if (j->p >= j->end) return fail(j, "unterminated string");
+    const unsigned char *p = plain_run(j->p, j->end), *end = j->end;
+    j->p = p;
+    if (p >= end) return fail(j, "unterminated string");
     unsigned c = *j->p;
     if (c == '"') break;
     if (c < 0x20) return fail(j, "control character in a string");
