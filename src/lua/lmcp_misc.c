@@ -276,8 +276,10 @@ static int has_tostring(lua_State *L) {
  * __tostring says otherwise. */
 static int l_text(lua_State *L) {
   int text = 1;
-  luaL_checkany(L, 1);                           /* as tostring(): a value is expected */
-  lua_settop(L, 1);
+  if (lua_gettop(L) != 1) {
+    luaL_checkany(L, 1);                         /* as tostring(): a value is expected */
+    lua_settop(L, 1);
+  }
   if (lua_type(L, 1) != LUA_TSTRING || has_tostring(L)) {
     luaL_tolstring(L, 1, NULL);                  /* stack: s text */
     text = 2;
