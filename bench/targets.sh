@@ -1,7 +1,9 @@
 #!/bin/sh
 # Issue 31's rows, before and after, in one run: `make bench BENCH_BASE=BIN`
-# (or `sh bench/targets.sh BASE [NEW]`). BASE and NEW are luamcp binaries of
-# build trees (each serves its own tree's lua/); NEW defaults to build/luamcp.
+# (or `sh bench/targets.sh BASE [NEW]`). BASE and NEW are luamcp binaries,
+# each built in its own tree (a binary serves the lua/ of the tree it was
+# built in: a copy of one would serve the wrong tree's); NEW defaults to
+# build/luamcp. A base: `git worktree add ../base REV`, then cmake there.
 # Each round measures, for BASE then NEW, with the references beside them:
 #   echo      stdio echo (100,000 calls, 64 in flight) and the raw C echo's
 #             ceiling (bench/ceiling.c) in the same round
