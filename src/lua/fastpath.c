@@ -120,10 +120,11 @@ static struct {
 
 /* "content", "type" and "text" as the state keeps them: Lua keeps one copy
  * of each short string, so a string equal to one of them is at its address
- * (each is held by a reference: it stays where it is). id_ref: the ctx's
- * key "id", pushed with no lookup by its text. array_mt: mcp.array's
- * metatable (F.array_mt_ref's), compared by address. */
-static struct { const char *content, *type, *text; int id_ref; const void *array_mt; } K;
+ * (each is held by a reference: it stays where it is). id_ref, resumed_ref:
+ * the ctx's keys "id" and "resumed", pushed with no lookup by their text (the
+ * ctx has no __newindex: set raw). array_mt: mcp.array's metatable
+ * (F.array_mt_ref's), compared by address. */
+static struct { const char *content, *type, *text; int id_ref, resumed_ref; const void *array_mt; } K;
 
 static const char *keep_key(lua_State *L, const char *s) {
   const char *p = lua_pushstring(L, s);
@@ -264,8 +265,9 @@ static int call_setup(lua_State *L) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, F.ctx_mt_ref);
   lua_setmetatable(L, -2);
   if (c->session->rev2026) {         /* its input rounds' state: made from its args when asked */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, K.resumed_ref);
     lua_pushboolean(L, 0);
-    lua_setfield(L, 4, "resumed");
+    lua_rawset(L, 4);
     lua_rawgeti(L, LUA_REGISTRYINDEX, F.input_args_ref);
     lua_pushvalue(L, 4);
     lua_pushvalue(L, 3);
@@ -811,5 +813,7 @@ void mcp_fastpath_open_lib(lua_State *L) {
   K.text = keep_key(L, "text");
   lua_pushliteral(L, "id");
   K.id_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pushliteral(L, "resumed");
+  K.resumed_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   mcp_sched_set_path(&path);
 }
