@@ -539,25 +539,26 @@ static int text_key(const mcp_json_member *id, char *key) {
   return 1;
 }
 
-/* Which of the two methods read from their text (above and below) the
- * text holds, quoted: NAMED_CANCEL, NAMED_CALL. Each has one '/', found
- * first: few texts have one (a 2026-07-28 _meta's keys have three), so one
- * scan serves both readings. */
+/* Which of the two methods read from their text (above and below) that
+ * are wanted the text holds, quoted: NAMED_CANCEL, NAMED_CALL. Each has one
+ * '/', found first: few texts have one (a 2026-07-28 _meta's keys have
+ * three), so one scan serves both readings. */
 enum { NAMED_CANCEL = 1, NAMED_CALL = 2 };
 static const struct { const char *text; size_t len, before; int bit; } named_methods[] = {
   { CANCEL_TEXT, sizeof CANCEL_TEXT - 1, sizeof "\"notifications" - 1, NAMED_CANCEL },
   { CALL_TEXT, sizeof CALL_TEXT - 1, sizeof "\"tools" - 1, NAMED_CALL },
 };
 
-static int names(const char *data, size_t len) {
+static inline int names(const char *data, size_t len, int want) {
   const char *end = data + len, *p = data;
   int got = 0;
-  while ((p = memchr(p, '/', (size_t)(end - p))) != NULL) {
+  while (want && (p = memchr(p, '/', (size_t)(end - p))) != NULL) {
     for (int i = 0; i < 2; i++) {
       const char *m = named_methods[i].text;
       size_t before = named_methods[i].before, after = named_methods[i].len - before - 1;
-      if ((size_t)(p - data) >= before && (size_t)(end - p - 1) >= after && p[-1] == m[before - 1] &&
-          memcmp(p - before, m, before) == 0 && memcmp(p + 1, m + before + 1, after) == 0)
+      if ((want & named_methods[i].bit) && (size_t)(p - data) >= before && (size_t)(end - p - 1) >= after &&
+          p[-1] == m[before - 1] && memcmp(p - before, m, before) == 0 &&
+          memcmp(p + 1, m + before + 1, after) == 0)
         got |= named_methods[i].bit;
     }
     p++;
@@ -729,7 +730,7 @@ static int quick_call(mcp_session *s, const char *data, size_t len, int named) {
 }
 
 int mcp_session_read_call(const char *data, size_t len, mcp_call_text *ct) {
-  return (names(data, len) & NAMED_CALL) && call_read(data, len, ct) && ct->meta != NULL;
+  return names(data, len, NAMED_CALL) && call_read(data, len, ct) && ct->meta != NULL;
 }
 
 int mcp_session_input_call(mcp_session *s, const mcp_call_text *ct, size_t len, void *stream) {
@@ -744,7 +745,10 @@ void mcp_session_input(mcp_session *s, const char *data, size_t len, void *strea
   int named;
   in_stream = stream;
   in_len = len;
-  named = len <= QUICK_MAX || (s->revision < 0 && stream == NULL) ? names(data, len) : 0;
+  if (s->revision < 0 && stream == NULL)             /* each want a constant, names inlined for it */
+    named = len <= QUICK_MAX ? names(data, len, NAMED_CANCEL | NAMED_CALL) : names(data, len, NAMED_CALL);
+  else
+    named = len <= QUICK_MAX ? names(data, len, NAMED_CANCEL) : 0;
   if (quick_cancel(s, data, len, named) || quick_call(s, data, len, named)) return;
   v = NULL;
   for (int i = 0; v == NULL && i < ntypes; i++)
