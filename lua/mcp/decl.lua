@@ -151,8 +151,5 @@ D.param_headers = setmetatable({}, { __mode = "k" })
 -- The state of a request's input (lua/mcp/input.lua), by ctx. D.ctx(id), the
 -- ctx of a request, is set by init.lua.
 D.input_of = setmetatable({}, { __mode = "k" })
--- A 2026-07-28 tools/call's arguments on the C path (fastpath.c), by ctx: its
--- first round's state is made from them when it is first asked for (input.lua).
-D.input_args = setmetatable({}, { __mode = "k" })
 
 return D

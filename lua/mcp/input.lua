@@ -112,11 +112,10 @@ end
 -- for input: what M.open makes for a tools/call without requestState or
 -- inputResponses (no Lua runs for a call that asks for none).
 getmetatable(decl.input_of).__index = function(t, ctx)
-  local args = decl.input_args[ctx]
+  local args = core.input_args(ctx)      -- the running call's, held by it (fastpath.c)
   if args == nil then return nil end
   local st = new_state("tools/call", core.tool(), args)
   rawset(t, ctx, st)
-  decl.input_args[ctx] = nil
   return st
 end
 

@@ -399,6 +399,7 @@ static mcp_call *call_alloc(size_t keylen) {
 }
 
 static void call_free(mcp_call *c) {
+  if (c->args_ref != 0) luaL_unref(S.L, LUA_REGISTRYINDEX, c->args_ref);
   mcp__call_params_drop(c);
   mcp_req_close(&c->req);
   if (c->tool_owned) free(c->tool);

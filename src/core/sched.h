@@ -59,6 +59,8 @@ struct mcp_call {
   int co_ref;
   int oncancel_ref;          /* table of ctx:on_cancel functions, or LUA_NOREF */
   int token_ref;             /* userdata naming this call to coroutines it creates */
+  int args_ref;              /* a 2026-07-28 C-path call's arguments until its first input
+                                round takes them (fastpath.c), or 0 (never a ref) */
   mcp_deadline dl;           /* the earliest of due_ns and beat_ns (deadline.c) */
   mcp_deadline sleep_dl;     /* op.c's: the handler's own ctx:sleep (no op of its own) */
   uint64_t due_ns;           /* hrtime of the timeout, then of the grace end; 0 = none */

@@ -107,23 +107,23 @@ static struct {
   int shape_ref;             /* result.tool(tool, res, msg, code) */
   int array_mt_ref;
   int input_open_ref;        /* input.open(ctx, method, params, name, args) */
-  int input_args_ref;        /* decl.input_args: ctx -> a first round's args (input.lua) */
   int empty_ref;             /* the params input.open reads: no inputResponses, no requestState */
   char **entries;            /* tools/list: each tool's entry as JSON text */
   size_t *lens;
   int nentries;
   int unlisted;              /* an entry could not be encoded: tools/list is Lua's */
   mcp_buf out;               /* the result being answered (respond.c writes it at once) */
-} F = { 0, 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF,
+} F = { 0, 0, 0, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF, LUA_NOREF,
         NULL, NULL, 0, 0,
         MCP_BUF_INIT };
 
 /* "content", "type" and "text" as the state keeps them: Lua keeps one copy
  * of each short string, so a string equal to one of them is at its address
- * (each is held by a reference: it stays where it is). id_ref: the ctx's
- * key "id", pushed with no lookup by its text. array_mt: mcp.array's
- * metatable (F.array_mt_ref's), compared by address. */
-static struct { const char *content, *type, *text; int id_ref; const void *array_mt; } K;
+ * (each is held by a reference: it stays where it is). id_ref, resumed_ref:
+ * the ctx's keys "id" and "resumed", pushed with no lookup by their text (the
+ * ctx has no __newindex: set raw). array_mt: mcp.array's metatable
+ * (F.array_mt_ref's), compared by address. */
+static struct { const char *content, *type, *text; int id_ref, resumed_ref; const void *array_mt; } K;
 
 static const char *keep_key(lua_State *L, const char *s) {
   const char *p = lua_pushstring(L, s);
@@ -264,13 +264,11 @@ static int call_setup(lua_State *L) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, F.ctx_mt_ref);
   lua_setmetatable(L, -2);
   if (c->session->rev2026) {         /* its input rounds' state: made from its args when asked */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, K.resumed_ref);
     lua_pushboolean(L, 0);
-    lua_setfield(L, 4, "resumed");
-    lua_rawgeti(L, LUA_REGISTRYINDEX, F.input_args_ref);
-    lua_pushvalue(L, 4);
+    lua_rawset(L, 4);
     lua_pushvalue(L, 3);
-    lua_rawset(L, -3);
-    lua_pop(L, 1);
+    c->args_ref = luaL_ref(L, LUA_REGISTRYINDEX);              /* core.input_args */
   }
   if (raw && t->upstream && c->path_held) {   /* its request's outcome wants Lua: stack: entry forward handler args ctx up */
     lua_pushcfunction(L, mcp_forward_handler);
@@ -712,7 +710,24 @@ static int l_fast_methods(lua_State *L) {
   return 0;
 }
 
-/* core.fast_tools(list, ctx_mt, shape, input_open, input_args): the registry's tools,
+/* core.input_args(ctx): the arguments of the running call, a 2026-07-28
+ * tools/call on the C path, for its first input round's state (input.lua),
+ * once; nil when ctx is not its ctx (by id), or when they were taken. The
+ * call holds them (args_ref) until then or its end: no table by ctx. */
+static int l_input_args(lua_State *L) {
+  mcp_call *c = mcp_call_current(L);
+  if (c == NULL || c->args_ref == 0 || !lua_istable(L, 1)) return 0;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, K.id_ref);
+  lua_rawget(L, 1);
+  push_id(L, c);
+  if (!lua_rawequal(L, -1, -2)) return 0;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->args_ref);
+  luaL_unref(L, LUA_REGISTRYINDEX, c->args_ref);
+  c->args_ref = 0;
+  return 1;
+}
+
+/* core.fast_tools(list, ctx_mt, shape, input_open): the registry's tools,
  * in list order, each {name=, tool=, handler=, schema=, output=, lua_only=,
  * scopes=, tasks=, forward=, upstream= (a forwarded call's, for forward.c),
  * entry= (its tools/list entry as JSON text)}. */
@@ -722,10 +737,7 @@ static int l_fast_tools(lua_State *L) {
   luaL_checktype(L, 2, LUA_TTABLE);
   luaL_checktype(L, 3, LUA_TFUNCTION);
   luaL_checktype(L, 4, LUA_TFUNCTION);
-  luaL_checktype(L, 5, LUA_TTABLE);
-  lua_settop(L, 5);
-  set_ref(L, 5, &F.input_args_ref);
-  lua_pop(L, 1);
+  lua_settop(L, 4);
   set_ref(L, 4, &F.input_open_ref);
   lua_pop(L, 1);
   n = (int)luaL_len(L, 1);
@@ -799,6 +811,8 @@ void mcp_fastpath_open_lib(lua_State *L) {
   lua_setfield(L, -2, "fast_methods");
   lua_pushcfunction(L, l_fast_tools);
   lua_setfield(L, -2, "fast_tools");
+  lua_pushcfunction(L, l_input_args);
+  lua_setfield(L, -2, "input_args");
   luaL_getmetatable(L, MCP_JSON_ARRAY_MT);
   K.array_mt = lua_topointer(L, -1);
   F.array_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -811,5 +825,7 @@ void mcp_fastpath_open_lib(lua_State *L) {
   K.text = keep_key(L, "text");
   lua_pushliteral(L, "id");
   K.id_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pushliteral(L, "resumed");
+  K.resumed_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   mcp_sched_set_path(&path);
 }

@@ -345,8 +345,9 @@ static void discover(mcp_session *s, const char *key, void *stream) {
 static void eph_write(mcp_session *s, void *stream, const char *data, size_t len, int last) {
   eph *e = (eph *)s;
   mcp_session *p = s->parent;
-  static mcp_buf want = MCP_BUF_INIT, out = MCP_BUF_INIT;    /* kept: a response each */
-  want.len = out.len = 0;
+  static mcp_buf out = MCP_BUF_INIT;            /* kept: a response each */
+  size_t head;
+  out.len = 0;
   if (e->call != NULL && e->call->tasked) {
     if (data != NULL)
       mcp_debug("request %.64s: a task's message dropped: %.*s", e->call->req.key,
@@ -354,19 +355,17 @@ static void eph_write(mcp_session *s, void *stream, const char *data, size_t len
     return;
   }
   /* an input-required result or a task carries its own resultType, and is never cached */
-  if (data != NULL && last && !e->call->typed) {
-    mcp_rpc_result_open(&want, e->call->req.key);
-    mcp_buf_addc(&want, '{');
-    if (len > want.len && memcmp(data, want.data, want.len) == 0) {
-      int empty = data[want.len] == '}';
-      mcp_buf_add(&out, want.data, want.len);
-      mcp_buf_adds(&out, "\"resultType\":\"complete\"");
-      if (e->cacheable) mcp_buf_adds(&out, ",\"ttlMs\":0,\"cacheScope\":\"private\"");
-      if (!empty) mcp_buf_addc(&out, ',');
-      mcp_buf_add(&out, data + want.len, len - want.len);
-      data = out.data;
-      len = out.len;
-    }
+  if (data != NULL && last && !e->call->typed &&
+      (head = mcp_rpc_result_object_at(data, len, e->call->req.key, e->call->req.keylen)) != 0 &&
+      len > head) {
+    int empty = data[head] == '}';
+    mcp_buf_add(&out, data, head);
+    mcp_buf_adds(&out, "\"resultType\":\"complete\"");
+    if (e->cacheable) mcp_buf_adds(&out, ",\"ttlMs\":0,\"cacheScope\":\"private\"");
+    if (!empty) mcp_buf_addc(&out, ',');
+    mcp_buf_add(&out, data + head, len - head);
+    data = out.data;
+    len = out.len;
   }
   p->write(p, stream, data, len, last);
   if (out.cap > 65536) mcp_buf_free(&out);       /* a large result's room is not kept */

@@ -514,6 +514,7 @@ static void on_batch(mcp_session *s, json_t *arr) {
  * 8 members in each object. Anything else is parsed as every message is,
  * with the same outcome. */
 #define CANCEL_TEXT "\"notifications/cancelled\""
+#define CALL_TEXT "\"tools/call\""      /* read from its text likewise (below) */
 #define QUICK_MAX 1024             /* longer texts are parsed */
 
 /* key: a literal shorter than m->key, so that the compare is a few loads. */
@@ -538,26 +539,39 @@ static int text_key(const mcp_json_member *id, char *key) {
   return 1;
 }
 
-/* Does the text hold method, a method's quoted text with one '/'? Its '/'
- * is found first: few texts have one. */
-static int names(const char *data, size_t len, const char *method, size_t mlen) {
-  const char *end = data + len, *p = data, *slash = memchr(method, '/', mlen);
-  const size_t before = (size_t)(slash - method), after = mlen - before - 1;
-  while ((p = memchr(p, '/', (size_t)(end - p))) != NULL) {
-    if ((size_t)(p - data) >= before && (size_t)(end - p - 1) >= after && p[-1] == slash[-1] &&
-        memcmp(p - before, method, before) == 0 && memcmp(p + 1, slash + 1, after) == 0)
-      return 1;
+/* Which of the two methods read from their text (above and below) that
+ * are wanted the text holds, quoted: NAMED_CANCEL, NAMED_CALL. Each has one
+ * '/', found first: few texts have one (a 2026-07-28 _meta's keys have
+ * three), so one scan serves both readings. */
+enum { NAMED_CANCEL = 1, NAMED_CALL = 2 };
+static const struct { const char *text; size_t len, before; int bit; } named_methods[] = {
+  { CANCEL_TEXT, sizeof CANCEL_TEXT - 1, sizeof "\"notifications" - 1, NAMED_CANCEL },
+  { CALL_TEXT, sizeof CALL_TEXT - 1, sizeof "\"tools" - 1, NAMED_CALL },
+};
+
+static inline int names(const char *data, size_t len, int want) {
+  const char *end = data + len, *p = data;
+  int got = 0;
+  while (want && (p = memchr(p, '/', (size_t)(end - p))) != NULL) {
+    for (int i = 0; i < 2; i++) {
+      const char *m = named_methods[i].text;
+      size_t before = named_methods[i].before, after = named_methods[i].len - before - 1;
+      if ((want & named_methods[i].bit) && (size_t)(p - data) >= before && (size_t)(end - p - 1) >= after &&
+          p[-1] == m[before - 1] && memcmp(p - before, m, before) == 0 &&
+          memcmp(p + 1, m + before + 1, after) == 0)
+        got |= named_methods[i].bit;
+    }
     p++;
   }
-  return 0;
+  return got;
 }
 
-static int quick_cancel(mcp_session *s, const char *data, size_t len) {
+static int quick_cancel(mcp_session *s, const char *data, size_t len, int named) {
   mcp_json_member m[8], p[8];
   const mcp_json_member *params = NULL, *rid = NULL, *why = NULL;
   char key[QUICK_MAX], reason[QUICK_MAX];
   int n, np, version = 0, method = 0;
-  if (len > QUICK_MAX || !names(data, len, CANCEL_TEXT, sizeof CANCEL_TEXT - 1) ||
+  if (len > QUICK_MAX || !(named & NAMED_CANCEL) ||
       memchr(data, '\\', len) != NULL || (n = mcp_json_members_in(data, len, m, 8, "params", p, &np, NULL)) < 0)
     return 0;
   for (int i = 0; i < n; i++) {
@@ -603,7 +617,6 @@ static int quick_cancel(mcp_session *s, const char *data, size_t len) {
  * string with no escape or an integer), or any other _meta, which a row
  * (rev2026.c: a 2026-07-28 request) may take. Anything else is parsed
  * whole, with the same outcome. */
-#define CALL_TEXT "\"tools/call\""
 
 static int plain(const mcp_json_member *m, int key_only) {
   return memchr(m->k, '\\', m->kn) == NULL && (key_only || memchr(m->v, '\\', m->vn) == NULL);
@@ -699,12 +712,12 @@ static int call_read(const char *data, size_t len, mcp_call_text *ct) {
   return 1;
 }
 
-static int quick_call(mcp_session *s, const char *data, size_t len) {
+static int quick_call(mcp_session *s, const char *data, size_t len, int named) {
   mcp_call_text ct;
   /* Before initialize only a 2026-07-28 request may be a call. A transport
    * with streams (HTTP) reads such a request itself (mcp_session_read_call),
    * and what it does not take it has parsed: its tree is kept. */
-  if ((s->revision < 0 && (in_stream != NULL || !names(data, len, CALL_TEXT, sizeof CALL_TEXT - 1))) ||
+  if ((s->revision < 0 && (in_stream != NULL || !(named & NAMED_CALL))) ||
       !call_read(data, len, &ct))
     return 0;
   if (ct.meta != NULL) return stateless_text(s, &ct);
@@ -717,7 +730,7 @@ static int quick_call(mcp_session *s, const char *data, size_t len) {
 }
 
 int mcp_session_read_call(const char *data, size_t len, mcp_call_text *ct) {
-  return names(data, len, CALL_TEXT, sizeof CALL_TEXT - 1) && call_read(data, len, ct) && ct->meta != NULL;
+  return names(data, len, NAMED_CALL) && call_read(data, len, ct) && ct->meta != NULL;
 }
 
 int mcp_session_input_call(mcp_session *s, const mcp_call_text *ct, size_t len, void *stream) {
@@ -729,9 +742,14 @@ int mcp_session_input_call(mcp_session *s, const mcp_call_text *ct, size_t len, 
 void mcp_session_input(mcp_session *s, const char *data, size_t len, void *stream) {
   char err[256], msg[300];
   json_t *v;
+  int named;
   in_stream = stream;
   in_len = len;
-  if (quick_cancel(s, data, len) || quick_call(s, data, len)) return;
+  if (s->revision < 0 && stream == NULL)             /* each want a constant, names inlined for it */
+    named = len <= QUICK_MAX ? names(data, len, NAMED_CANCEL | NAMED_CALL) : names(data, len, NAMED_CALL);
+  else
+    named = len <= QUICK_MAX ? names(data, len, NAMED_CANCEL) : 0;
+  if (quick_cancel(s, data, len, named) || quick_call(s, data, len, named)) return;
   v = NULL;
   for (int i = 0; v == NULL && i < ntypes; i++)
     if (types[i]->parse) v = types[i]->parse(data, len);

@@ -7,8 +7,11 @@
 #include "json.h"
 #include "rpc.h"
 
+#define ID_HEAD "{\"jsonrpc\":\"2.0\",\"id\":"
+#define RESULT_HEAD ",\"result\":"
+
 static void add_id(mcp_buf *b, const char *key) {
-  mcp_buf_adds(b, "{\"jsonrpc\":\"2.0\",\"id\":");
+  mcp_buf_adds(b, ID_HEAD);
   if (key) mcp_buf_add(b, key, strlen(key));
   else mcp_buf_adds(b, "null");
 }
@@ -27,7 +30,15 @@ void mcp_rpc_error(mcp_buf *b, const char *key, int code, const char *fmt, ...) 
 
 void mcp_rpc_result_open(mcp_buf *b, const char *key) {
   add_id(b, key);
-  mcp_buf_adds(b, ",\"result\":");
+  mcp_buf_adds(b, RESULT_HEAD);
+}
+
+size_t mcp_rpc_result_object_at(const char *data, size_t len, const char *key, size_t keylen) {
+  const size_t ih = sizeof ID_HEAD - 1, rh = sizeof RESULT_HEAD - 1, n = ih + keylen + rh + 1;
+  if (len < n || memcmp(data, ID_HEAD, ih) != 0 || memcmp(data + ih, key, keylen) != 0 ||
+      memcmp(data + ih + keylen, RESULT_HEAD, rh) != 0 || data[n - 1] != '{')
+    return 0;
+  return n;
 }
 
 void mcp_rpc_notification_open(mcp_buf *b, const char *method) {

@@ -17,6 +17,9 @@ enum {
 void mcp_rpc_error(mcp_buf *b, const char *key, int code, const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));
 void mcp_rpc_result_open(mcp_buf *b, const char *key);   /* then the result, then close */
+/* The length of what mcp_rpc_result_open wrote for key (keylen bytes) and
+ * the '{' of an object result, when data starts with it; else 0. */
+size_t mcp_rpc_result_object_at(const char *data, size_t len, const char *key, size_t keylen);
 void mcp_rpc_notification_open(mcp_buf *b, const char *method); /* then params, then close */
 void mcp_rpc_close(mcp_buf *b);
 /* The code of an error response as written here, or 0 for any other message. */

@@ -165,7 +165,7 @@ function M.sync_c()
       entry = not model_tools and entry or nil,
     }
   end
-  core.fast_tools(list, getmetatable(decl.ctx(0)), outcome.tool, input.open, decl.input_args)
+  core.fast_tools(list, getmetatable(decl.ctx(0)), outcome.tool, input.open)
 end
 
 -- The Mcp-Param headers (x-mcp-header) of a tool, for the HTTP transport's
