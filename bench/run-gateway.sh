@@ -115,9 +115,9 @@ gw_errors() { # side -> error answers over every run
       "$(ratio "$m25" "$d")" "$4$st"
   }
   if [ "$RUN_STDIO" = 1 ]; then
-    gw_row "stdio echo, 64 in flight (calls/s)" echo echo_calls_per_s ">= 0.40x direct" 'r >= 0.4'
+    gw_row "stdio echo, 64 in flight (calls/s)" echo echo_calls_per_s ">= 0.45x direct" 'r >= 0.45'
     gw_row "stdio latency p50 (us)" latency lat_p50_us "" ""
-    gw_row "stdio latency p99 (us)" latency lat_p99_us "<= 3x direct" 'r <= 3'
+    gw_row "stdio latency p99 (us)" latency lat_p99_us "<= 2x direct" 'r <= 2'
   fi
   if [ "$RUN_HTTP" = 1 ]; then
     gw_row "http echo, ${HTTP_CONNS} conns x 1 (calls/s)" http-echo http_echo_calls_per_s ">= 0.40x direct" 'r >= 0.4'

@@ -228,8 +228,8 @@ version_of() { [ -f "$1" ] && awk -F'"' '$2 == "version" { print $4; exit }' "$1
     # shellcheck disable=SC2059
     printf "$ROW" "$1" "$(fmt "$l")" "$(fmt "$t")" "$(fmt "$f")" "$(fmt "$c")" "$rt" "$rf" "$rc" "$3$st"
   }
-  row "echo throughput (calls/s)"  echo_calls_per_s    ">= 10x ts-sdk, >= 0.40x ceiling" higher "" \
-      '(t == "" || l >= 10 * t) && (c == "" || l >= 0.4 * c)'
+  row "echo throughput (calls/s)"  echo_calls_per_s    ">= 10x ts-sdk, >= 0.50x ceiling" higher "" \
+      '(t == "" || l >= 10 * t) && (c == "" || l >= 0.5 * c)'
   if [ $TRACED_OK = 1 ]; then   # luamcp column only: the ratio is to untraced luamcp
     l=$(get traced echo_calls_per_s); u=$(get luamcp echo_calls_per_s)
     # shellcheck disable=SC2059
