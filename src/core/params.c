@@ -6,6 +6,7 @@
 
 #include "json.h"
 #include "sched_int.h"
+#include "slab.h"
 
 /* params as their text: one block. */
 struct mcp_params_text {
@@ -13,26 +14,20 @@ struct mcp_params_text {
   char text[];                       /* the params object, NUL-terminated */
 };
 
-/* Blocks of BLOCK bytes, for the texts that fit, kept for the next calls
- * when freed (a read of 256 KiB starts ~2,600 calls); ASan sees each alone.
- * 512: a 2026-07-28 request's params fit, its _meta (a mount's is ~220
- * bytes) with them. */
-#define BLOCK 512
-#define KEPT 4096
+/* A text of up to MCP_SLAB_MAX bytes with its header takes a block of the
+ * slab (slab.h): its class's size, reused by the next call (a read of 256
+ * KiB starts ~2,600 calls), no malloc. ASan sees each alone. */
 #if defined(__SANITIZE_ADDRESS__)
-#define POOL 0
+#define SLAB 0
 #else
-#define POOL 1
+#define SLAB 1
 #endif
-static struct mcp_params_text *kept[KEPT];
-static int nkept;
 
-static int fits(size_t len) { return POOL && sizeof(struct mcp_params_text) + len + 1 <= BLOCK; }
+static size_t text_size(size_t len) { return sizeof(struct mcp_params_text) + len + 1; }
 
 struct mcp_params_text *mcp__params_text_new(const mcp_request_text *rt) {
-  struct mcp_params_text *t;
-  if (!fits(rt->params_len)) t = malloc(sizeof *t + rt->params_len + 1);
-  else t = nkept > 0 ? kept[--nkept] : malloc(BLOCK);
+  size_t n = text_size(rt->params_len);
+  struct mcp_params_text *t = SLAB && n <= MCP_SLAB_MAX ? mcp_slab_alloc(n) : malloc(n);
   if (t == NULL) abort();
   t->len = rt->params_len;
   t->args_off = rt->args ? (size_t)(rt->args - rt->params) : 0;
@@ -45,13 +40,9 @@ struct mcp_params_text *mcp__params_text_new(const mcp_request_text *rt) {
 void mcp__call_params_drop(mcp_call *c) {
   struct mcp_params_text *t = c->ptext;
   if (c->params) json_decref(c->params), c->params = NULL;
-  if (t != NULL && fits(t->len) && nkept < KEPT) kept[nkept++] = t;
+  if (t != NULL && SLAB && text_size(t->len) <= MCP_SLAB_MAX) mcp_slab_free(t, text_size(t->len));
   else free(t);
   c->ptext = NULL;
-}
-
-void mcp__params_close(void) {
-  while (nkept > 0) free(kept[--nkept]);
 }
 
 json_t *mcp_call_params(mcp_call *c) {

@@ -959,7 +959,6 @@ void mcp__sched_stop(void) {
   tools_call = NULL;
   for (int i = 0; i < S.npool; i++) luaL_unref(S.L, LUA_REGISTRYINDEX, S.pool[i].ref);
   while (S.ncalls > 0) free(S.calls[--S.ncalls]);
-  mcp__params_close();
   S.npool = 0;
   S.ntypes = 0;
 }

@@ -45,7 +45,6 @@ extern void (*mcp__reset_due_cb)(void);
  * and their drop (tree or text: the call started, or it ends). */
 struct mcp_params_text *mcp__params_text_new(const mcp_request_text *rt);
 void mcp__call_params_drop(mcp_call *c);
-void mcp__params_close(void);            /* the blocks kept for reuse freed */
 
 /* token.c: the call a coroutine a handler created runs for (NULL: none),
  * and c's token cleared and released (c ends). */
