@@ -14,13 +14,7 @@
 #include "sched_int.h"
 #include "slab.h"
 
-/* ASan sees every block alone, so that a use after free stays a use after
- * free (the slab would hand the block to the next allocation of its class). */
-#if defined(__SANITIZE_ADDRESS__)
-#define SLAB 0
-#else
-#define SLAB 1
-#endif
+#define SLAB MCP_SLAB_ON
 
 #define MB ((size_t)1 << 20)
 

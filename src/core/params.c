@@ -16,12 +16,8 @@ struct mcp_params_text {
 
 /* A text of up to MCP_SLAB_MAX bytes with its header takes a block of the
  * slab (slab.h): its class's size, reused by the next call (a read of 256
- * KiB starts ~2,600 calls), no malloc. ASan sees each alone. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SLAB 0
-#else
-#define SLAB 1
-#endif
+ * KiB starts ~2,600 calls), no malloc. */
+#define SLAB MCP_SLAB_ON
 
 static size_t text_size(size_t len) { return sizeof(struct mcp_params_text) + len + 1; }
 

@@ -13,6 +13,7 @@
 #include "policy.h"
 #include "rpc.h"
 #include "sched_int.h"
+#include "slab.h"
 #include "slice.h"
 
 #define SLICE_NS      2000000ull    /* a CPU-bound handler yields after 2 ms */
@@ -21,15 +22,6 @@
 #define LIB_COUNT     97            /* ... while a slice's end waits for the plugin's code */
 #define CLOSE_NS      1000000000ull /* <close> handlers of an aborted call: 1 s */
 #define POOL_MAX      256           /* idle coroutines kept for reuse */
-#define CALLS_KEPT    4096          /* freed calls kept for reuse (a read of 256 KiB starts ~2,600), */
-#define CALL_KEY_MAX  8             /* ... those with ids of up to 7 bytes (malloc would round them to it) */
-
-/* ASan sees every call alone, so that a use after free stays one. */
-#if defined(__SANITIZE_ADDRESS__)
-#define CALL_POOL 0
-#else
-#define CALL_POOL 1
-#endif
 
 static struct {
   uv_loop_t *loop;
@@ -50,8 +42,6 @@ static struct {
   int live;
   struct { lua_State *co; int ref; } pool[POOL_MAX];
   int npool;
-  mcp_call *calls[CALLS_KEPT];      /* freed calls' blocks (sizeof (mcp_call) + CALL_KEY_MAX) */
-  int ncalls;
   const mcp_call_type *types[8];    /* the rows registered (sched_int.h) */
   const mcp_call_path *path;        /* the C path (fastpath.c), or NULL */
   const char *answer;               /* a held call's result, while mcp_call_answer fires RETURN */
@@ -388,13 +378,14 @@ static void hook(lua_State *L, lua_Debug *ar) {
 /* Timers and the end of a call. */
 
 /* A call's block, with keylen + 1 bytes for its id's text after it:
- * zeroed, but for the text. */
+ * zeroed, but for the text. One of the slab's (slab.h) when it fits: a
+ * freed call's block serves the next call of its class, with no malloc. */
+static size_t call_size(size_t keylen) { return sizeof(mcp_call) + keylen + 1; }
+
 static mcp_call *call_alloc(size_t keylen) {
   mcp_call *c;
-  if (!CALL_POOL || keylen >= CALL_KEY_MAX) return calloc(1, sizeof *c + keylen + 1);
-  if (S.ncalls == 0) return calloc(1, sizeof *c + CALL_KEY_MAX);
-  c = S.calls[--S.ncalls];
-  memset(c, 0, sizeof *c);
+  if (!MCP_SLAB_ON || call_size(keylen) > MCP_SLAB_MAX) return calloc(1, call_size(keylen));
+  if ((c = mcp_slab_alloc(call_size(keylen))) != NULL) memset(c, 0, sizeof *c);
   return c;
 }
 
@@ -404,7 +395,7 @@ static void call_free(mcp_call *c) {
   mcp_req_close(&c->req);
   if (c->tool_owned) free(c->tool);
   free(c->progress_token);
-  if (CALL_POOL && c->req.keylen < CALL_KEY_MAX && S.ncalls < CALLS_KEPT) S.calls[S.ncalls++] = c;
+  if (MCP_SLAB_ON && call_size(c->req.keylen) <= MCP_SLAB_MAX) mcp_slab_free(c, call_size(c->req.keylen));
   else free(c);
 }
 
@@ -958,7 +949,6 @@ void mcp__sched_stop(void) {
   mcp_name_close();                  /* no call is left to point at a name */
   tools_call = NULL;
   for (int i = 0; i < S.npool; i++) luaL_unref(S.L, LUA_REGISTRYINDEX, S.pool[i].ref);
-  while (S.ncalls > 0) free(S.calls[--S.ncalls]);
   S.npool = 0;
   S.ntypes = 0;
 }

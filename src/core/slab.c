@@ -1,4 +1,4 @@
-/* Small blocks for the Lua state: see slab.h. */
+/* Small blocks for the Lua state and a call's own blocks: see slab.h. */
 #include <stdlib.h>
 
 #include "slab.h"

@@ -1,5 +1,7 @@
-/* Small blocks for the Lua state. Lua gives the size of every block it
- * frees or resizes, so blocks of up to MCP_SLAB_MAX bytes need no header:
+/* Small blocks for the Lua state, and for the core's blocks of a call (the
+ * call, its params text). Their owners give the size of every block they
+ * free (Lua does on a free or resize), so blocks of up to MCP_SLAB_MAX
+ * bytes need no header:
  * they come from free lists, one per 16-byte size class, carved from chunks
  * of 64 KiB. A tools/call makes and frees about 19 such blocks (its tables,
  * strings and closures), for which malloc and free cost a sixth of the
@@ -11,6 +13,15 @@
 #include <stddef.h>
 
 #define MCP_SLAB_MAX 512
+
+/* Whether the slab serves its callers: not under ASan, which must see every
+ * block alone, so that a use after free stays one (the slab would hand the
+ * block to the next allocation of its class). */
+#if defined(__SANITIZE_ADDRESS__)
+#define MCP_SLAB_ON 0
+#else
+#define MCP_SLAB_ON 1
+#endif
 
 typedef struct mcp_slab_block { struct mcp_slab_block *next; } mcp_slab_block;
 /* Class k's free blocks, of 16 * (k + 1) bytes. */
